@@ -1,0 +1,1 @@
+"""kcheck engines, traces, rendering and the command line."""

@@ -1,0 +1,237 @@
+"""Breadth-first explicit-state search with shortest counterexamples.
+
+The search runs level by level on blocks of packed states (checker/compile.py). It keeps:
+- ``visited``: a sorted array of 64-bit fingerprints of every state seen (8 bytes a state);
+- per level, each state's parent (its position in the previous level) and the action instance
+  that reached it (4 + 2 or 4 bytes a state), so a trace is rebuilt by replaying actions from an
+  initial state, as Stateright does; finished states themselves are not kept;
+- the current and the next frontier as packed words.
+
+Order, and so every count and trace, is deterministic: a level is ordered by fingerprint, and a
+state's parent is the first (earliest block, then lowest action instance, then earliest state)
+that produced it. Tie-break between shortest counterexamples: for an invariant, the violating
+state that comes first in its level; for a transition property, the step whose pre-state comes
+first in its level, then the lowest action instance; a deadlock like an invariant.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from checker.compile import Compiled, fingerprint
+from spec.lang import Model
+
+DEADLOCK = "deadlock"
+
+
+@dataclass
+class Found:
+    """A shortest counterexample: the initial state and the action instances from it."""
+    property: str
+    kind: str                 # 'invariant', 'transition', 'deadlock'
+    initial: tuple            # packed words of the initial state
+    steps: list[int]          # action instance indices
+
+
+@dataclass
+class SearchResult:
+    model: Model
+    properties: list[str]
+    exhaustive: bool = False
+    distinct_states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    elapsed_s: float = 0.0
+    cut_by_bounds: int = 0           # transitions that left a search bound (e.g. max_epoch)
+    stop_reason: str | None = None   # 'max-depth', 'max-states', 'interrupted', 'all-violated'
+    found: dict[str, Found] = field(default_factory=dict)
+    deadlock_checked: bool = False
+
+    @property
+    def interrupted(self) -> bool:
+        return self.stop_reason == "interrupted"
+
+    def status(self, prop: str) -> str:
+        if prop in self.found:
+            return "violated"
+        return "holds" if self.exhaustive else "bounded"
+
+    @property
+    def states_per_s(self) -> float:
+        return self.distinct_states / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def collision_probability(self) -> float:
+        """TLC's optimistic estimate n * (t - n) / 2^64; zero when a state is its own
+        fingerprint (it fits in 64 bits)."""
+        if self.model.layout.words == 1:
+            return 0.0
+        n, t = self.distinct_states, self.transitions + len(self.model.initial_words)
+        return n * max(0, t - n) / 2.0 ** 64
+
+
+def _merge(visited: np.ndarray, new: np.ndarray) -> np.ndarray:
+    if not len(new):
+        return visited
+    pos = np.searchsorted(visited, new)
+    return np.insert(visited, pos, new)
+
+
+def search(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
+           max_states: int | None = None, deadlock: bool | None = None,
+           progress=None, block: int = 1 << 15) -> SearchResult:
+    """Explore ``model`` breadth-first. ``progress(depth, distinct, frontier)`` is called per
+    block when given. Ctrl-C stops the search and returns what was found."""
+    spec = model.spec
+    all_props = list(spec.properties)
+    props = all_props if properties is None else list(properties)
+    comp = Compiled(model, props)
+    check_deadlock = spec.check_deadlock if deadlock is None else deadlock
+    res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
+                       deadlock_checked=check_deadlock)
+    t0 = time.perf_counter()
+
+    init = np.array(model.initial_words, dtype=np.uint64).T.copy()
+    fp0 = fingerprint(init)
+    visited, order = np.unique(fp0, return_index=True)
+    frontier = init[:, order]
+    initial_words = [tuple(int(x) for x in frontier[:, i]) for i in range(frontier.shape[1])]
+    parents: list[np.ndarray] = [np.full(frontier.shape[1], -1, dtype=np.int32)]
+    actions: list[np.ndarray] = [np.zeros(frontier.shape[1], dtype=np.int32)]
+    act_dtype = np.int16 if len(model.instances) < 32000 else np.int32
+
+    def trace_to(level: int, index: int) -> tuple[tuple, list[int]]:
+        steps = []
+        for d in range(level, 0, -1):
+            steps.append(int(actions[d][index]))
+            index = int(parents[d][index])
+        steps.reverse()
+        return initial_words[index], steps
+
+    pending = set(props) | ({DEADLOCK} if check_deadlock else set())
+
+    def check_invariants(S: np.ndarray, level: int):
+        for name, fn in comp.invariants.items():
+            if name in res.found:
+                continue
+            ok = fn(S)
+            if ok is True:
+                continue
+            bad = np.flatnonzero(~np.broadcast_to(ok, (S.shape[1],)))
+            if bad.size:
+                init_w, steps = trace_to(level, int(bad[0]))
+                res.found[name] = Found(name, "invariant", init_w, steps)
+                pending.discard(name)
+
+    res.distinct_states = frontier.shape[1]
+    check_invariants(frontier, 0)
+    depth = 0
+    try:
+        while frontier.shape[1]:
+            if not pending and props:
+                res.stop_reason = "all-violated"
+                break
+            if max_depth is not None and depth >= max_depth:
+                res.stop_reason = "max-depth"
+                break
+            n = frontier.shape[1]
+            chunks_fp, chunks_S, chunks_par, chunks_act = [], [], [], []
+            tviol: dict[str, tuple[int, int]] = {}   # property -> (parent, instance), this level
+            deadlocked = None
+            for start in range(0, n, block):
+                S = frontier[:, start:start + block]
+                m = S.shape[1]
+                masks = comp.guards(S)
+                enabled = np.zeros(m, dtype=bool) if check_deadlock and DEADLOCK in pending else None
+                cS, cpar, cact = [], [], []
+                for k, mask in enumerate(masks):
+                    if mask is False:
+                        continue
+                    idx = np.arange(m) if mask is True else np.flatnonzero(mask)
+                    if not idx.size:
+                        continue
+                    sub = S[:, idx]
+                    T, out, ok = comp.effects[k](sub)
+                    res.transitions += idx.size
+                    if enabled is not None:
+                        enabled[idx] = True
+                    for name, tp in comp.tprops_by_instance.get(k, ()):
+                        if name in res.found:
+                            continue
+                        good = tp(sub, T, out)
+                        if good is True:
+                            continue
+                        bad = np.flatnonzero(~np.broadcast_to(good, (idx.size,)))
+                        if ok is not None and bad.size:
+                            bad = bad[ok[bad]]   # a step cut by a search bound is not explored
+                        if bad.size:
+                            cand = (start + int(idx[bad[0]]), k)
+                            if name not in tviol or cand < tviol[name]:
+                                tviol[name] = cand
+                    if ok is not None:
+                        res.cut_by_bounds += int(idx.size - ok.sum())
+                        idx, T = idx[ok], T[:, ok]
+                        if not idx.size:
+                            continue
+                    cS.append(T)
+                    cpar.append(idx + start)
+                    cact.append(np.full(idx.size, k, dtype=act_dtype))
+                if enabled is not None and deadlocked is None:
+                    stuck = ~enabled
+                    if comp.terminal is not None:
+                        stuck &= ~np.broadcast_to(comp.terminal(S), (m,))
+                    if stuck.any():
+                        deadlocked = start + int(np.flatnonzero(stuck)[0])
+                if cS:
+                    T = np.concatenate(cS, axis=1)
+                    par = np.concatenate(cpar)
+                    act = np.concatenate(cact)
+                    fp = fingerprint(T)
+                    u, first = np.unique(fp, return_index=True)
+                    pos = np.searchsorted(visited, u)
+                    pos[pos == len(visited)] = 0
+                    fresh = visited[pos] != u if len(visited) else np.ones(len(u), dtype=bool)
+                    first = first[fresh]
+                    chunks_fp.append(u[fresh])
+                    chunks_S.append(T[:, first])
+                    chunks_par.append(par[first])
+                    chunks_act.append(act[first])
+                if progress is not None:
+                    progress(depth, res.distinct_states + sum(len(c) for c in chunks_fp), n - start - m)
+                if max_states is not None and res.distinct_states + sum(len(c) for c in chunks_fp) >= max_states:
+                    res.stop_reason = "max-states"
+                    break
+            for name, (parent, k) in sorted(tviol.items()):
+                init_w, steps = trace_to(depth, parent)
+                res.found[name] = Found(name, "transition", init_w, steps + [k])
+                pending.discard(name)
+            if deadlocked is not None:
+                init_w, steps = trace_to(depth, deadlocked)
+                res.found[DEADLOCK] = Found(DEADLOCK, "deadlock", init_w, steps)
+                pending.discard(DEADLOCK)
+            if not chunks_fp:
+                frontier = frontier[:, :0]
+                if res.stop_reason:
+                    break
+                continue
+            fp = np.concatenate(chunks_fp)
+            u, first = np.unique(fp, return_index=True)   # first occurrence: earliest block
+            frontier = np.concatenate(chunks_S, axis=1)[:, first]
+            parents.append(np.concatenate(chunks_par)[first].astype(np.int32))
+            actions.append(np.concatenate(chunks_act)[first])
+            visited = _merge(visited, u)
+            depth += 1
+            res.depth = depth
+            res.distinct_states = len(visited)
+            check_invariants(frontier, depth)
+            if res.stop_reason:
+                break
+    except KeyboardInterrupt:
+        res.stop_reason = "interrupted"
+    res.exhaustive = res.stop_reason is None
+    if res.stop_reason == "all-violated":
+        res.exhaustive = False
+    res.elapsed_s = time.perf_counter() - t0
+    return res

@@ -1,0 +1,215 @@
+"""Compile a model's expression trees to vectorised numpy code.
+
+Every guard, effect and property is turned into straight-line Python source that works on a
+whole block of packed states at once: a state is a column of 64-bit words (``S[w]`` is one word
+of every state in the block), a field is a bit range of one word. Generated once per run, the
+code costs a handful of numpy operations per action instance per block, instead of an
+interpreter walk per state; this is what makes the explicit search fast (docs/design.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from spec.lang import ActionInstance, Expr, Model, SpecError
+
+U64 = (1 << 64) - 1
+
+
+class DomainError(SpecError):
+    pass
+
+
+def _domain_error(field, values, mask, lo, hi, action):
+    bad = np.asarray(values)[~mask] if np.ndim(values) else values
+    v = bad[0] if np.ndim(bad) else bad
+    raise DomainError(f"action {action} sets {field} to {int(v)}, outside its range {lo}..{hi}: "
+                      f"widen the field's Int range or guard the action")
+
+
+class _Gen:
+    """Emits source for one function; shares sub-expressions (the trees are DAGs)."""
+
+    def __init__(self, layout, sources: dict[str, str]):
+        self.layout, self.sources = layout, sources
+        self.lines: list[str] = []
+        self.memo: dict[int, str] = {}
+        self.n = 0
+
+    def tmp(self, code: str) -> str:
+        self.n += 1
+        name = f"t{self.n}"
+        self.lines.append(f"    {name} = {code}")
+        return name
+
+    def expr(self, e: Expr) -> str:
+        key = id(e)
+        if key in self.memo:
+            return self.memo[key]
+        op, a = e.op, e.args
+        if op == "const":
+            v = a[0]
+            return "True" if v is True else "False" if v is False else str(int(v))
+        if op == "field":
+            idx, _name, tag = a
+            lay = self.layout
+            src = self.sources[tag]
+            w, sh, width = lay.word[idx], lay.shift[idx], lay.width[idx]
+            raw = f"(({src}[{w}] >> {sh}) & {(1 << width) - 1})" if sh else f"({src}[{w}] & {(1 << width) - 1})"
+            ftype = lay.fields[idx].type
+            if ftype.kind == "bool":
+                code = f"({raw} != 0)"
+            else:
+                code = f"{raw}.astype(np.int64)" + (f" + {ftype.lo}" if ftype.lo else "")
+            r = self.tmp(code)
+        elif op in ("add", "sub", "mul"):
+            sym = {"add": "+", "sub": "-", "mul": "*"}[op]
+            r = self.tmp(f"{self.expr(a[0])} {sym} {self.expr(a[1])}")
+        elif op in ("eq", "ne", "lt", "le"):
+            sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<="}[op]
+            r = self.tmp(f"{self.expr(a[0])} {sym} {self.expr(a[1])}")
+        elif op == "and":
+            r = self.tmp(" & ".join(self.expr(x) for x in a))
+        elif op == "or":
+            r = self.tmp(" | ".join(self.expr(x) for x in a))
+        elif op == "not":
+            r = self.tmp(f"~{self.expr(a[0])}")
+        elif op == "ite":
+            r = self.tmp(f"np.where({self.expr(a[0])}, {self.expr(a[1])}, {self.expr(a[2])})")
+        elif op in ("min", "max"):
+            fn = "np.minimum" if op == "min" else "np.maximum"
+            r = self.tmp(f"{fn}({self.expr(a[0])}, {self.expr(a[1])})")
+        elif op == "select":
+            i, elems = self.expr(a[0]), [self.expr(x) for x in a[1:]]
+            code = elems[-1]
+            for k in range(len(elems) - 2, -1, -1):
+                code = f"np.where({i} == {k}, {elems[k]}, {code})"
+            r = self.tmp(code)
+        else:
+            raise SpecError(f"the numpy compiler does not know operation '{op}'")
+        self.memo[key] = r
+        return r
+
+
+class Compiled:
+    """The generated functions of one model.
+
+    guards(S) -> list of masks, one per action instance (a bool array, or a Python bool);
+    effects[k](S) -> (T, outcome, ok): successors of the states in S (all of which satisfy
+    guard k), the outcome per step (array or scalar, None when the action has none), and the
+    mask of steps that stay within the search bounds (None when none can leave them);
+    invariants[name](S) -> mask; tprops[(name, k)](S, T, O) -> mask;
+    terminal(S) -> mask or None.
+    """
+
+    def __init__(self, model: Model, properties=None):
+        self.model = model
+        lay = model.layout
+        self.words = lay.words
+        ns: dict = {"np": np, "_domain_error": _domain_error}
+        src: list[str] = []
+        want = set(properties) if properties is not None else None
+
+        # guards: one function so that field reads are shared by all instances
+        g = _Gen(lay, {"pre": "S"})
+        outs = [g.expr(inst.guard) for inst in model.instances]
+        src.append("def guards(S):\n" + "\n".join(g.lines) + f"\n    return [{', '.join(outs)}]\n")
+
+        for inst in model.instances:
+            src.append(self._effect_source(inst))
+
+        self.invariant_names = []
+        for prop in model.invariants:
+            if want is not None and prop.name not in want:
+                continue
+            e = model.invariant_expr(prop)
+            g = _Gen(lay, {"pre": "S"})
+            r = g.expr(e)
+            src.append(f"def inv_{len(self.invariant_names)}(S):\n" + "\n".join(g.lines) + f"\n    return {r}\n")
+            self.invariant_names.append(prop.name)
+
+        self.tprop_keys = []   # (name, instance index)
+        for prop in model.transition_props:
+            if want is not None and prop.name not in want:
+                continue
+            for inst in model.instances:
+                e = model.transition_expr(prop, inst)
+                if e is None or (e.op == "const" and e.args[0]):
+                    continue
+                g = _Gen(lay, {"pre": "S", "post": "T", "outcome": "O"})
+                g.memo[id(inst.outcome)] = "O" if inst.outcome is not None else "0"
+                r = g.expr(e)
+                src.append(f"def tp_{len(self.tprop_keys)}(S, T, O):\n" + "\n".join(g.lines) + f"\n    return {r}\n")
+                self.tprop_keys.append((prop.name, inst.index))
+
+        if model.terminal is not None:
+            g = _Gen(lay, {"pre": "S"})
+            r = g.expr(model.terminal)
+            src.append("def terminal(S):\n" + "\n".join(g.lines) + f"\n    return {r}\n")
+        self.source = "\n".join(src)
+        exec(compile(self.source, f"<kcheck:{model.spec.name}:{model.variant}>", "exec"), ns)
+        self.guards = ns["guards"]
+        self.effects = [ns[f"eff_{i.index}"] for i in model.instances]
+        self.invariants = {n: ns[f"inv_{k}"] for k, n in enumerate(self.invariant_names)}
+        self.tprops_by_instance: dict[int, list[tuple[str, object]]] = {}
+        for k, (name, idx) in enumerate(self.tprop_keys):
+            self.tprops_by_instance.setdefault(idx, []).append((name, ns[f"tp_{k}"]))
+        self.tprop_names = sorted({n for n, _ in self.tprop_keys} |
+                                  {p.name for p in model.transition_props
+                                   if want is None or p.name in want})
+        self.terminal = ns.get("terminal")
+
+    def _effect_source(self, inst: ActionInstance) -> str:
+        lay = self.model.layout
+        g = _Gen(lay, {"pre": "S"})
+        ok_terms: list[str] = []
+        per_word: dict[int, list[str]] = {}
+        clear: dict[int, int] = {}
+        for idx, e in sorted(inst.writes.items()):
+            f = lay.fields[idx]
+            if e.op == "field" and e.args[0] == idx and e.args[2] == "pre":
+                continue  # written back unchanged
+            w, sh, width = lay.word[idx], lay.shift[idx], lay.width[idx]
+            clear[w] = clear.get(w, 0) | (((1 << width) - 1) << sh)
+            if e.op == "const":
+                enc = (int(e.args[0]) - f.type.lo) << sh
+                if enc:
+                    per_word.setdefault(w, []).append(str(enc))
+                continue
+            v = g.expr(e)
+            if f.type.kind == "bool":
+                per_word.setdefault(w, []).append(f"({v}.astype(np.uint64) << {sh})")
+                continue
+            lo, hi = f.type.lo, f.type.hi
+            inside = g.tmp(f"({v} >= {lo}) & ({v} <= {hi})")
+            if f.type.search_bound:
+                ok_terms.append(inside)
+            else:
+                g.lines.append(f"    if not {inside}.all(): _domain_error({f.name!r}, {v}, {inside}, "
+                               f"{lo}, {hi}, {inst.label!r})")
+            off = f" - {lo}" if lo else ""
+            per_word.setdefault(w, []).append(
+                f"((({v}{off}) & {(1 << width) - 1}).astype(np.uint64) << {sh})")
+        # the outcome is a function of the state before the step
+        out = g.expr(inst.outcome) if inst.outcome is not None else "None"
+        body = list(g.lines)
+        body.append("    T = S.copy()")
+        for w, m in clear.items():
+            body.append(f"    T[{w}] = " + " | ".join([f"(T[{w}] & {U64 ^ m})"] + per_word.get(w, [])))
+        ok = " & ".join(ok_terms) if ok_terms else "None"
+        return f"def eff_{inst.index}(S):\n" + "\n".join(body) + f"\n    return T, {out}, {ok}\n"
+
+
+def fingerprint(S: np.ndarray) -> np.ndarray:
+    """64-bit fingerprints of a block of packed states. A state that fits one word is its own
+    fingerprint (no collision is possible); wider states are mixed with a splitmix64 chain."""
+    if S.shape[0] == 1:
+        return S[0]
+    h = np.full(S.shape[1], 0x9E3779B97F4A7C15, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for w in range(S.shape[0]):
+            h ^= S[w]
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(31)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(29)
+    return h

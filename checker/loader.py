@@ -1,0 +1,52 @@
+"""Find a spec by shipped name or by the path of a user's module, with errors that point at
+the user's line."""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+from spec import SHIPPED
+from spec.lang import Spec, SpecError
+
+
+def user_line(exc: BaseException) -> str:
+    """The innermost traceback frame outside kcheck itself, as file:line."""
+    here = str(Path(__file__).resolve().parent.parent)
+    best = None
+    for fr in traceback.extract_tb(exc.__traceback__):
+        if not fr.filename.startswith(here) or "/spec/" in fr.filename and not fr.filename.endswith("lang.py"):
+            best = fr
+    if best is None:
+        return "?"
+    return f"{best.filename}:{best.lineno}"
+
+
+def load_spec(name_or_path: str) -> Spec:
+    if name_or_path in SHIPPED:
+        module = importlib.import_module(SHIPPED[name_or_path])
+    elif name_or_path.endswith(".py") or "/" in name_or_path:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise SpecError(f"spec file {name_or_path} does not exist; shipped specs: {', '.join(SHIPPED)}")
+        mod_name = f"kcheck_user_{abs(hash(str(path.resolve())))}"
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module
+        try:
+            loader_spec.loader.exec_module(module)
+        except SpecError:
+            raise
+        except SyntaxError as e:
+            raise SpecError(f"{e.filename}:{e.lineno}: syntax error in spec: {e.msg}") from None
+        except Exception as e:
+            raise SpecError(f"{user_line(e)}: loading the spec raised {type(e).__name__}: {e}") from None
+    else:
+        raise SpecError(f"unknown spec '{name_or_path}'; shipped specs: {', '.join(SHIPPED)} "
+                        f"(or give the path of a spec module)")
+    spec = getattr(module, "spec", None)
+    if not isinstance(spec, Spec):
+        raise SpecError(f"{name_or_path}: the module defines no Spec object named 'spec'")
+    return spec

@@ -1,0 +1,144 @@
+"""Rendering for people: traces as tables, verdict matrices, search statistics, and the
+Markdown twin (table plus Mermaid sequence diagram) of a saved counterexample."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from checker.bfs import SearchResult
+from checker.trace import Trace
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _changes(step) -> str:
+    return ", ".join(f"{k}: {_fmt(a)} → {_fmt(b)}" for k, (a, b) in step.changes.items()) or "(no change)"
+
+
+def trace_table(tr: Trace, title: str | None = None) -> Table:
+    t = Table(title=title, show_lines=False, title_justify="left")
+    t.add_column("#", justify="right")
+    t.add_column("action (request)")
+    t.add_column("outcome")
+    t.add_column("changed fields")
+    t.add_row("0", "initial state", "", Text(_initial_summary(tr)))
+    for i, s in enumerate(tr.steps, start=1):
+        mark = f"{i}" + (" ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else "")
+        t.add_row(mark, Text(s.label), Text(_fmt(s.outcome) if s.outcome is not None else ""),
+                  Text(_changes(s)))
+    return t
+
+
+def _initial_summary(tr: Trace) -> str:
+    return ", ".join(f"{k}={_fmt(v) if not isinstance(v, list) else '[' + ', '.join(map(_fmt, v)) + ']'}"
+                     for k, v in tr.initial_state.items())
+
+
+def stats_line(r: SearchResult) -> str:
+    m = r.model
+    if r.exhaustive:
+        scope = "exhaustive"
+    else:
+        scope = {"max-depth": "BOUNDED by --max-depth", "max-states": "BOUNDED by --max-states",
+                 "interrupted": "INTERRUPTED", "all-violated": "stopped: every property violated"
+                 }.get(r.stop_reason, r.stop_reason or "")
+    cut = ""
+    if r.cut_by_bounds:
+        bounds = sorted({f.base for f in m.layout.fields if f.type.search_bound})
+        cut = f"; {r.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)})"
+    coll = "exact (a state is its own fingerprint)" if m.layout.words == 1 else \
+        f"{r.collision_probability:.1e} (optimistic, as TLC)"
+    return (f"{r.distinct_states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, "
+            f"{r.elapsed_s:.2f}s ({r.states_per_s:,.0f} states/s), {scope}{cut}; "
+            f"fingerprint collision probability {coll}")
+
+
+def verdict_cell(r: SearchResult, prop: str, traces: dict) -> str:
+    st = r.status(prop)
+    if st == "violated":
+        return f"VIOLATED ({len(traces[prop])} steps)"
+    return "holds" if st == "holds" else "no violation (bounded)"
+
+
+def params_str(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
+    m = r.model
+    console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
+                  f"({params_str(m.params.as_dict())})")
+    console.print(stats_line(r))
+    t = Table(show_header=True)
+    t.add_column("property")
+    t.add_column("verdict")
+    t.add_column("meaning")
+    for p in r.properties:
+        doc = m.spec.properties[p].doc if p in m.spec.properties else "no reachable state without a successor"
+        t.add_row(p, verdict_cell(r, p, traces), Text(doc))
+    console.print(t)
+    for p, tr in traces.items():
+        console.print(trace_table(tr, f"Shortest counterexample for {p} ({len(tr)} steps)"))
+        if p in saved:
+            console.print(f"saved: {saved[p]}")
+
+
+def print_matrix(console: Console, spec, results: list[SearchResult], traces: dict, diffs: list[str]):
+    props = results[0].properties if results else []
+    t = Table(title=f"{spec.name}: verdicts by variant ({params_str(results[0].model.params.as_dict())})"
+              if results else spec.name, title_justify="left")
+    t.add_column("variant")
+    for p in props:
+        t.add_column(p)
+    t.add_column("states")
+    for r in results:
+        v = r.model.variant
+        cells = []
+        for p in props:
+            cell = verdict_cell(r, p, traces.get(v, {}))
+            expected = p in spec.variants[v].expected_violations if spec.variants else False
+            if (r.status(p) == "violated") != expected and r.status(p) != "bounded":
+                cell += " (≠ record)"
+            cells.append(cell)
+        t.add_row(v, *cells, f"{r.distinct_states:,}{'' if r.exhaustive else ' (not exhaustive)'}")
+    console.print(t)
+    for d in diffs:
+        console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
+
+
+def markdown(tr: Trace, doc: dict) -> str:
+    m = tr.model
+    lines = [f"# {m.spec.name} / {m.variant}: {tr.property} violated in {len(tr)} steps", ""]
+    if doc.get("property_doc"):
+        lines += [f"**{tr.property}**: {doc['property_doc']}", ""]
+    lines += [f"Parameters: {params_str(m.params.as_dict())}. Replay: `kcheck replay <this file's .json>`.", "",
+              f"Initial state: {_initial_summary(tr)}", "",
+              "| # | action (request) | outcome | changed fields |", "|---|---|---|---|"]
+    for i, s in enumerate(tr.steps, start=1):
+        loop = " ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else ""
+        lines.append(f"| {i}{loop} | {s.label} | {_fmt(s.outcome) if s.outcome is not None else ''} | "
+                     f"{_changes(s)} |")
+    lines += ["", "```mermaid", "sequenceDiagram"]
+    for i, s in enumerate(tr.steps, start=1):
+        inst = m.instance(s.action, s.args)
+        src, dst = _actors(inst)
+        note = s.label + (f" → {_fmt(s.outcome)}" if s.outcome is not None else "")
+        if src == dst:
+            lines.append(f"    Note over {src}: {i}. {note}")
+        else:
+            lines.append(f"    {src}->>{dst}: {i}. {note}")
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def _actors(inst) -> tuple[str, str]:
+    act = inst.action.actors
+    if not act:
+        return ("system", "system")
+    args = {k: (v.name if hasattr(v, "name") else v) for k, v in inst.args.items()}
+    return tuple(a.format(**args).replace(" ", "_") for a in act)

@@ -1,0 +1,272 @@
+"""Traces: counterexamples and scenarios share one JSON format (README, "Trace files").
+
+A trace is re-executed step by step through the current spec: each step names an action and
+its arguments; the step must be enabled, and, when the file says so, produce the expected
+outcome and field values. Counterexamples also name the property they break; replaying one
+checks that the last state (or step) still breaks it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from checker.compile import Compiled, fingerprint
+from spec.lang import EnumValue, Model, SpecError
+
+FORMAT = 1
+
+
+class TraceError(SpecError):
+    """A malformed or foreign trace file (exit 2)."""
+
+
+@dataclass
+class Step:
+    label: str
+    action: str
+    args: dict
+    outcome: Any
+    changes: dict[str, tuple[Any, Any]]   # flat field name -> (before, after), shown values
+    words: tuple                          # packed state after the step
+
+
+@dataclass
+class Trace:
+    model: Model
+    property: str | None
+    kind: str | None
+    initial: tuple
+    steps: list[Step] = field(default_factory=list)
+    loop_index: int | None = None
+
+    def __len__(self):
+        return len(self.steps)
+
+    @property
+    def initial_state(self) -> dict:
+        return self.model.layout.show(self.model.layout.unpack_flat(self.initial))
+
+
+def _shown(model: Model, flat: list[int]) -> list:
+    return [f.type.show(v) for f, v in zip(model.layout.fields, flat)]
+
+
+def _arg_json(v):
+    return v.name if isinstance(v, EnumValue) else v
+
+
+class Executor:
+    """Applies action instances to single packed states with the compiled code."""
+
+    def __init__(self, model: Model, compiled: Compiled | None = None):
+        self.model = model
+        self.comp = compiled or Compiled(model)
+
+    def enabled(self, words: tuple, k: int) -> bool:
+        S = np.array(words, dtype=np.uint64).reshape(-1, 1)
+        g = self.comp.guards(S)[k]
+        return bool(g if isinstance(g, bool) else g[0])
+
+    def apply(self, words: tuple, k: int):
+        """-> (next words, outcome value or None, within search bounds)."""
+        S = np.array(words, dtype=np.uint64).reshape(-1, 1)
+        T, out, ok = self.comp.effects[k](S)
+        o = None if out is None else int(np.broadcast_to(out, (1,))[0])
+        return tuple(int(x) for x in T[:, 0]), o, bool(ok[0]) if ok is not None else True
+
+    def invariant_holds(self, name: str, words: tuple) -> bool:
+        S = np.array(words, dtype=np.uint64).reshape(-1, 1)
+        r = self.comp.invariants[name](S)
+        return bool(np.broadcast_to(r, (1,))[0])
+
+    def step_holds(self, name: str, pre: tuple, k: int) -> bool:
+        S = np.array(pre, dtype=np.uint64).reshape(-1, 1)
+        T, out, _ = self.comp.effects[k](S)
+        for pname, fn in self.comp.tprops_by_instance.get(k, ()):
+            if pname == name:
+                return bool(np.broadcast_to(fn(S, T, out), (1,))[0])
+        return True
+
+    def deadlocked(self, words: tuple) -> bool:
+        S = np.array(words, dtype=np.uint64).reshape(-1, 1)
+        if any(bool(np.broadcast_to(g, (1,))[0]) for g in self.comp.guards(S)):
+            return False
+        if self.comp.terminal is not None and bool(np.broadcast_to(self.comp.terminal(S), (1,))[0]):
+            return False
+        return True
+
+
+def build(model: Model, prop: str | None, kind: str | None, initial: tuple, steps: list[int],
+          executor: Executor | None = None, loop_index: int | None = None) -> Trace:
+    """Replays instance indices from ``initial`` to produce a readable trace."""
+    ex = executor or Executor(model)
+    lay = model.layout
+    tr = Trace(model, prop, kind, tuple(initial), loop_index=loop_index)
+    words = tuple(initial)
+    before = _shown(model, lay.unpack_flat(words))
+    for k in steps:
+        inst = model.instances[k]
+        if not ex.enabled(words, k):
+            raise SpecError(f"internal: step {inst.label} is not enabled while rebuilding a trace")
+        words, out, _ = ex.apply(words, k)
+        after = _shown(model, lay.unpack_flat(words))
+        changes = {f.name: (b, a) for f, b, a in zip(lay.fields, before, after) if a != b}
+        tr.steps.append(Step(inst.label, inst.action.name, dict(inst.args),
+                             model.show_outcome(out), changes, words))
+        before = after
+    return tr
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+def to_json(tr: Trace) -> dict:
+    m = tr.model
+    steps = []
+    for s in tr.steps:
+        expect: dict[str, Any] = {}
+        if s.outcome is not None:
+            expect["outcome"] = s.outcome
+        if s.changes:
+            expect["state"] = {k: v[1] for k, v in s.changes.items()}
+        steps.append({"action": s.action, "args": {k: _arg_json(v) for k, v in s.args.items()},
+                      "expect": expect})
+    doc = {"kcheck_trace": FORMAT, "spec": m.spec.name, "variant": m.variant,
+           "params": m.params.as_dict(), "state": tr.initial_state, "steps": steps}
+    if tr.property is not None:
+        doc["property"] = tr.property
+        doc["kind"] = tr.kind
+        prop = m.spec.properties.get(tr.property)
+        if prop is not None:
+            doc["property_doc"] = prop.doc
+    if tr.loop_index is not None:
+        doc["loop_index"] = tr.loop_index
+    return doc
+
+
+def load(path: str | Path) -> dict:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise TraceError(f"trace file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise TraceError(f"cannot read trace file {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{path} is not JSON (line {e.lineno}: {e.msg}); a trace file is the JSON "
+                         f"written by 'kcheck check --save'") from None
+    if not isinstance(doc, dict):
+        raise TraceError(f"{path}: a trace file holds a JSON object with 'spec', 'params' and 'steps'")
+    for key, typ in (("spec", str), ("steps", list)):
+        if not isinstance(doc.get(key), typ):
+            raise TraceError(f"{path}: field '{key}' is missing or not a {typ.__name__}; a trace has "
+                             f"'spec', 'variant', 'params', optional 'state', 'steps'")
+    if not isinstance(doc.get("params", {}), dict) or not isinstance(doc.get("state", {}), dict):
+        raise TraceError(f"{path}: 'params' and 'state' must be JSON objects")
+    for i, st in enumerate(doc["steps"]):
+        if not isinstance(st, dict) or not isinstance(st.get("action"), str) or \
+                not isinstance(st.get("args", {}), dict) or not isinstance(st.get("expect", {}), dict):
+            raise TraceError(f"{path}: step {i + 1} must be an object with 'action' (a string), "
+                             f"'args' (an object) and optional 'expect' (an object)")
+    li = doc.get("loop_index")
+    if li is not None and (not isinstance(li, int) or not 0 <= li <= len(doc["steps"])):
+        raise TraceError(f"{path}: loop_index must be a step index 0..{len(doc['steps'])}")
+    return doc
+
+
+@dataclass
+class ReplayResult:
+    ok: bool
+    message: str
+    trace: Trace | None = None
+    failed_step: int | None = None   # 1-based
+
+
+def _flat_expect(model: Model, expected: dict) -> dict[str, Any]:
+    """Expected fields may be flat ('member_epoch[1]') or declared names with whole arrays."""
+    lay = model.layout
+    names = {f.name for f in lay.fields}
+    out = {}
+    for k, v in expected.items():
+        if k in names:
+            out[k] = v
+        elif k in lay.arrays and isinstance(v, list) and len(v) == len(lay.arrays[k]):
+            for f, x in zip(lay.arrays[k], v):
+                out[f.name] = x
+        else:
+            raise TraceError(f"expected field '{k}' is not a field of {model.spec.name}; fields: "
+                             f"{', '.join(lay.declared)}")
+    return out
+
+
+def _same(shown, expected) -> bool:
+    if isinstance(shown, bool) or isinstance(expected, bool):
+        return shown is expected or shown == expected and type(shown) is type(expected)
+    return shown == expected
+
+
+def replay(model: Model, doc: dict) -> ReplayResult:
+    lay = model.layout
+    ex = Executor(model)
+    if doc.get("state"):
+        try:
+            words = tuple(lay.pack(doc["state"]))
+        except SpecError as e:
+            raise TraceError(f"initial state: {e}") from None
+    else:
+        if len(model.initial_words) != 1:
+            raise TraceError(f"spec {model.spec.name} has {len(model.initial_words)} initial states "
+                             f"for these parameters: the trace must give 'state'")
+        words = model.initial_words[0]
+    initial = words
+    ks: list[int] = []
+    for i, st in enumerate(doc["steps"], start=1):
+        args = dict(st.get("args", {}))
+        try:
+            k = model.instance(st["action"], args).index
+        except SpecError as e:
+            raise TraceError(f"step {i}: {e}") from None
+        inst = model.instances[k]
+        if not ex.enabled(words, k):
+            return ReplayResult(False, f"step {i} ({inst.label}) is not enabled", failed_step=i)
+        nxt, out, inside = ex.apply(words, k)
+        exp = st.get("expect", {})
+        if "outcome" in exp and model.show_outcome(out) != exp["outcome"]:
+            return ReplayResult(False, f"step {i} ({inst.label}): outcome {model.show_outcome(out)}, "
+                                       f"expected {exp['outcome']}", failed_step=i)
+        if "state" in exp:
+            if not isinstance(exp["state"], dict):
+                raise TraceError(f"step {i}: expect.state must be an object of field values")
+            shown = dict(zip((f.name for f in lay.fields), _shown(model, lay.unpack_flat(nxt))))
+            for name, v in _flat_expect(model, exp["state"]).items():
+                if not _same(shown[name], v):
+                    return ReplayResult(False, f"step {i} ({inst.label}): {name} is {shown[name]}, "
+                                               f"expected {v}", failed_step=i)
+        ks.append(k)
+        words = nxt
+    prop, kind = doc.get("property"), doc.get("kind")
+    tr = build(model, prop, kind, initial, ks, ex, doc.get("loop_index"))
+    if prop is not None and kind in ("invariant", "transition", "deadlock"):
+        if kind == "invariant":
+            if prop not in ex.comp.invariants:
+                raise TraceError(f"property '{prop}' is not an invariant of {model.spec.name}")
+            if ex.invariant_holds(prop, words):
+                return ReplayResult(False, f"the last state no longer violates {prop}", tr)
+        elif kind == "transition":
+            if not ks:
+                raise TraceError("a transition-property trace needs at least one step")
+            pre = tr.steps[-2].words if len(tr.steps) > 1 else initial
+            if ex.step_holds(prop, pre, ks[-1]):
+                return ReplayResult(False, f"the last step no longer violates {prop}", tr)
+        elif not ex.deadlocked(words):
+            return ReplayResult(False, "the last state is no longer a deadlock", tr)
+        return ReplayResult(True, f"reproduces: {prop} violated after {len(ks)} steps", tr)
+    return ReplayResult(True, f"all {len(ks)} steps reproduce with their expectations", tr)
+
+
+def fingerprint_of(words: tuple) -> int:
+    return int(fingerprint(np.array(words, dtype=np.uint64).reshape(-1, 1))[0])

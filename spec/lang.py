@@ -1,0 +1,855 @@
+"""The kcheck spec language.
+
+A spec is a Python module holding one ``Spec`` object named ``spec``. Guards, effects and
+properties are ordinary Python functions, but they do not compute on values: they build
+expression trees (``Expr``) once per action instance. The engines compile those trees, to
+vectorised numpy code for the explicit search and to Z3 terms for the symbolic engine, so a
+rule is written exactly once. Branching on a *state* value must therefore go through the
+helpers ``If``, ``And``, ``Or``, ``Not``, ``Implies``, ``Min``, ``Max``; branching on action
+arguments, parameters and the variant is plain Python. See docs/design.md.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+
+class SpecError(Exception):
+    """A mistake in a spec or in how it is used; the message is one line for the user."""
+
+
+def _caller_line(depth: int = 2) -> str:
+    frame = inspect.stack()[depth]
+    return f"{frame.filename}:{frame.lineno}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Types of state fields
+
+class FieldType:
+    kind = "int"  # 'int' or 'bool'
+    lo = 0
+    hi = 0
+    search_bound = False
+
+    def bits(self) -> int:
+        return max(1, (self.hi - self.lo).bit_length())
+
+    def check(self, value) -> int:
+        raise NotImplementedError
+
+    def show(self, value: int) -> Any:
+        return value
+
+
+class Int(FieldType):
+    """An integer in lo..hi. With search_bound=True the range is a bound of the explicit search
+    (e.g. an epoch cap): a transition leaving it is cut, not an error, and the symbolic engine
+    lifts it."""
+
+    def __init__(self, lo: int, hi: int, search_bound: bool = False):
+        if hi < lo:
+            raise SpecError(f"Int({lo}, {hi}): empty range")
+        self.lo, self.hi, self.search_bound = lo, hi, search_bound
+
+    def check(self, value):
+        if isinstance(value, bool) or not isinstance(value, int) or not self.lo <= value <= self.hi:
+            raise SpecError(f"value {value!r} is not an integer in {self.lo}..{self.hi}")
+        return value
+
+    def __repr__(self):
+        return f"Int({self.lo}, {self.hi}{', search_bound=True' if self.search_bound else ''})"
+
+
+class _Bool(FieldType):
+    kind = "bool"
+    lo, hi = 0, 1
+
+    def check(self, value):
+        if not isinstance(value, bool):
+            raise SpecError(f"value {value!r} is not a bool")
+        return int(value)
+
+    def show(self, value):
+        return bool(value)
+
+    def __repr__(self):
+        return "Bool"
+
+
+Bool = _Bool()
+
+
+class EnumValue(int):
+    """A named constant of an Enum; an int underneath so that it packs and compares."""
+    enum: "Enum"
+
+    def __new__(cls, enum: "Enum", name: str, value: int):
+        obj = int.__new__(cls, value)
+        obj.enum, obj.name = enum, name
+        return obj
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    # int's own ==/!= would swallow comparisons with expressions
+    def __eq__(self, other):
+        if isinstance(other, Expr):
+            return other.__eq__(self)
+        return int(self) == other
+
+    def __ne__(self, other):
+        if isinstance(other, Expr):
+            return other.__ne__(self)
+        return int(self) != other
+
+    __hash__ = int.__hash__
+
+
+class Enum(FieldType):
+    """A small enumeration: Enum("TMState", "init committed aborted")."""
+
+    def __init__(self, name: str, names: str | Iterable[str]):
+        self.name = name
+        self.names = names.split() if isinstance(names, str) else list(names)
+        self.values = [EnumValue(self, n, i) for i, n in enumerate(self.names)]
+        self.lo, self.hi = 0, max(0, len(self.names) - 1)
+        for v in self.values:
+            setattr(self, v.name, v)
+
+    def check(self, value):
+        if isinstance(value, EnumValue) and value.enum is self:
+            return int(value)
+        if isinstance(value, str) and value in self.names:
+            return self.names.index(value)
+        raise SpecError(f"value {value!r} is not one of {self.name}: {', '.join(self.names)}")
+
+    def show(self, value):
+        return self.names[value] if 0 <= value < len(self.names) else value
+
+    def __getitem__(self, name: str) -> EnumValue:
+        return self.values[self.names.index(name)]
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __len__(self):
+        return len(self.values)
+
+    def __repr__(self):
+        return f"Enum({self.name})"
+
+
+@dataclass
+class Array:
+    """A fixed-size array of a field type, indexed 0..size-1 (members, partitions, ...)."""
+    of: FieldType
+    size: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Expressions
+
+class Expr:
+    """A node of an expression tree over state fields. ``op`` names the operation."""
+    __slots__ = ("op", "args", "kind", "enum")
+
+    def __init__(self, op: str, args: tuple, kind: str, enum: Enum | None = None):
+        self.op, self.args, self.kind, self.enum = op, args, kind, enum
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise SpecError(
+            "a state value was used in a Python 'if', 'and', 'or' or 'not' "
+            f"(at {_user_frame()}): use If(...), And(...), Or(...), Not(...) instead")
+
+    # arithmetic
+    def __add__(self, o): return _arith("add", self, o)
+    def __radd__(self, o): return _arith("add", o, self)
+    def __sub__(self, o): return _arith("sub", self, o)
+    def __rsub__(self, o): return _arith("sub", o, self)
+    def __mul__(self, o): return _arith("mul", self, o)
+    def __rmul__(self, o): return _arith("mul", o, self)
+    def __neg__(self): return _arith("sub", 0, self)
+
+    # comparisons
+    def __eq__(self, o): return _cmp("eq", self, o)
+    def __ne__(self, o): return _cmp("ne", self, o)
+    def __lt__(self, o): return _cmp("lt", self, o)
+    def __le__(self, o): return _cmp("le", self, o)
+    def __gt__(self, o): return _cmp("lt", o, self)
+    def __ge__(self, o): return _cmp("le", o, self)
+
+    # boolean connectives as operators, for brevity in specs
+    def __and__(self, o): return And(self, o)
+    def __rand__(self, o): return And(o, self)
+    def __or__(self, o): return Or(self, o)
+    def __ror__(self, o): return Or(o, self)
+    def __invert__(self): return Not(self)
+
+    def __repr__(self):
+        if self.op == "const":
+            return repr(self.args[0])
+        if self.op == "field":
+            return self.args[1]
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
+
+def _user_frame() -> str:
+    for frame in inspect.stack()[2:]:
+        if "/spec/lang.py" not in frame.filename and "/checker/" not in frame.filename:
+            return f"{frame.filename}:{frame.lineno}"
+    return "?"
+
+
+TRUE = Expr("const", (True,), "bool")
+FALSE = Expr("const", (False,), "bool")
+
+
+def const(value) -> Expr:
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return TRUE if value else FALSE
+    if isinstance(value, EnumValue):
+        return Expr("const", (int(value),), "int", value.enum)
+    if isinstance(value, int):
+        return Expr("const", (value,), "int")
+    raise SpecError(f"{value!r} ({type(value).__name__}) cannot be used in a state expression "
+                    f"(at {_user_frame()})")
+
+
+def is_const(e: Expr) -> bool:
+    return e.op == "const"
+
+
+def _arith(op, a, b) -> Expr:
+    a, b = const(a), const(b)
+    if a.kind != "int" or b.kind != "int":
+        raise SpecError(f"arithmetic on a boolean (at {_user_frame()})")
+    if is_const(a) and is_const(b):
+        x, y = a.args[0], b.args[0]
+        return const({"add": x + y, "sub": x - y, "mul": x * y}[op])
+    return Expr(op, (a, b), "int")
+
+
+def _cmp(op, a, b) -> Expr:
+    a, b = const(a), const(b)
+    if is_const(a) and is_const(b):
+        x, y = a.args[0], b.args[0]
+        return const({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y}[op])
+    if op in ("lt", "le") and (a.kind != "int" or b.kind != "int"):
+        raise SpecError(f"ordering comparison on a boolean (at {_user_frame()})")
+    return Expr(op, (a, b), "bool")
+
+
+def _as_bool(x) -> Expr:
+    e = const(x)
+    if e.kind != "bool":
+        raise SpecError(f"expected a condition, got an integer expression {e!r} (at {_user_frame()})")
+    return e
+
+
+def And(*xs) -> Expr:
+    args = []
+    for x in xs:
+        e = _as_bool(x)
+        if e is FALSE or (is_const(e) and not e.args[0]):
+            return FALSE
+        if is_const(e):
+            continue
+        args.extend(e.args if e.op == "and" else (e,))
+    if not args:
+        return TRUE
+    return args[0] if len(args) == 1 else Expr("and", tuple(args), "bool")
+
+
+def Or(*xs) -> Expr:
+    args = []
+    for x in xs:
+        e = _as_bool(x)
+        if is_const(e) and e.args[0]:
+            return TRUE
+        if is_const(e):
+            continue
+        args.extend(e.args if e.op == "or" else (e,))
+    if not args:
+        return FALSE
+    return args[0] if len(args) == 1 else Expr("or", tuple(args), "bool")
+
+
+def Not(x) -> Expr:
+    e = _as_bool(x)
+    if is_const(e):
+        return const(not e.args[0])
+    if e.op == "not":
+        return e.args[0]
+    return Expr("not", (e,), "bool")
+
+
+def Implies(a, b) -> Expr:
+    return Or(Not(a), b)
+
+
+def If(cond, then, other) -> Expr:
+    c, t, o = _as_bool(cond), const(then), const(other)
+    if t.kind != o.kind:
+        raise SpecError(f"If branches differ in kind ({t.kind} vs {o.kind}) (at {_user_frame()})")
+    if is_const(c):
+        return t if c.args[0] else o
+    if t is o:
+        return t
+    return Expr("ite", (c, t, o), t.kind, t.enum or o.enum)
+
+
+def Min(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if is_const(a) and is_const(b):
+        return const(min(a.args[0], b.args[0]))
+    return Expr("min", (a, b), "int")
+
+
+def Max(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if is_const(a) and is_const(b):
+        return const(max(a.args[0], b.args[0]))
+    return Expr("max", (a, b), "int")
+
+
+def Count(*conds) -> Expr:
+    """The number of the conditions that hold."""
+    total: Expr = const(0)
+    for c in conds:
+        total = total + If(c, 1, 0)
+    return total
+
+
+def Exists(items, pred: Callable) -> Expr:
+    return Or(*[pred(i) for i in items])
+
+
+def Forall(items, pred: Callable) -> Expr:
+    return And(*[pred(i) for i in items])
+
+
+# ---------------------------------------------------------------------------------------------
+# Fields, state views and the transition builder
+
+@dataclass
+class FieldInfo:
+    index: int
+    name: str          # flattened, e.g. "member_epoch[1]"
+    base: str          # declared name, e.g. "member_epoch"
+    type: FieldType
+    element: int | None = None
+
+
+class ArrayView:
+    """An array field seen from an action or property: [i] with a Python int is the element,
+    with a state expression an If-chain over the elements."""
+
+    def __init__(self, owner, base: str, fields: list[FieldInfo]):
+        self._owner, self._base, self._fields = owner, base, fields
+
+    def __len__(self):
+        return len(self._fields)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self._fields)))
+
+    def __getitem__(self, i):
+        if isinstance(i, Expr):
+            elems = [self._owner._read(f) for f in self._fields]
+            return Expr("select", (i, *elems), elems[0].kind, elems[0].enum)
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self._fields):
+            raise SpecError(f"index {i!r} out of range for {self._base}[0..{len(self._fields) - 1}] "
+                            f"(at {_user_frame()})")
+        return self._owner._read(self._fields[i])
+
+    def __setitem__(self, i, value):
+        if not isinstance(self._owner, Transition):
+            raise SpecError(f"cannot assign {self._base}[{i}] here: state is read-only (at {_user_frame()})")
+        if isinstance(i, Expr):
+            for k, f in enumerate(self._fields):
+                self._owner._write(f, If(i == k, value, self._owner._current(f)))
+            return
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self._fields):
+            raise SpecError(f"index {i!r} out of range for {self._base}[0..{len(self._fields) - 1}] "
+                            f"(at {_user_frame()})")
+        self._owner._write(self._fields[i], value)
+
+
+class StateView:
+    """Read-only view of one state: attribute access gives field expressions."""
+
+    def __init__(self, layout: "Layout", tag: str = "pre"):
+        object.__setattr__(self, "_layout", layout)
+        object.__setattr__(self, "_tag", tag)
+
+    def _read(self, f: FieldInfo) -> Expr:
+        return Expr("field", (f.index, f.name, self._tag), f.type.kind,
+                    f.type if isinstance(f.type, Enum) else None)
+
+    def __getattr__(self, name):
+        layout = self._layout
+        if name in layout.arrays:
+            return ArrayView(self, name, layout.arrays[name])
+        if name in layout.scalars:
+            return self._read(layout.scalars[name])
+        raise SpecError(f"unknown state field '{name}' (at {_user_frame()}); fields: "
+                        f"{', '.join(layout.declared)}")
+
+    def __setattr__(self, name, value):
+        raise SpecError(f"cannot assign '{name}' here: state is read-only (at {_user_frame()})")
+
+
+class Post(StateView):
+    """The next state as built so far inside an action (reads see earlier writes)."""
+
+    def __init__(self, t: "Transition"):
+        StateView.__init__(self, t._layout, "pre")
+        object.__setattr__(self, "_t", t)
+
+    def _read(self, f):
+        return self._t._current(f)
+
+
+class Transition(StateView):
+    """What an action function receives. Reads give the state before the step; assignments
+    define the state after it. ``require`` adds guard conjuncts, ``respond`` sets the outcome,
+    ``post`` reads the next state as assigned so far."""
+
+    def __init__(self, layout, params, variant, spec):
+        StateView.__init__(self, layout, "pre")
+        d = object.__getattribute__(self, "__dict__")
+        d.update(_guard=[], _writes={}, _outcome=None, params=params, variant=variant,
+                 _spec=spec, post=None)
+        d["post"] = Post(self)
+
+    def _current(self, f: FieldInfo) -> Expr:
+        e = self._writes.get(f.index)
+        return e if e is not None else StateView._read(self, f)
+
+    def _write(self, f: FieldInfo, value):
+        e = const(value)
+        if f.type.kind != e.kind:
+            raise SpecError(f"assigning a {e.kind} to {f.type.kind} field {f.name} (at {_user_frame()})")
+        if is_const(e) and f.type.kind == "int" and not f.type.search_bound:
+            v = e.args[0]
+            if not f.type.lo <= v <= f.type.hi:
+                raise SpecError(f"{f.name} := {v} is outside its range {f.type.lo}..{f.type.hi} "
+                                f"(at {_user_frame()})")
+        self._writes[f.index] = e
+
+    def __setattr__(self, name, value):
+        layout = self._layout
+        if name in layout.scalars:
+            self._write(layout.scalars[name], value)
+        elif name in layout.arrays:
+            raise SpecError(f"assign the elements of {name}[...], not the array (at {_user_frame()})")
+        else:
+            raise SpecError(f"unknown state field '{name}' (at {_user_frame()}); fields: "
+                            f"{', '.join(layout.declared)}")
+
+    def require(self, *conds):
+        for c in conds:
+            self._guard.append(_as_bool(c))
+
+    def respond(self, outcome):
+        """The response of this step: an Outcome constant or an If-expression over them."""
+        self.__dict__["_outcome"] = const(outcome)
+
+    def rule(self, name: str, **args):
+        """Evaluate a named rule (a decision that variants may replace) on the current state."""
+        return self._spec._rule_impl(name, self.variant)(self, self.params, **args)
+
+
+class Params:
+    """The parameter values of one run, as attributes."""
+
+    def __init__(self, values: dict):
+        self.__dict__.update(values)
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+
+class Layout:
+    """The state's fields, flattened, and how they pack into 64-bit words."""
+
+    def __init__(self, decl: dict[str, Any]):
+        self.fields: list[FieldInfo] = []
+        self.scalars: dict[str, FieldInfo] = {}
+        self.arrays: dict[str, list[FieldInfo]] = {}
+        self.declared = list(decl)
+        for base, t in decl.items():
+            if isinstance(t, Array):
+                elems = []
+                for i in range(t.size):
+                    f = FieldInfo(len(self.fields), f"{base}[{i}]", base, t.of, i)
+                    self.fields.append(f)
+                    elems.append(f)
+                self.arrays[base] = elems
+            elif isinstance(t, FieldType):
+                f = FieldInfo(len(self.fields), base, base, t)
+                self.fields.append(f)
+                self.scalars[base] = f
+            else:
+                raise SpecError(f"state field '{base}' has type {t!r}: use Int, Bool, an Enum or Array")
+        # pack: first fit in declaration order, a field never straddles two words
+        self.word, self.shift, self.width = [], [], []
+        used: list[int] = []
+        for f in self.fields:
+            b = f.type.bits()
+            for w, u in enumerate(used):
+                if u + b <= 64:
+                    break
+            else:
+                used.append(0)
+                w = len(used) - 1
+            self.word.append(w)
+            self.shift.append(used[w])
+            self.width.append(b)
+            used[w] += b
+        self.words = max(1, len(used))
+        self.bits = sum(self.width)
+
+    def pack(self, values: dict) -> list[int]:
+        """Pack a dict of declared names to Python values (arrays as lists) into words."""
+        words = [0] * self.words
+        for base in self.declared:
+            if base not in values:
+                raise SpecError(f"initial state lacks field '{base}'")
+        for k in values:
+            if k not in self.scalars and k not in self.arrays:
+                raise SpecError(f"unknown state field '{k}'; fields: {', '.join(self.declared)}")
+        for f in self.fields:
+            v = values[f.base]
+            if f.element is not None:
+                if not isinstance(v, (list, tuple)) or len(v) != len(self.arrays[f.base]):
+                    raise SpecError(f"field '{f.base}' must be a list of {len(self.arrays[f.base])} values")
+                v = v[f.element]
+            try:
+                enc = f.type.check(v) - f.type.lo
+            except SpecError as e:
+                raise SpecError(f"field {f.name}: {e}") from None
+            words[self.word[f.index]] |= enc << self.shift[f.index]
+        return words
+
+    def unpack_flat(self, words) -> list[int]:
+        out = []
+        for f in self.fields:
+            raw = (int(words[self.word[f.index]]) >> self.shift[f.index]) & ((1 << self.width[f.index]) - 1)
+            out.append(raw + f.type.lo)
+        return out
+
+    def show(self, flat: list[int]) -> dict:
+        """Flat field values to a dict of declared names with readable values."""
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            v = f.type.show(flat[f.index])
+            if f.element is None:
+                out[f.base] = v
+            else:
+                out.setdefault(f.base, []).append(v)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec object
+
+@dataclass
+class Param:
+    name: str
+    default: int
+    lo: int
+    hi: int
+    doc: str
+
+
+@dataclass
+class Action:
+    name: str
+    fn: Callable
+    args: dict[str, Callable | Iterable]
+    actors: tuple[str, str] | None
+    doc: str
+
+
+@dataclass
+class Property:
+    name: str
+    kind: str           # 'invariant' or 'transition'
+    fn: Callable
+    doc: str
+    actions: tuple[str, ...] | None = None   # transition properties: which actions they judge
+    lemma: bool = False
+
+
+@dataclass
+class Progress:
+    name: str
+    kind: str                        # 'leads-to' or 'always-eventually'
+    p: Callable | None
+    q: Callable
+    fair: tuple[str, ...]
+    doc: str
+
+
+@dataclass
+class Variant:
+    name: str
+    doc: str
+    expected_violations: set[str] = field(default_factory=set)
+    findings: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ActionInstance:
+    """An action with concrete arguments: the unit the engines enumerate."""
+    index: int
+    action: Action
+    args: dict
+    guard: Expr
+    writes: dict[int, Expr]
+    outcome: Expr | None
+
+    @property
+    def label(self) -> str:
+        if not self.args:
+            return self.action.name
+        return f"{self.action.name}({', '.join(f'{k}={v}' for k, v in self.args.items())})"
+
+
+class Spec:
+    def __init__(self, name: str, doc: str = ""):
+        self.name, self.doc = name, (doc or "").strip()
+        self.params: dict[str, Param] = {}
+        self._state_fn: Callable | None = None
+        self._init_fn: Callable | None = None
+        self.actions: list[Action] = []
+        self.properties: dict[str, Property] = {}
+        self.progress: dict[str, Progress] = {}
+        self.variants: dict[str, Variant] = {}
+        self.default_variant: str | None = None
+        self.rules: dict[str, dict[str | None, Callable]] = {}
+        self.outcome_enum: Enum | None = None
+        self._terminal_fn: Callable | None = None
+        self.check_deadlock = False
+        self.source_file = inspect.stack()[1].filename
+
+    # -- declarations ----------------------------------------------------------------------
+    def param(self, name: str, default: int, lo: int = 0, hi: int = 1 << 16, doc: str = ""):
+        if not name.isidentifier():
+            raise SpecError(f"parameter name '{name}' is not a Python identifier")
+        self.params[name] = Param(name, default, lo, hi, doc)
+
+    def state(self, fn: Callable):
+        """Decorates fn(p) -> {name: Int|Bool|Enum|Array}."""
+        self._state_fn = fn
+        return fn
+
+    def init(self, fn: Callable):
+        """Decorates fn(p) -> iterable of dicts (one per initial state)."""
+        self._init_fn = fn
+        return fn
+
+    def action(self, _fn=None, *, actors: tuple[str, str] | None = None, **args):
+        """Decorates fn(s, p, **args). Each keyword names an argument and gives its values:
+        an iterable, or a function of the parameters returning one."""
+        def deco(fn):
+            if any(a.name == fn.__name__ for a in self.actions):
+                raise SpecError(f"action {fn.__name__} declared twice")
+            self.actions.append(Action(fn.__name__, fn, args, actors, (fn.__doc__ or "").strip()))
+            return fn
+        return deco(_fn) if _fn is not None else deco
+
+    def rule(self, name: str, variant: str | None = None):
+        """A named decision (e.g. 'offset-commit'): the default, or a variant's replacement."""
+        def deco(fn):
+            self.rules.setdefault(name, {})[variant] = fn
+            return fn
+        return deco
+
+    def _rule_impl(self, name: str, variant: str) -> Callable:
+        impls = self.rules.get(name)
+        if not impls:
+            raise SpecError(f"unknown rule '{name}'; rules: {', '.join(self.rules) or 'none'}")
+        return impls.get(variant) or impls[None]
+
+    def invariant(self, name: str, lemma: bool = False):
+        def deco(fn):
+            self.properties[name] = Property(name, "invariant", fn, _doc(fn), lemma=lemma)
+            return fn
+        return deco
+
+    def transition_property(self, name: str, actions: Iterable[str] | None = None):
+        """fn(pre, post, action_name, args, outcome, p) -> condition that every step must meet."""
+        def deco(fn):
+            self.properties[name] = Property(name, "transition", fn, _doc(fn),
+                                             tuple(actions) if actions else None)
+            return fn
+        return deco
+
+    def leads_to(self, name: str, fair: Iterable[str]):
+        """fn(s, p) -> (P, Q): every state where P holds is eventually followed by one where Q
+        holds, assuming the named actions weakly fair."""
+        def deco(fn):
+            self.progress[name] = Progress(name, "leads-to", fn, fn, tuple(fair), _doc(fn))
+            return fn
+        return deco
+
+    def always_eventually(self, name: str, fair: Iterable[str]):
+        def deco(fn):
+            self.progress[name] = Progress(name, "always-eventually", None, fn, tuple(fair), _doc(fn))
+            return fn
+        return deco
+
+    def terminal(self, fn: Callable):
+        """fn(s, p) -> condition under which a state may have no successor (not a deadlock)."""
+        self._terminal_fn = fn
+        self.check_deadlock = True
+        return fn
+
+    def variant(self, name: str, doc: str, default: bool = False, violates: Iterable[str] = (),
+                findings: dict[str, str] | None = None):
+        """A named alternative. ``violates`` records the properties known to be violated in it
+        (the expected verdicts the main job compares against); ``findings`` explains why."""
+        self.variants[name] = Variant(name, doc, set(violates), dict(findings or {}))
+        if default:
+            self.default_variant = name
+
+    def outcomes(self, enum: Enum):
+        self.outcome_enum = enum
+        return enum
+
+    # -- instantiation --------------------------------------------------------------------
+    def resolve_params(self, given: dict[str, Any]) -> Params:
+        values = {}
+        for k, v in given.items():
+            if k not in self.params:
+                raise SpecError(f"unknown parameter '{k}' for spec {self.name}; parameters: "
+                                f"{', '.join(self.params) or 'none'}")
+        for name, p in self.params.items():
+            v = given.get(name, p.default)
+            if isinstance(v, str):
+                try:
+                    v = int(v)
+                except ValueError:
+                    raise SpecError(f"parameter {name}={v!r} is not an integer (valid: {p.lo}..{p.hi})") from None
+            if isinstance(v, bool) or not isinstance(v, int) or not p.lo <= v <= p.hi:
+                raise SpecError(f"parameter {name}={v} is out of range (valid: {p.lo}..{p.hi})")
+            values[name] = v
+        return Params(values)
+
+    def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
+        variant = variant or self.default_variant or next(iter(self.variants), "default")
+        if self.variants and variant not in self.variants:
+            raise SpecError(f"unknown variant '{variant}' for spec {self.name}; variants: "
+                            f"{', '.join(self.variants)}")
+        return Model(self, variant, self.resolve_params(params or {}))
+
+
+def _doc(fn) -> str:
+    return " ".join((fn.__doc__ or "").split())
+
+
+def _call(what: str, fn: Callable, *args, **kwargs):
+    """Run spec code; any exception becomes a one-line SpecError naming the spec's line."""
+    try:
+        return fn(*args, **kwargs)
+    except SpecError:
+        raise
+    except Exception as e:
+        import traceback
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if not f.filename.endswith(("spec/lang.py",))]
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+        raise SpecError(f"{where}: {what} raised {type(e).__name__}: {e}") from None
+
+
+class Model:
+    """A spec at one variant and parameter setting: the layout, the initial states and every
+    action instance with its guard, writes and outcome built as expression trees."""
+
+    def __init__(self, spec: Spec, variant: str, params: Params):
+        self.spec, self.variant, self.params = spec, variant, params
+        if spec._state_fn is None or spec._init_fn is None:
+            raise SpecError(f"spec {spec.name} declares no state or no initial states")
+        self.layout = _call("the state declaration", lambda: Layout(spec._state_fn(params)))
+        self.initial_words = []
+        seen = set()
+        for st in _call("the initial states", lambda: list(spec._init_fn(params))):
+            w = tuple(_call("the initial states", self.layout.pack, st))
+            if w not in seen:
+                seen.add(w)
+                self.initial_words.append(w)
+        if not self.initial_words:
+            raise SpecError(f"spec {spec.name} has no initial state for these parameters")
+        self.instances: list[ActionInstance] = []
+        for action in spec.actions:
+            for args in self._arg_combinations(action):
+                t = Transition(self.layout, params, variant, spec)
+                _call(f"action {action.name}{args or ''}", action.fn, t, params, **args)
+                guard = And(*t._guard)
+                if is_const(guard) and not guard.args[0]:
+                    continue  # never enabled for these arguments
+                self.instances.append(ActionInstance(len(self.instances), action, args, guard,
+                                                     dict(t._writes), t._outcome))
+        self.invariants = [p for p in spec.properties.values() if p.kind == "invariant"]
+        self.transition_props = [p for p in spec.properties.values() if p.kind == "transition"]
+        self.terminal = None
+        if spec._terminal_fn is not None:
+            self.terminal = _as_bool(spec._terminal_fn(StateView(self.layout), params))
+
+    def _arg_combinations(self, action: Action):
+        names = list(action.args)
+        domains = []
+        for n in names:
+            d = action.args[n]
+            d = _call(f"the arguments of {action.name}", d, self.params) if callable(d) else d
+            domains.append(list(d))
+        out = [{}]
+        for n, d in zip(names, domains):
+            out = [{**o, n: v} for o in out for v in d]
+        return out
+
+    def invariant_expr(self, prop: Property) -> Expr:
+        return _call(f"property {prop.name}", lambda: _as_bool(prop.fn(StateView(self.layout), self.params)))
+
+    def transition_expr(self, prop: Property, inst: ActionInstance) -> Expr | None:
+        if prop.actions is not None and inst.action.name not in prop.actions:
+            return None
+        pre = StateView(self.layout, "pre")
+        post = StateView(self.layout, "post")
+        outcome = inst.outcome if inst.outcome is not None else const(0)
+        return _call(f"property {prop.name}", lambda: _as_bool(
+            prop.fn(pre, post, inst.action.name, inst.args, outcome, self.params)))
+
+    def instance(self, name: str, args: dict) -> ActionInstance:
+        for inst in self.instances:
+            if inst.action.name == name and {k: _plain(v) for k, v in inst.args.items()} == \
+                    {k: _plain(v) for k, v in args.items()}:
+                return inst
+        if not any(a.name == name for a in self.spec.actions):
+            raise SpecError(f"unknown action '{name}'; actions: "
+                            f"{', '.join(a.name for a in self.spec.actions)}")
+        raise SpecError(f"action {name} has no instance with arguments {args} "
+                        f"(or it can never be enabled with them)")
+
+    def show_outcome(self, value: int | None):
+        if value is None:
+            return None
+        if self.spec.outcome_enum is not None:
+            return self.spec.outcome_enum.show(value)
+        return value
+
+
+def _plain(v):
+    if isinstance(v, EnumValue):
+        return v.name
+    return v
