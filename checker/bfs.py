@@ -81,9 +81,10 @@ def _merge(visited: np.ndarray, new: np.ndarray) -> np.ndarray:
 
 def search(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
            max_states: int | None = None, deadlock: bool | None = None,
-           progress=None, block: int = 1 << 15) -> SearchResult:
+           progress=None, block: int = 1 << 15, initial: list[tuple] | None = None) -> SearchResult:
     """Explore ``model`` breadth-first. ``progress(depth, distinct, frontier)`` is called per
-    block when given. Ctrl-C stops the search and returns what was found."""
+    block when given. ``initial`` replaces the spec's initial states (packed words), e.g. with a
+    slice of them. Ctrl-C stops the search and returns what was found."""
     spec = model.spec
     all_props = list(spec.properties)
     props = all_props if properties is None else list(properties)
@@ -93,7 +94,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                        deadlock_checked=check_deadlock)
     t0 = time.perf_counter()
 
-    init = np.array(model.initial_words, dtype=np.uint64).T.copy()
+    init = np.array(initial if initial is not None else model.initial_words,
+                    dtype=np.uint64).reshape(-1, model.layout.words).T.copy()
     fp0 = fingerprint(init)
     visited, order = np.unique(fp0, return_index=True)
     frontier = init[:, order]

@@ -17,6 +17,10 @@ from spec.lang import SpecError
 
 OK, VIOLATED, BAD_INPUT, BOUNDED, INTERRUPTED = 0, 1, 2, 3, 130
 
+# Modules that add commands: each has register(subparsers) -> {command name: handler}, where a
+# handler is fn(args, console) -> exit code.
+EXTENSIONS: list[str] = []
+
 
 class BadInput(Exception):
     pass
@@ -75,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario")
     rp.add_argument("file")
     rp.add_argument("--json", action="store_true")
+
+    import importlib
+    p.handlers = {}
+    for mod in EXTENSIONS:
+        p.handlers.update(importlib.import_module(mod).register(sub))
     return p
 
 
@@ -82,12 +91,14 @@ def main(argv=None) -> int:
     console = Console(highlight=False, soft_wrap=False)
     if not console.is_terminal:
         console = Console(highlight=False, width=200)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handlers = {"list": cmd_list, "check": cmd_check, "replay": cmd_replay, **parser.handlers}
         if args.command is None:
-            raise BadInput("no command given; commands: list, check, replay (see 'kcheck --help')")
-        return {"list": cmd_list, "check": cmd_check, "replay": cmd_replay}[args.command](args, console)
+            raise BadInput(f"no command given; commands: {', '.join(handlers)} (see 'kcheck --help')")
+        return handlers[args.command](args, console)
     except (BadInput, SpecError) as e:
         err.print(f"kcheck: error: {e}", markup=False)
         return BAD_INPUT
