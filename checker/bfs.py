@@ -79,6 +79,14 @@ def _merge(visited: np.ndarray, new: np.ndarray) -> np.ndarray:
     return np.insert(visited, pos, new)
 
 
+def _absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
+    if not len(sorted_fp):
+        return np.ones(len(u), dtype=bool)
+    pos = np.searchsorted(sorted_fp, u)
+    pos[pos == len(sorted_fp)] = 0
+    return sorted_fp[pos] != u
+
+
 def search(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
            max_states: int | None = None, deadlock: bool | None = None,
            progress=None, block: int = 1 << 15, initial: list[tuple] | None = None) -> SearchResult:
@@ -118,12 +126,19 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
         for name, fn in comp.invariants.items():
             if name in res.found:
                 continue
-            ok = fn(S)
-            if ok is True:
+            # block by block: generated code keeps its temporaries until it returns
+            for start in range(0, S.shape[1], block):
+                part = S[:, start:start + block]
+                ok = fn(part)
+                if ok is True:
+                    continue
+                bad = np.flatnonzero(~np.broadcast_to(ok, (part.shape[1],)))
+                if bad.size:
+                    break
+            else:
                 continue
-            bad = np.flatnonzero(~np.broadcast_to(ok, (S.shape[1],)))
             if bad.size:
-                init_w, steps = trace_to(level, int(bad[0]))
+                init_w, steps = trace_to(level, start + int(bad[0]))
                 res.found[name] = Found(name, "invariant", init_w, steps)
                 pending.discard(name)
 
@@ -140,6 +155,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 break
             n = frontier.shape[1]
             chunks_fp, chunks_S, chunks_par, chunks_act = [], [], [], []
+            level_fp = np.empty(0, dtype=np.uint64)
             tviol: dict[str, tuple[int, int]] = {}   # property -> (parent, instance), this level
             deadlocked = None
             for start in range(0, n, block):
@@ -192,17 +208,19 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                     act = np.concatenate(cact)
                     fp = fingerprint(T)
                     u, first = np.unique(fp, return_index=True)
-                    pos = np.searchsorted(visited, u)
-                    pos[pos == len(visited)] = 0
-                    fresh = visited[pos] != u if len(visited) else np.ones(len(u), dtype=bool)
+                    fresh = _absent(visited, u) & _absent(level_fp, u)
                     first = first[fresh]
-                    chunks_fp.append(u[fresh])
+                    u = u[fresh]
+                    # the level so far stays deduplicated, so a level holds no more than its
+                    # own distinct states however many parents reach each one
+                    level_fp = _merge(level_fp, u)
+                    chunks_fp.append(u)
                     chunks_S.append(T[:, first])
                     chunks_par.append(par[first])
                     chunks_act.append(act[first])
                 if progress is not None:
-                    progress(depth, res.distinct_states + sum(len(c) for c in chunks_fp), n - start - m)
-                if max_states is not None and res.distinct_states + sum(len(c) for c in chunks_fp) >= max_states:
+                    progress(depth, res.distinct_states + len(level_fp), n - start - m)
+                if max_states is not None and res.distinct_states + len(level_fp) >= max_states:
                     res.stop_reason = "max-states"
                     break
             for name, (parent, k) in sorted(tviol.items()):
@@ -218,12 +236,12 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 if res.stop_reason:
                     break
                 continue
-            fp = np.concatenate(chunks_fp)
-            u, first = np.unique(fp, return_index=True)   # first occurrence: earliest block
-            frontier = np.concatenate(chunks_S, axis=1)[:, first]
-            parents.append(np.concatenate(chunks_par)[first].astype(np.int32))
-            actions.append(np.concatenate(chunks_act)[first])
-            visited = _merge(visited, u)
+            order = np.argsort(np.concatenate(chunks_fp), kind="stable")
+            frontier = np.concatenate(chunks_S, axis=1)[:, order]
+            parents.append(np.concatenate(chunks_par)[order].astype(np.int32))
+            actions.append(np.concatenate(chunks_act)[order])
+            del chunks_S, chunks_par, chunks_act, chunks_fp
+            visited = _merge(visited, level_fp)
             depth += 1
             res.depth = depth
             res.distinct_states = len(visited)

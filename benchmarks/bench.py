@@ -1,0 +1,80 @@
+"""Speed and memory of the explicit search, measured on this machine.
+
+Prints one row per model: distinct states, transitions, seconds, distinct states per second,
+transitions per second, and peak memory per distinct state (peak resident memory of a fresh
+process over its baseline after loading the spec, divided by distinct states). Each model runs
+in its own process so that one model's peak does not hide another's.
+
+    .venv/bin/python benchmarks/bench.py            # two_phase N=7, N=8 and every shipped spec
+    .venv/bin/python benchmarks/bench.py two_phase:N=8
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+from checker.loader import load_spec
+from checker.bfs import search
+from checker.compile import Compiled
+
+def rss_kb():
+    # current resident set, from /proc (ru_maxrss is the peak, read after the search)
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+
+spec = load_spec({name!r})
+model = spec.instantiate(None, {params!r})
+Compiled(model)                       # warm the code generator and numpy
+base = rss_kb()
+r = search(model)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps(dict(states=r.distinct_states, transitions=r.transitions, seconds=r.elapsed_s,
+                      exhaustive=r.exhaustive, peak_over_base=(peak - base) * 1024)))
+"""
+
+
+def run(name: str, params: dict) -> dict:
+    code = CHILD.format(root=str(ROOT), name=name, params=params)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from spec import SHIPPED
+    targets = []
+    if argv:
+        for a in argv:
+            name, _, rest = a.partition(":")
+            params = dict(kv.split("=") for kv in rest.split(",") if kv)
+            targets.append((name, {k: int(v) for k, v in params.items()}))
+    else:
+        targets = [("two_phase", {"N": 7}), ("two_phase", {"N": 8})]
+        targets += [(n, {}) for n in SHIPPED if n != "two_phase"]
+    t = Table(title="kcheck explicit search, one process, this machine")
+    for col in ("model", "distinct states", "transitions", "seconds", "states/s", "transitions/s",
+                "bytes/state (peak RSS)"):
+        t.add_column(col, justify="right" if col != "model" else "left")
+    for name, params in targets:
+        r = run(name, params)
+        label = name + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else " (defaults)")
+        s = r["seconds"] or 1e-9
+        t.add_row(label, f"{r['states']:,}", f"{r['transitions']:,}", f"{s:.2f}",
+                  f"{r['states'] / s:,.0f}", f"{r['transitions'] / s:,.0f}",
+                  f"{r['peak_over_base'] / max(1, r['states']):.0f}")
+    Console(width=140).print(t)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

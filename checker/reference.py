@@ -1,0 +1,90 @@
+"""A plain interpreter of the spec language, one state at a time, on Python values.
+
+It is slow and obviously right: the tests run it beside the compiled numpy code (state counts
+and successor sets must agree), as minicheck tests its optimised transition function against a
+reference one. Not used by any engine.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from spec.lang import Expr, Model
+
+
+def evaluate(e: Expr, pre: list[int], post: list[int] | None = None, outcome: int | None = None):
+    op, a = e.op, e.args
+    if op == "const":
+        return a[0]
+    if op == "field":
+        idx, _name, tag = a
+        v = (post if tag == "post" else pre)[idx]
+        return bool(v) if e.kind == "bool" else v
+    ev = lambda x: evaluate(x, pre, post, outcome)  # noqa: E731
+    if op == "add":
+        return ev(a[0]) + ev(a[1])
+    if op == "sub":
+        return ev(a[0]) - ev(a[1])
+    if op == "mul":
+        return ev(a[0]) * ev(a[1])
+    if op == "eq":
+        return ev(a[0]) == ev(a[1])
+    if op == "ne":
+        return ev(a[0]) != ev(a[1])
+    if op == "lt":
+        return ev(a[0]) < ev(a[1])
+    if op == "le":
+        return ev(a[0]) <= ev(a[1])
+    if op == "and":
+        return all(ev(x) for x in a)
+    if op == "or":
+        return any(ev(x) for x in a)
+    if op == "not":
+        return not ev(a[0])
+    if op == "ite":
+        return ev(a[1]) if ev(a[0]) else ev(a[2])
+    if op == "min":
+        return min(ev(a[0]), ev(a[1]))
+    if op == "max":
+        return max(ev(a[0]), ev(a[1]))
+    if op == "select":
+        i = ev(a[0])
+        elems = a[1:]
+        return ev(elems[i] if 0 <= i < len(elems) else elems[-1])
+    raise ValueError(f"unknown operation {op}")
+
+
+def successors(model: Model, state: tuple[int, ...]):
+    """-> list of (instance index, next state or None when cut by a search bound, outcome)."""
+    pre = list(state)
+    out = []
+    for inst in model.instances:
+        if not evaluate(inst.guard, pre):
+            continue
+        nxt = list(pre)
+        inside = True
+        for idx, e in inst.writes.items():
+            v = evaluate(e, pre)
+            v = int(v)
+            t = model.layout.fields[idx].type
+            if not t.lo <= v <= t.hi:
+                inside = False
+            nxt[idx] = v
+        o = evaluate(inst.outcome, pre) if inst.outcome is not None else None
+        out.append((inst.index, tuple(nxt) if inside else None, o))
+    return out
+
+
+def explore(model: Model):
+    """Reachable states (as flat value tuples) by plain BFS; -> (distinct states, transitions)."""
+    start = [tuple(model.layout.unpack_flat(w)) for w in model.initial_words]
+    seen = set(start)
+    queue = deque(start)
+    transitions = 0
+    while queue:
+        s = queue.popleft()
+        for _k, nxt, _o in successors(model, s):
+            transitions += 1
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return seen, transitions
