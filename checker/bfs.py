@@ -250,6 +250,9 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 break
     except KeyboardInterrupt:
         res.stop_reason = "interrupted"
+    except MemoryError:
+        # what was found stands; the answer is bounded, not a crash
+        res.stop_reason = "out-of-memory"
     res.exhaustive = res.stop_reason is None
     if res.stop_reason == "all-violated":
         res.exhaustive = False

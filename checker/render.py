@@ -45,7 +45,8 @@ def stats_line(r: SearchResult) -> str:
         scope = "exhaustive"
     else:
         scope = {"max-depth": "BOUNDED by --max-depth", "max-states": "BOUNDED by --max-states",
-                 "interrupted": "INTERRUPTED", "all-violated": "stopped: every property violated"
+                 "interrupted": "INTERRUPTED", "all-violated": "stopped: every property violated",
+                 "out-of-memory": "BOUNDED: out of memory (use --max-states)"
                  }.get(r.stop_reason, r.stop_reason or "")
     cut = ""
     if r.cut_by_bounds:
@@ -105,7 +106,9 @@ def print_matrix(console: Console, spec, results: list[SearchResult], traces: di
             if (r.status(p) == "violated") != expected and r.status(p) != "bounded":
                 cell += " (≠ record)"
             cells.append(cell)
-        t.add_row(v, *cells, f"{r.distinct_states:,}{'' if r.exhaustive else ' (not exhaustive)'}")
+        note = "" if r.exhaustive else " (stopped: all violated)" if r.stop_reason == "all-violated" \
+            else f" ({r.stop_reason})"
+        t.add_row(v, *cells, f"{r.distinct_states:,}{note}")
     console.print(t)
     for d in diffs:
         console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
