@@ -112,6 +112,50 @@ def decides(s, p):
     return done(s, p)
 
 
+# Lemmas: together they make `consistent` inductive, so `kcheck prove` proves it for any run.
+@spec.invariant("commit-sent-by-tm", lemma=True)
+def commit_sent_by_tm(s, p):
+    """A Commit message exists only once the TM has committed."""
+    return ~s.msg_commit | (s.tm_state == TMState.committed)
+
+
+@spec.invariant("abort-sent-by-tm", lemma=True)
+def abort_sent_by_tm(s, p):
+    """An Abort message exists only once the TM has aborted."""
+    return ~s.msg_abort | (s.tm_state == TMState.aborted)
+
+
+@spec.invariant("committed-after-commit-message", lemma=True)
+def committed_after_commit_message(s, p):
+    """A resource manager has committed only after the TM sent Commit."""
+    return Forall(rms(p), lambda rm: (s.rm_state[rm] != RMState.committed) | s.msg_commit)
+
+
+@spec.invariant("prepared-received-was-sent", lemma=True)
+def prepared_received_was_sent(s, p):
+    """The TM has recorded only Prepared messages that were sent."""
+    return Forall(rms(p), lambda rm: ~s.tm_prepared[rm] | s.msg_prepared[rm])
+
+
+@spec.invariant("working-has-not-prepared", lemma=True)
+def working_has_not_prepared(s, p):
+    """A resource manager still working has sent no Prepared message."""
+    return Forall(rms(p), lambda rm: (s.rm_state[rm] != RMState.working) | ~s.msg_prepared[rm])
+
+
+@spec.invariant("prepared-aborts-only-on-abort", lemma=True)
+def prepared_aborts_only_on_abort(s, p):
+    """A resource manager that sent Prepared has aborted only after the TM sent Abort."""
+    return Forall(rms(p), lambda rm: (s.rm_state[rm] != RMState.aborted) | ~s.msg_prepared[rm] |
+                  s.msg_abort)
+
+
+@spec.invariant("commit-after-all-prepared", lemma=True)
+def commit_after_all_prepared(s, p):
+    """The TM has committed only after receiving Prepared from every resource manager."""
+    return (s.tm_state != TMState.committed) | Forall(rms(p), lambda rm: s.tm_prepared[rm])
+
+
 spec.variant("lamport", "TwoPhase exactly as in the TLA+ examples", default=True)
 spec.variant("commit-without-prepares", "the TM commits without waiting for every Prepared",
-             violates=["consistent"])
+             violates=["consistent", "commit-after-all-prepared"])

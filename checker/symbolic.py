@@ -1,0 +1,799 @@
+"""The symbolic engine: Z3 evaluates the very expression trees the explicit search compiles.
+
+A state is one Z3 variable per flattened field (Int for integers and Enums, Bool for booleans);
+an action instance's guard, writes and outcome, and every property, are the ``Expr`` trees of
+``spec.lang.Model`` evaluated over those variables, so no rule exists twice. Action arguments
+stay concrete: a step is a choice variable naming the action instance that runs.
+
+- ``bmc``: unrolls the transition relation step by step from the initial states and asks, at
+  each depth, for a path ending in a violation (shortest first, like the breadth-first search).
+- ``prove``: k-induction. The spec's lemmas are first reduced to their largest inductive subset
+  (Houdini: a lemma false at the end of a counterexample to induction is dropped and the rest
+  retried), then assumed in every state of the target's induction step.
+- ``compare``: for a named rule and two variants, whether every request one accepts is accepted
+  by the other, over every state satisfying the assumed invariants.
+
+Search bounds (``Int(..., search_bound=True)``) keep their lower end and lose their upper end:
+that is what lets a proof speak of every epoch. Counterexamples come back as ordinary traces; when
+their epochs exceed the explicit search's caps, the model is instantiated with a larger bound
+parameter so that the trace packs and replays.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from checker.trace import Trace, build
+from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
+
+DEADLOCK = "deadlock"
+
+
+class Inconclusive(Exception):
+    """The solver gave up (timeout or 'unknown')."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluating expression trees over Z3 terms
+
+class Env:
+    """Z3 terms for the field tags an expression may read: 'pre', 'post' (state variables) and
+    'arg' (lifted rule arguments, by name). Memoises per tree node: the trees are DAGs."""
+
+    def __init__(self, pre=None, post=None, arg=None):
+        self.tags = {"pre": pre, "post": post}
+        self.arg = arg or {}
+        self.memo: dict[int, object] = {}
+
+
+def _where(fn) -> str:
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
+
+
+def evaluate(e: Expr, env: Env, where: str):
+    """The Z3 term of ``e``; ``where`` (spec line and construct) names it in errors."""
+    hit = env.memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    op, a = e.op, e.args
+    if op == "const":
+        v = a[0]
+        r = z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(int(v))
+    elif op == "field":
+        idx, name, tag = a
+        if tag == "arg":
+            r = env.arg.get(name)
+        else:
+            vs = env.tags.get(tag)
+            r = vs[idx] if vs is not None and 0 <= idx < len(vs) else None
+        if r is None:
+            raise SpecError(f"{where}: reads {name} ({tag}), which the symbolic engine has no "
+                            f"value for here")
+    elif op in ("add", "sub", "mul"):
+        x, y = evaluate(a[0], env, where), evaluate(a[1], env, where)
+        r = x + y if op == "add" else x - y if op == "sub" else x * y
+    elif op in ("eq", "ne", "lt", "le"):
+        x, y = evaluate(a[0], env, where), evaluate(a[1], env, where)
+        r = x == y if op == "eq" else x != y if op == "ne" else x < y if op == "lt" else x <= y
+    elif op == "and":
+        r = z3.And(*[evaluate(x, env, where) for x in a])
+    elif op == "or":
+        r = z3.Or(*[evaluate(x, env, where) for x in a])
+    elif op == "not":
+        r = z3.Not(evaluate(a[0], env, where))
+    elif op == "ite":
+        r = z3.If(evaluate(a[0], env, where), evaluate(a[1], env, where), evaluate(a[2], env, where))
+    elif op in ("min", "max"):
+        x, y = evaluate(a[0], env, where), evaluate(a[1], env, where)
+        r = z3.If(x <= y, x, y) if op == "min" else z3.If(x >= y, x, y)
+    elif op == "select":
+        # the numpy code's semantics: an index past the end reads the last element
+        i = evaluate(a[0], env, where)
+        elems = [evaluate(x, env, where) for x in a[1:]]
+        r = elems[-1]
+        for k in range(len(elems) - 2, -1, -1):
+            r = z3.If(i == k, elems[k], r)
+    else:
+        raise SpecError(f"{where}: the symbolic engine cannot evaluate operation '{op}'")
+    env.memo[id(e)] = (e, r)   # keeping e alive keeps its id from being reused
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+# The transition system of one model over Z3
+
+_COUNTERS = ("conflicts", "decisions", "propagations")
+
+
+def _snapshot(solver: z3.Solver) -> dict:
+    st = solver.statistics()
+    out = {}
+    for k in st.keys():
+        if k in _COUNTERS:
+            out[k] = int(st.get_key_value(k))
+        elif k == "max memory":
+            out["max memory MB"] = float(st.get_key_value(k))
+    return out
+
+
+class System:
+    """The Z3 encoding of a model: state variables, initial states, steps, properties.
+
+    ``keep_search_bounds`` keeps the explicit search's caps (a step leaving one is cut, as in the
+    breadth-first search): that makes bmc and the search decide the very same state space."""
+
+    def __init__(self, model: Model, keep_search_bounds: bool = False, timeout_s: float | None = None):
+        self.model, self.lay = model, model.layout
+        self.keep = keep_search_bounds
+        self.timeout_ms = int(timeout_s * 1000) if timeout_s else None
+        self.insts = model.instances
+        self._solvers: dict = {}
+        self._checks = 0
+        self._extra: list[dict] = []   # statistics of sub-runs (the base case's bmc)
+        self._n = 0
+        sp = model.spec
+        self.where_action = {a.name: _where(a.fn) for a in sp.actions}
+        self.where_prop = {p.name: _where(p.fn) for p in sp.properties.values()}
+        self.inv_exprs = {p.name: model.invariant_expr(p) for p in model.invariants}
+        self.tprop_exprs = {p.name: [model.transition_expr(p, inst) for inst in self.insts]
+                            for p in model.transition_props}
+
+    # -- solvers and states ----------------------------------------------------------------
+    @property
+    def stats(self) -> dict:
+        """Solver statistics summed over every solver this system used (memory: the peak)."""
+        out: dict = {"checks": self._checks}
+        for snap in list(self._solvers.values()) + self._extra:
+            _merge_stats(out, snap)
+        return out
+
+    def solver(self) -> z3.Solver:
+        s = z3.Solver()
+        if self.timeout_ms:
+            s.set("timeout", self.timeout_ms)
+        return s
+
+    def check(self, s: z3.Solver, *assumptions) -> bool:
+        r = s.check(*assumptions)
+        # a solver's counters accumulate over its checks: keep each solver's latest snapshot
+        self._solvers[s] = _snapshot(s)
+        self._checks += 1
+        if r == z3.unknown:
+            raise Inconclusive(s.reason_unknown())
+        return r == z3.sat
+
+    def state(self, tag: str) -> list:
+        self._n += 1
+        out = []
+        for f in self.lay.fields:
+            name = f"{tag}.{f.name}"
+            out.append(z3.Bool(name) if f.type.kind == "bool" else z3.Int(name))
+        return out
+
+    def _act(self, k: int) -> str:
+        inst = self.insts[k]
+        return f"{self.where_action[inst.action.name]}: action {inst.label}"
+
+    def in_range(self, S, ordinary: bool = True) -> list:
+        """Range constraints: search bounds keep their lower end (their upper end too when the
+        search bounds are kept); ordinary integers and Enums keep their range when ``ordinary``."""
+        out = []
+        for f, v in zip(self.lay.fields, S):
+            t = f.type
+            if t.kind == "bool":
+                continue
+            if t.search_bound:
+                out.append(v >= t.lo)
+                if self.keep:
+                    out.append(v <= t.hi)
+            elif ordinary:
+                out += [v >= t.lo, v <= t.hi]
+        return out
+
+    def out_of_range(self, S):
+        """Some ordinary field outside its range: an error of the spec, as in the search."""
+        terms = [z3.Or(v < f.type.lo, v > f.type.hi) for f, v in zip(self.lay.fields, S)
+                 if f.type.kind != "bool" and not f.type.search_bound]
+        return z3.Or(*terms) if terms else z3.BoolVal(False)
+
+    def init(self, S):
+        alts = []
+        for words in self.model.initial_words:
+            flat = self.lay.unpack_flat(words)
+            alts.append(z3.And(*[v == (z3.BoolVal(bool(x)) if f.type.kind == "bool" else z3.IntVal(x))
+                                 for f, v, x in zip(self.lay.fields, S, flat)]))
+        return z3.Or(*alts)
+
+    def guard(self, k: int, env: Env):
+        return evaluate(self.insts[k].guard, env, self._act(k))
+
+    def guards(self, S) -> list:
+        env = Env(S)
+        return [self.guard(k, env) for k in range(len(self.insts))]
+
+    def step(self, S, c, T) -> list:
+        """c names the instance that runs from S to T; its guard holds and T is its effect."""
+        env = Env(S)
+        n = len(self.insts)
+        cons = [c >= 0, c < n]
+        for k in range(n):
+            g = self.guard(k, env)
+            if not z3.is_true(g):
+                cons.append(z3.Implies(c == k, g))
+        writes: dict[int, list] = {}
+        for k, inst in enumerate(self.insts):
+            for idx, e in inst.writes.items():
+                if e.op == "field" and e.args[0] == idx and e.args[2] == "pre":
+                    continue   # written back unchanged
+                writes.setdefault(idx, []).append((k, evaluate(e, env, self._act(k))))
+        for idx, (f, s, t) in enumerate(zip(self.lay.fields, S, T)):
+            val = s
+            for k, w in reversed(writes.get(idx, [])):
+                val = z3.If(c == k, w, val)
+            cons.append(t == val)
+        # a step leaving a search bound is cut, as in the search
+        cons += self.in_range(T, ordinary=False)
+        return cons
+
+    def outcome(self, k: int, env: Env):
+        o = self.insts[k].outcome
+        return evaluate(o if o is not None else const(0), env, self._act(k))
+
+    # -- properties ------------------------------------------------------------------------
+    def holds(self, prop: str, S):
+        """An invariant (or deadlock freedom) as a Z3 condition on state S."""
+        if prop == DEADLOCK:
+            env = Env(S)
+            enabled = [self.guard(k, env) for k in range(len(self.insts))]
+            if self.model.terminal is not None:
+                enabled.append(evaluate(self.model.terminal, env, "the terminal condition"))
+            return z3.Or(*enabled)
+        return evaluate(self.inv_exprs[prop], Env(S), f"{self.where_prop[prop]}: property {prop}")
+
+    def step_ok(self, prop: str, S, c, T):
+        """A transition property on the step S -c-> T."""
+        env = Env(S, T)
+        terms = []
+        for k, e in enumerate(self.tprop_exprs[prop]):
+            if e is None or (e.op == "const" and e.args[0]):
+                continue
+            where = f"{self.where_prop[prop]}: property {prop} on {self.insts[k].label}"
+            # the outcome inside e is the instance's outcome tree, a function of the pre-state
+            terms.append(z3.Implies(c == k, evaluate(e, env, where)))
+        return z3.And(*terms) if terms else z3.BoolVal(True)
+
+    def kind(self, prop: str) -> str:
+        if prop == DEADLOCK:
+            return "deadlock"
+        return self.model.spec.properties[prop].kind
+
+    # -- reading a path back ---------------------------------------------------------------
+    def values(self, m: z3.ModelRef, S) -> list[int]:
+        out = []
+        for f, v in zip(self.lay.fields, S):
+            x = m.eval(v, model_completion=True)
+            out.append(int(z3.is_true(x)) if f.type.kind == "bool" else x.as_long())
+        return out
+
+    def first_out_of_range(self, flat) -> FieldInfo | None:
+        for f, x in zip(self.lay.fields, flat):
+            if f.type.kind != "bool" and not f.type.search_bound and not f.type.lo <= x <= f.type.hi:
+                return f
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# From a Z3 path to an ordinary trace
+
+@dataclass
+class Path:
+    """A path found by the solver: the flat field values of each state and the instances run."""
+    states: list[list[int]]
+    steps: list[int]
+
+
+@dataclass
+class Counterexample:
+    property: str
+    kind: str
+    path: Path
+    trace: Trace | None = None
+    note: str | None = None       # e.g. the parameter raised so that the trace replays
+
+
+def _flat_to_dict(model: Model, flat: list[int]) -> dict:
+    return model.layout.show(flat)
+
+
+def _fits(model: Model, path: Path) -> bool:
+    fields = model.layout.fields
+    return all(f.type.lo <= x <= f.type.hi for st in path.states for f, x in zip(fields, st))
+
+
+def fit_model(model: Model, path: Path) -> tuple[Model, str | None]:
+    """A model of the same spec and variant in which every state of ``path`` packs: the same one
+    when it fits, otherwise one with a bound parameter raised just enough."""
+    if _fits(model, path):
+        return model, None
+    spec, base = model.spec, model.params.as_dict()
+    for name, p in spec.params.items():
+        probe = dict(base, **{name: min(p.hi, base[name] + 1)})
+        if probe[name] == base[name]:
+            continue
+        m = spec.instantiate(model.variant, probe)
+        if all(a.type.hi == b.type.hi and a.type.lo == b.type.lo
+               for a, b in zip(m.layout.fields, model.layout.fields)):
+            continue   # not a bound parameter
+        for v in range(base[name] + 1, p.hi + 1):
+            m = m if v == probe[name] else spec.instantiate(model.variant, dict(base, **{name: v}))
+            if _fits(m, path):
+                return m, (f"the trace leaves the explicit search's bounds: it is replayed with "
+                           f"{name}={v} (given {base[name]})")
+    return model, None
+
+
+def to_trace(model: Model, prop: str | None, kind: str | None, path: Path) -> tuple[Trace | None, str | None]:
+    m, note = fit_model(model, path)
+    if not _fits(m, path):
+        return None, "the trace exceeds every parameter's range, so it cannot be packed for replay"
+    lay = m.layout
+    initial = tuple(lay.pack(_flat_to_dict(m, path.states[0])))
+    ks = []
+    for k in path.steps:
+        inst = model.instances[k]
+        ks.append(m.instance(inst.action.name, inst.args).index)
+    return build(m, prop, kind, initial, ks), note
+
+
+def path_from(sys_: System, m: z3.ModelRef, states: list, choices: list) -> Path:
+    return Path([sys_.values(m, S) for S in states],
+                [m.eval(c, model_completion=True).as_long() for c in choices])
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounded model checking
+
+@dataclass
+class BmcResult:
+    model: Model
+    properties: list[str]
+    depth: int                        # the depth explored
+    found: dict[str, Counterexample] = field(default_factory=dict)
+    exhaustive: bool = False          # no path is longer than the depth explored
+    inconclusive: str | None = None   # why the solver stopped
+    elapsed_s: float = 0.0
+    stats: dict = field(default_factory=dict)
+
+    def status(self, prop: str) -> str:
+        if prop in self.found:
+            return "violated"
+        if self.inconclusive:
+            return "unknown"
+        return "holds" if self.exhaustive else "bounded"
+
+
+def default_properties(model: Model) -> list[str]:
+    props = list(model.spec.properties)
+    return props + ([DEADLOCK] if model.spec.check_deadlock else [])
+
+
+def _check_props(model: Model, props: list[str] | None) -> list[str]:
+    valid = default_properties(model)
+    if props is None:
+        return valid
+    for p in props:
+        if p not in model.spec.properties and p != DEADLOCK:
+            raise SpecError(f"unknown property '{p}' for spec {model.spec.name}; properties: "
+                            f"{', '.join(model.spec.properties)}")
+    return list(props)
+
+
+def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
+        keep_search_bounds: bool = False, timeout_s: float | None = None,
+        check_domain: bool = True) -> BmcResult:
+    """Shortest violations of ``properties`` within ``depth`` steps from the initial states."""
+    props = _check_props(model, properties)
+    sy = System(model, keep_search_bounds, timeout_s)
+    res = BmcResult(model, props, 0)
+    t0 = time.perf_counter()
+    s = sy.solver()
+    states = [sy.state("s0")]
+    choices: list = []
+    s.add(sy.init(states[0]))
+    pending = list(props)
+
+    def look(d: int):
+        S = states[d]
+        if check_domain and d > 0 and sy.check(s, sy.out_of_range(S)):
+            path = path_from(sy, s.model(), states, choices)
+            f = sy.first_out_of_range(path.states[-1])
+            inst = model.instances[path.steps[-1]]
+            raise SpecError(f"{sy.where_action[inst.action.name]}: action {inst.label} sets {f.name} to "
+                            f"{path.states[-1][f.index]}, outside its range {f.type.lo}..{f.type.hi} "
+                            f"(found by bmc at depth {d}): widen the field's Int range or guard the action")
+        for p in list(pending):
+            kind = sy.kind(p)
+            if kind == "transition":
+                if d == 0:
+                    continue
+                bad = z3.Not(sy.step_ok(p, states[d - 1], choices[d - 1], S))
+            else:
+                bad = z3.Not(sy.holds(p, S))
+            if sy.check(s, bad):
+                path = path_from(sy, s.model(), states, choices)
+                res.found[p] = Counterexample(p, kind, path)
+                pending.remove(p)
+
+    try:
+        look(0)
+        for d in range(1, depth + 1):
+            if not pending:
+                break
+            c = z3.Int(f"step{d}")
+            T = sy.state(f"s{d}")
+            s.add(*sy.step(states[-1], c, T))
+            # ordinary fields stay in range on the path so far (a domain error is reported above)
+            s.add(*sy.in_range(states[-1]))
+            if not check_domain:
+                s.add(*sy.in_range(T))
+            states.append(T)
+            choices.append(c)
+            if not sy.check(s):
+                res.exhaustive = True   # no path has d steps: every behaviour was covered
+                break
+            res.depth = d
+            look(d)
+    except Inconclusive as e:
+        res.inconclusive = f"solver: {e}"
+    for p, cx in res.found.items():
+        cx.trace, cx.note = to_trace(model, p, cx.kind, cx.path)
+    res.elapsed_s = time.perf_counter() - t0
+    res.stats = sy.stats
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# k-induction with lemmas
+
+@dataclass
+class ProofResult:
+    model: Model
+    property: str
+    status: str                        # 'proved', 'violated', 'not-inductive', 'unknown'
+    k: int                             # the k that proved it, or the largest tried
+    lemmas_used: list[str] = field(default_factory=list)
+    lemmas_dropped: dict[str, str] = field(default_factory=dict)   # name -> 'violated'/'not inductive'
+    counterexample: Counterexample | None = None   # a violation, or the counterexample to induction
+    cti_action: str | None = None
+    reason: str | None = None
+    elapsed_s: float = 0.0
+    stats: dict = field(default_factory=dict)
+
+
+class _Induction:
+    """Shared unrolled paths s0..sk of arbitrary (in-range) states for the induction steps."""
+
+    def __init__(self, sy: System, k: int):
+        self.sy = sy
+        self.states = [sy.state(f"i{k}.s{i}") for i in range(k + 1)]
+        self.choices = [z3.Int(f"i{k}.step{i + 1}") for i in range(k)]
+        self.base = []
+        for S in self.states:
+            self.base += sy.in_range(S)
+        for i in range(k):
+            self.base += sy.step(self.states[i], self.choices[i], self.states[i + 1])
+
+
+def _houdini(sy: System, k: int, lemmas: list[str], dropped: dict) -> list[str]:
+    """The largest subset of ``lemmas`` that is k-inductive (relative to itself)."""
+    ind = _Induction(sy, k)
+    live = list(lemmas)
+    while live:
+        s = sy.solver()
+        s.add(*ind.base)
+        for S in ind.states[:-1]:
+            s.add(*[sy.holds(l, S) for l in live])
+        last = ind.states[-1]
+        if not sy.check(s, z3.Not(z3.And(*[sy.holds(l, last) for l in live]))):
+            return live
+        m = s.model()
+        bad = [l for l in live if z3.is_false(m.eval(sy.holds(l, last), model_completion=True))]
+        for l in bad:
+            live.remove(l)
+            dropped[l] = "not inductive"
+    return live
+
+
+def prove(model: Model, prop: str, k_max: int = 3, use_lemmas: bool = True,
+          timeout_s: float | None = None, bmc_depth: int = 10) -> ProofResult:
+    """Prove ``prop`` for every reachable state with the search bounds lifted, by k-induction
+    for k = 1..k_max, assuming the spec's lemmas that are proved first. When it is not
+    inductive, bmc looks ``bmc_depth`` steps deep for a real violation before saying so."""
+    res = _prove(model, prop, k_max, use_lemmas, timeout_s)
+    if res.status == "not-inductive" and bmc_depth > k_max - 1:
+        b = bmc(model, [prop], bmc_depth, timeout_s=timeout_s)
+        res.stats = dict(res.stats)
+        _merge_stats(res.stats, b.stats)
+        res.elapsed_s += b.elapsed_s
+        if prop in b.found:
+            res.status, res.counterexample, res.cti_action = "violated", b.found[prop], None
+            res.reason = f"not inductive, and bmc finds a violation in {len(b.found[prop].path.steps)} steps"
+        elif b.exhaustive:
+            res.status, res.counterexample, res.cti_action = "proved", None, None
+            res.reason = f"bmc covers every behaviour (none is longer than {b.depth} steps)"
+        else:
+            res.reason = f"not inductive; no violation up to depth {b.depth} either"
+    return res
+
+
+def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: float | None) -> ProofResult:
+    _check_props(model, [prop])
+    sy = System(model, False, timeout_s)
+    t0 = time.perf_counter()
+    res = ProofResult(model, prop, "unknown", 0)
+    kind = sy.kind(prop)
+    lemmas = [p.name for p in model.invariants if p.lemma and p.name != prop] if use_lemmas else []
+    try:
+        # base: no violation of the target or of a lemma within k_max - 1 steps
+        base = bmc(model, [prop] + lemmas, k_max - 1, timeout_s=timeout_s)
+        sy._extra.append(base.stats)
+        if base.inconclusive:
+            raise Inconclusive(base.inconclusive)
+        for l in lemmas:
+            if l in base.found:
+                res.lemmas_dropped[l] = "violated"
+        if prop in base.found:
+            res.status, res.counterexample = "violated", base.found[prop]
+            res.k = len(base.found[prop].path.steps)
+            return _done(res, sy, t0)
+        if base.exhaustive:
+            res.status, res.k, res.reason = "proved", base.depth, "every behaviour ends within the base case"
+            return _done(res, sy, t0)
+        lemmas = [l for l in lemmas if l not in res.lemmas_dropped]
+        for k in range(1, k_max + 1):
+            dropped: dict = {}
+            # the target joins the lemmas: a lemma may need the target as much as the reverse
+            joint = lemmas + ([prop] if kind != "transition" else [])
+            live = _houdini(sy, k, joint, dropped)
+            if prop in live:
+                res.status, res.k = "proved", k
+                res.lemmas_used = [l for l in live if l != prop]
+                res.lemmas_dropped.update(dropped)
+                return _done(res, sy, t0)
+            dropped.pop(prop, None)
+            ind = _Induction(sy, k)
+            s = sy.solver()
+            s.add(*ind.base)
+            for S in ind.states:   # proved lemmas hold in every reachable state
+                s.add(*[sy.holds(l, S) for l in live])
+            last, pre = ind.states[-1], ind.states[-2]
+            if kind == "transition":
+                for i in range(k - 1):
+                    s.add(sy.step_ok(prop, ind.states[i], ind.choices[i], ind.states[i + 1]))
+                bad = z3.Not(sy.step_ok(prop, pre, ind.choices[-1], last))
+            else:
+                for S in ind.states[:-1]:
+                    s.add(sy.holds(prop, S))
+                bad = z3.Not(sy.holds(prop, last))
+            res.k, res.lemmas_used = k, live
+            res.lemmas_dropped.update(dropped)
+            if not sy.check(s, bad):
+                res.status = "proved"
+                return _done(res, sy, t0)
+            path = path_from(sy, s.model(), ind.states, ind.choices)
+            res.counterexample = Counterexample(prop, kind, path)
+            res.cti_action = model.instances[path.steps[-1]].label
+            res.status = "not-inductive"
+            if k < k_max:
+                res.lemmas_dropped = {l: r for l, r in res.lemmas_dropped.items() if r == "violated"}
+    except Inconclusive as e:
+        res.status, res.reason = "unknown", f"solver: {e}"
+    return _done(res, sy, t0)
+
+
+def _merge_stats(total: dict, more: dict):
+    for k, v in more.items():
+        total[k] = max(total.get(k, 0), v) if k == "max memory MB" else total.get(k, 0) + v
+
+
+def _done(res: ProofResult, sy: System, t0: float) -> ProofResult:
+    cx = res.counterexample
+    if cx is not None and cx.trace is None:
+        cx.trace, cx.note = to_trace(res.model, cx.property, cx.kind, cx.path)
+    res.elapsed_s = time.perf_counter() - t0
+    res.stats = sy.stats
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing a named rule across two variants
+
+class _Recorder(Transition):
+    """A transition builder that records every call of a named rule (its arguments)."""
+
+    def rule(self, name: str, **args):
+        self.__dict__.setdefault("_calls", []).append((name, dict(args)))
+        return Transition.rule(self, name, **args)
+
+
+def _key(v):
+    if isinstance(v, Expr):
+        return (v.op, v.kind, tuple(_key(x) for x in v.args))
+    return (type(v).__name__, repr(v))
+
+
+def rule_call_sites(model: Model, rule: str) -> list[dict]:
+    """The distinct argument sets with which the model's actions call ``rule``."""
+    seen, out = set(), []
+    for action in model.spec.actions:
+        for args in model._arg_combinations(action):
+            t = _Recorder(model.layout, model.params, model.variant, model.spec)
+            try:
+                action.fn(t, model.params, **args)
+            except SpecError:
+                raise
+            except Exception as e:
+                raise SpecError(f"{_where(action.fn)}: action {action.name} raised "
+                                f"{type(e).__name__}: {e}") from None
+            for name, a in t.__dict__.get("_calls", []):
+                if name != rule:
+                    continue
+                key = tuple(sorted((k, _key(v)) for k, v in a.items()))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(a)
+    return out
+
+
+@dataclass
+class Difference:
+    """A state and request on which the two variants decide differently."""
+    state: dict
+    args: dict
+    result_a: object
+    result_b: object
+
+
+@dataclass
+class CompareResult:
+    rule: str
+    variants: tuple[str, str]
+    assumed: list[str]
+    call_sites: int
+    accept_value: str | None
+    a_rejects_b_accepts: Difference | None = None   # None: A accepts everything B accepts
+    b_rejects_a_accepts: Difference | None = None
+    decisions_differ: Difference | None = None       # any difference of result (e.g. error code)
+    inconclusive: str | None = None
+    elapsed_s: float = 0.0
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def relation(self) -> str:
+        a, b = self.variants
+        if self.inconclusive:
+            return "unknown"
+        x, y = self.a_rejects_b_accepts is None, self.b_rejects_a_accepts is None
+        if x and y:
+            return "same-acceptance"
+        if x:
+            return f"{a} accepts strictly more than {b}"
+        if y:
+            return f"{b} accepts strictly more than {a}"
+        return "incomparable"
+
+
+def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None = None,
+            lift: list[str] | None = None, accept: str | None = None, assume: str = "invariants",
+            timeout_s: float | None = None) -> CompareResult:
+    """Decide whether rule ``rule`` in variant A accepts every request that variant B accepts,
+    and conversely, over every state satisfying the assumed invariants (search bounds lifted)."""
+    if rule not in spec.rules:
+        raise SpecError(f"unknown rule '{rule}' for spec {spec.name}; rules: {', '.join(spec.rules) or 'none'}")
+    ma = spec.instantiate(variant_a, params or {})
+    mb = spec.instantiate(variant_b, params or {})
+    t0 = time.perf_counter()
+    sy = System(ma, False, timeout_s)
+    impl_a, impl_b = spec._rule_impl(rule, variant_a), spec._rule_impl(rule, variant_b)
+    sites_raw = rule_call_sites(ma, rule) + rule_call_sites(mb, rule)
+    if not sites_raw:
+        raise SpecError(f"no action of {spec.name} calls rule '{rule}'")
+    lift = list(lift or [])
+    for name in lift:
+        if not any(name in a for a in sites_raw):
+            raise SpecError(f"--lift {name}: rule '{rule}' has no argument '{name}'; arguments: "
+                            f"{', '.join(sorted({k for a in sites_raw for k in a}))}")
+    # lifted arguments become free integers; the remaining argument sets are deduplicated
+    lifted = {n: Expr("field", (-1, n, "arg"), "int") for n in lift}
+    sites, seen = [], set()
+    for a in sites_raw:
+        a = {**a, **{n: lifted[n] for n in lift if n in a}}
+        key = tuple(sorted((k, _key(v)) for k, v in a.items()))
+        if key not in seen:
+            seen.add(key)
+            sites.append(a)
+    if assume == "none":
+        assumed = []
+    else:
+        bad = set()
+        for v in (ma.variant, mb.variant):
+            if v in spec.variants:
+                bad |= spec.variants[v].expected_violations
+        assumed = [p.name for p in ma.invariants if (p.lemma or assume == "invariants") and p.name not in bad]
+    arg_vars = {n: z3.Int(f"arg.{n}") for n in lift}
+    res = CompareResult(rule, (ma.variant, mb.variant), assumed, len(sites), None)
+    S = sy.state("s")
+    s = sy.solver()
+    s.add(*sy.in_range(S))
+    for p in assumed:
+        s.add(sy.holds(p, S))
+    where_a, where_b = _where(impl_a), _where(impl_b)
+    try:
+        for args in sites:
+            ra = _call_rule(impl_a, ma, args, where_a, rule)
+            rb = _call_rule(impl_b, mb, args, where_b, rule)
+            if ra.kind != rb.kind:
+                raise SpecError(f"{where_b}: rule {rule} returns a {rb.kind} in {mb.variant} but a "
+                                f"{ra.kind} in {ma.variant}")
+            env = Env(S, None, arg_vars)
+            za = evaluate(ra, env, f"{where_a}: rule {rule} ({ma.variant})")
+            zb = evaluate(rb, env, f"{where_b}: rule {rule} ({mb.variant})")
+            enum = ra.enum or rb.enum
+            if ra.kind == "bool":
+                acc_a, acc_b = za, zb
+            else:
+                if enum is None:
+                    raise SpecError(f"{where_a}: rule {rule} returns a plain integer; compare needs a "
+                                    f"condition or an Enum (e.g. an error code)")
+                names = enum.names
+                av = accept or ("NONE" if "NONE" in names else names[0])
+                if av not in names:
+                    raise SpecError(f"--accept {av}: not a value of {enum.name}: {', '.join(names)}")
+                res.accept_value = av
+                acc_a, acc_b = za == names.index(av), zb == names.index(av)
+            show = (lambda v: enum.show(v)) if enum is not None else bool
+
+            def witness(cond):
+                if not sy.check(s, cond):
+                    return None
+                m = s.model()
+                vals = sy.values(m, S)
+                shown_args = {}
+                for k, v in args.items():
+                    if k in arg_vars:
+                        shown_args[k] = m.eval(arg_vars[k], model_completion=True).as_long()
+                    elif isinstance(v, Expr):
+                        x = m.eval(evaluate(v, env, f"rule {rule} argument {k}"), model_completion=True)
+                        shown_args[k] = f"{v!r} = {x}"
+                    else:
+                        shown_args[k] = getattr(v, "name", v)
+                ev = lambda z: m.eval(z, model_completion=True)
+                ra_v, rb_v = ev(za), ev(zb)
+                conv = (lambda x: z3.is_true(x)) if ra.kind == "bool" else (lambda x: show(x.as_long()))
+                return Difference(ma.layout.show(vals), shown_args, conv(ra_v), conv(rb_v))
+
+            if res.a_rejects_b_accepts is None:
+                res.a_rejects_b_accepts = witness(z3.And(acc_b, z3.Not(acc_a)))
+            if res.b_rejects_a_accepts is None:
+                res.b_rejects_a_accepts = witness(z3.And(acc_a, z3.Not(acc_b)))
+            if res.decisions_differ is None:
+                res.decisions_differ = witness(za != zb)
+    except Inconclusive as e:
+        res.inconclusive = f"solver: {e}"
+    res.elapsed_s = time.perf_counter() - t0
+    res.stats = sy.stats
+    return res
+
+
+def _call_rule(impl, model: Model, args: dict, where: str, rule: str) -> Expr:
+    t = Transition(model.layout, model.params, model.variant, model.spec)
+    try:
+        r = impl(t, model.params, **args)
+    except SpecError as e:
+        raise SpecError(f"{where}: rule {rule}: {e}") from None
+    except Exception as e:
+        raise SpecError(f"{where}: rule {rule} raised {type(e).__name__}: {e}") from None
+    return const(r)

@@ -1,0 +1,270 @@
+"""Commands of the symbolic engine (checker/symbolic.py): bmc, prove, compare.
+
+Exit codes as for `kcheck check`: 0 proved (or, for bmc, no behaviour is longer than the depth
+explored; for compare, answered); 1 violated; 2 bad input; 3 inconclusive (depth bound reached,
+solver timeout, not inductive)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.table import Table
+from rich.text import Text
+
+from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, BadInput, _params, _positive, _save
+
+KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
+
+
+def _seconds(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds, got {s!r}")
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"--timeout must be positive, got {s!r}")
+    return v
+
+
+def _common(p, with_property=True):
+    p.add_argument("spec", help="a shipped spec name or the path of a spec module")
+    p.add_argument("--variant")
+    if with_property:
+        p.add_argument("--property", action="append", default=None, metavar="P")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="per solver call")
+    p.add_argument("--json", action="store_true")
+
+
+def register(sub) -> dict:
+    b = sub.add_parser("bmc", help="bounded model checking with Z3, epochs unbounded")
+    _common(b)
+    b.add_argument("--depth", type=_positive("--depth"), default=10)
+    b.add_argument("--keep-search-bounds", action="store_true",
+                   help="keep the explicit search's caps (e.g. max_epoch), as `kcheck check` does")
+    b.add_argument("--save", action="store_true", help="save counterexamples like `kcheck check --save`")
+    b.add_argument("--out", default="counterexamples")
+
+    p = sub.add_parser("prove", help="k-induction with Z3 for every epoch, lemmas proved first")
+    _common(p)
+    p.add_argument("--k", type=_positive("--k"), default=3, help="largest k to try (1..K)")
+    p.add_argument("--no-lemmas", action="store_true", help="do not assume the spec's lemmas")
+    p.add_argument("--bmc-depth", type=int, default=10,
+                   help="when not inductive, look this deep for a real violation")
+    p.add_argument("--save", action="store_true",
+                   help="save violations under --out, counterexamples to induction under --out/induction")
+    p.add_argument("--out", default="counterexamples")
+
+    c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?")
+    _common(c, with_property=False)
+    c.add_argument("--rule", required=True)
+    c.add_argument("--variants", nargs=2, required=True, metavar=("A", "B"))
+    c.add_argument("--lift", action="append", default=[], metavar="ARG",
+                   help="make the rule's integer argument ARG a free integer (e.g. the request epoch)")
+    c.add_argument("--accept", metavar="VALUE", help="the outcome that means accepted (default NONE)")
+    c.add_argument("--assume", choices=["invariants", "lemmas", "none"], default="invariants",
+                   help="which of the spec's invariants the compared states satisfy")
+    return {"bmc": cmd_bmc, "prove": cmd_prove, "compare": cmd_compare}
+
+
+def _model(args):
+    from checker.loader import load_spec
+    spec = load_spec(args.spec)
+    return spec, spec.instantiate(args.variant, _params(args.param))
+
+
+def _stats_str(st: dict) -> str:
+    parts = [f"{st.get('checks', 0)} solver calls"]
+    for k in ("conflicts", "decisions", "propagations"):
+        if k in st:
+            parts.append(f"{st[k]:,} {k}")
+    if "max memory MB" in st:
+        parts.append(f"{st['max memory MB']:.0f} MB peak")
+    return ", ".join(parts)
+
+
+def _trace_doc(cx):
+    from checker.trace import to_json
+    if cx is None:
+        return None
+    if cx.trace is None:
+        return {"states": cx.path.states, "steps": cx.path.steps, "note": cx.note}
+    return to_json(cx.trace)
+
+
+def _print_trace(console, cx, title, saved=None):
+    from checker.render import trace_table
+    if cx.trace is None:
+        console.print(f"{title}: {cx.note}", markup=False)
+        return
+    console.print(trace_table(cx.trace, title))
+    if cx.note:
+        console.print(f"note: {cx.note}", markup=False)
+    if saved:
+        console.print(f"saved: {saved}", markup=False)
+
+
+def _header(console, m, what):
+    from checker.render import params_str
+    console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
+                  f"({params_str(m.params.as_dict())}): {what}")
+
+
+# ---------------------------------------------------------------------------------------------
+
+def cmd_bmc(args, console) -> int:
+    from checker.symbolic import bmc
+    spec, model = _model(args)
+    res = bmc(model, args.property, args.depth, args.keep_search_bounds, args.timeout)
+    saved = {p: _save(cx.trace, args.out) for p, cx in res.found.items()
+             if args.save and cx.trace is not None}
+    scope = ("exhaustive: no behaviour is longer than %d steps" % res.depth if res.exhaustive else
+             f"inconclusive: {res.inconclusive}" if res.inconclusive else
+             f"bounded: depth {res.depth}")
+    bounds = "search bounds kept" if args.keep_search_bounds else "search bounds lifted"
+    if args.json:
+        print(json.dumps({
+            "spec": spec.name, "variant": model.variant, "parameters": model.params.as_dict(),
+            "engine": "z3-bmc", "depth": res.depth, "requested_depth": args.depth,
+            "search_bounds": "kept" if args.keep_search_bounds else "lifted",
+            "exhaustive": res.exhaustive, "inconclusive": res.inconclusive,
+            "elapsed_s": round(res.elapsed_s, 3), "solver": res.stats,
+            "properties": {p: {"status": res.status(p),
+                               "trace_length": len(res.found[p].path.steps) if p in res.found else None,
+                               "note": res.found[p].note if p in res.found else None,
+                               "trace": _trace_doc(res.found.get(p))}
+                           for p in res.properties}}, indent=2))
+    else:
+        _header(console, model, f"bmc to depth {args.depth}, {bounds}")
+        console.print(f"{scope}; {res.elapsed_s:.2f}s, {_stats_str(res.stats)}", markup=False)
+        t = Table(show_header=True)
+        t.add_column("property")
+        t.add_column("verdict")
+        t.add_column("meaning")
+        for p in res.properties:
+            st = res.status(p)
+            cell = (f"VIOLATED ({len(res.found[p].path.steps)} steps)" if st == "violated" else
+                    f"no violation up to depth {res.depth}" if st == "bounded" else
+                    "holds" if st == "holds" else "unknown (solver)")
+            doc = spec.properties[p].doc if p in spec.properties else "no reachable state without a successor"
+            t.add_row(p, cell, Text(doc))
+        console.print(t)
+        for p, cx in res.found.items():
+            _print_trace(console, cx, f"Shortest counterexample for {p} ({len(cx.path.steps)} steps, bmc)",
+                         saved.get(p))
+    if res.found:
+        return VIOLATED
+    if res.inconclusive or not res.exhaustive:
+        return BOUNDED
+    return OK
+
+
+def cmd_prove(args, console) -> int:
+    from checker.symbolic import DEADLOCK, default_properties, prove
+    spec, model = _model(args)
+    props = args.property or [p for p in default_properties(model)]
+    for p in props:
+        if p not in spec.properties and p != DEADLOCK:
+            raise BadInput(f"unknown property '{p}' for spec {spec.name}; properties: "
+                           f"{', '.join(spec.properties)}")
+    if args.bmc_depth < 0:
+        raise BadInput("--bmc-depth must be 0 or more")
+    results = [prove(model, p, args.k, not args.no_lemmas, args.timeout, args.bmc_depth) for p in props]
+    docs = []
+    codes = []
+    for r in results:
+        cx = r.counterexample
+        saved = None
+        if args.save and cx is not None and cx.trace is not None:
+            saved = _save(cx.trace, args.out if r.status == "violated" else f"{args.out}/induction")
+        codes.append(OK if r.status == "proved" else VIOLATED if r.status == "violated" else BOUNDED)
+        docs.append({"property": r.property, "status": r.status, "k": r.k,
+                     "lemmas_used": r.lemmas_used, "lemmas_dropped": r.lemmas_dropped,
+                     "reason": r.reason, "elapsed_s": round(r.elapsed_s, 3), "solver": r.stats,
+                     "counterexample_to_induction": _trace_doc(cx) if r.status == "not-inductive" else None,
+                     "cti_action": r.cti_action,
+                     "trace": _trace_doc(cx) if r.status == "violated" else None,
+                     "note": cx.note if cx is not None else None, "saved": saved})
+        if args.json:
+            continue
+        verdict = {"proved": "PROVED", "violated": "VIOLATED", "not-inductive": "NOT INDUCTIVE",
+                   "unknown": "UNKNOWN"}[r.status]
+        _header(console, model, f"prove {r.property}")
+        line = f"{verdict}"
+        if r.status == "proved":
+            line += (f" (k={r.k}: every reachable state, search bounds lifted)" if not r.reason
+                     else f" ({r.reason})")
+        elif r.status == "not-inductive":
+            line += f" at k=1..{r.k}" + (f"; {r.reason}" if r.reason else "")
+        elif r.reason:
+            line += f": {r.reason}"
+        console.print(line, markup=False)
+        if r.lemmas_used:
+            console.print(f"lemmas assumed (proved inductive): {', '.join(r.lemmas_used)}", markup=False)
+        for l, why in r.lemmas_dropped.items():
+            console.print(f"lemma {l} not used: {why}", markup=False)
+        console.print(f"benchmark: {r.property}: {r.elapsed_s:.2f}s, {_stats_str(r.stats)}", markup=False)
+        if r.status == "violated":
+            _print_trace(console, cx, f"Counterexample for {r.property} ({len(cx.path.steps)} steps)", saved)
+        elif r.status == "not-inductive" and cx is not None:
+            _print_trace(console, cx, f"Counterexample to induction for {r.property}: from a state "
+                                      f"satisfying it{' and the lemmas' if r.lemmas_used else ''}, "
+                                      f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})", saved)
+    if args.json:
+        print(json.dumps({"spec": spec.name, "variant": model.variant,
+                          "parameters": model.params.as_dict(), "engine": "z3-k-induction",
+                          "k_max": args.k, "results": docs}, indent=2))
+    for c in (VIOLATED, BOUNDED):
+        if c in codes:
+            return c
+    return OK
+
+
+def cmd_compare(args, console) -> int:
+    from checker.loader import load_spec
+    from checker.symbolic import compare
+    spec = load_spec(args.spec)
+    a, b = args.variants
+    r = compare(spec, args.rule, a, b, _params(args.param), args.lift, args.accept, args.assume,
+                args.timeout)
+
+    def diff(d):
+        return None if d is None else {"state": d.state, "args": d.args, f"result_{a}": d.result_a,
+                                        f"result_{b}": d.result_b}
+
+    if args.json:
+        print(json.dumps({"spec": spec.name, "rule": r.rule, "variants": [a, b],
+                          "relation": r.relation, "accept_value": r.accept_value,
+                          "assumed_invariants": r.assumed, "call_sites": r.call_sites,
+                          "lifted": args.lift, "inconclusive": r.inconclusive,
+                          f"{a}_accepts_all_{b}_accepts": r.a_rejects_b_accepts is None,
+                          f"{b}_accepts_all_{a}_accepts": r.b_rejects_a_accepts is None,
+                          f"{a}_rejects_{b}_accepts": diff(r.a_rejects_b_accepts),
+                          f"{b}_rejects_{a}_accepts": diff(r.b_rejects_a_accepts),
+                          "decisions_differ": diff(r.decisions_differ),
+                          "elapsed_s": round(r.elapsed_s, 3), "solver": r.stats}, indent=2, default=str))
+    else:
+        console.print(f"[bold]{spec.name}[/bold] rule [bold]{r.rule}[/bold]: {a} vs {b} "
+                      f"({r.call_sites} request shape(s); accepted = {r.accept_value or 'true'}; "
+                      f"assuming {', '.join(r.assumed) or 'nothing beyond field ranges'})")
+        if r.inconclusive:
+            console.print(f"UNKNOWN: {r.inconclusive}", markup=False)
+        else:
+            console.print(f"RELATION: {r.relation}", markup=False)
+            for x, y, d in ((a, b, r.a_rejects_b_accepts), (b, a, r.b_rejects_a_accepts)):
+                if d is None:
+                    console.print(f"- {x} accepts every request {y} accepts, in every state", markup=False)
+                else:
+                    console.print(f"- {x} rejects a request {y} accepts: args {d.args}; "
+                                  f"{a} → {d.result_a}, {b} → {d.result_b}; state {d.state}", markup=False)
+            if r.decisions_differ is not None and r.a_rejects_b_accepts is None and r.b_rejects_a_accepts is None:
+                d = r.decisions_differ
+                console.print(f"- same acceptance, different answers: args {d.args}; {a} → {d.result_a}, "
+                              f"{b} → {d.result_b}; state {d.state}", markup=False)
+            elif r.decisions_differ is None:
+                console.print("- identical decisions in every state", markup=False)
+        console.print(f"benchmark: compare {r.rule}: {r.elapsed_s:.2f}s, {_stats_str(r.stats)}", markup=False)
+    return BOUNDED if r.inconclusive else OK
+
+
+__all__ = ["register", "BAD_INPUT"]
