@@ -157,5 +157,7 @@ def commit_after_all_prepared(s, p):
 
 
 spec.variant("lamport", "TwoPhase exactly as in the TLA+ examples", default=True)
+# the early commit also breaks the lemma that `consistent` rests on (kept as a separate list so
+# that tests/test_core.py can still blank the record of `consistent` alone)
 spec.variant("commit-without-prepares", "the TM commits without waiting for every Prepared",
-             violates=["consistent", "commit-after-all-prepared"])
+             violates=["consistent"] + ["commit-after-all-prepared"])
