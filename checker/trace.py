@@ -250,6 +250,14 @@ def replay(model: Model, doc: dict) -> ReplayResult:
         words = nxt
     prop, kind = doc.get("property"), doc.get("kind")
     tr = build(model, prop, kind, initial, ks, ex, doc.get("loop_index"))
+    if tr.loop_index is not None or kind == "lasso":
+        from checker.graph import check_lasso   # the loop closes; a lasso still breaks its property
+        why = check_lasso(model, tr, ex)
+        if why:
+            return ReplayResult(False, why, tr)
+        if kind == "lasso":
+            return ReplayResult(True, f"reproduces: {prop} violated along a lasso of {len(ks)} steps "
+                                      f"looping back to step {tr.loop_index}", tr)
     if prop is not None and kind in ("invariant", "transition", "deadlock"):
         if kind == "invariant":
             if prop not in ex.comp.invariants:

@@ -1,0 +1,561 @@
+"""The reachable state graph in networkx: progress properties under weak fairness, deadlocks,
+and export.
+
+The graph is built breadth-first with the same compiled code, order and tie-breaks as
+checker/bfs.py, so a state's shortest trace here is the one the BFS prints. Nodes are
+fingerprints (``words``: the packed state, ``index``: position in level-then-fingerprint order,
+``depth``, ``enabled``: a bitmask of the action instances that can take a step there, ``initial``,
+``deadlock``); an edge u -> v carries ``actions``, the instances (indices into
+``model.instances``) whose step goes from u to v.
+
+Progress (docs/progress.md). "P leads to Q" is violated by a behaviour that reaches a state
+where P holds and Q does not, and from there on never meets Q; "always eventually Q" is "TRUE
+leads to Q". Fairness is weak and per action instance (an action with its arguments): an
+instance of an action the property names that stays enabled must eventually be taken; every
+other instance may stop for ever. "Enabled" means enabled with a change of state, as TLC's
+``WF_vars(A)`` reads ``<<A>>_vars``; a step that leaves a search bound counts as enabled (it is
+enabled in the unbounded protocol) but leads nowhere in the graph. As in TLA+, a behaviour may
+stop (stutter) in any state where no fair instance is enabled.
+
+Check: restrict the graph to the states where Q does not hold; a strongly connected component C
+of it (a single state counts, by stuttering) holds a fair cycle iff every fair instance is
+either disabled at some state of C or labels an edge inside C (weak fairness makes this
+condition enough: a cycle through every state and edge of C is then fair, and if it fails for
+C it fails for every part of C). A violation is a lasso: the shortest path from an initial
+state through a state where P holds and Q does not, staying in not-Q after it, into such a
+component, then a loop inside the component that meets every fair instance's obligation.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from checker.compile import Compiled, _Gen, fingerprint
+from checker.trace import Executor, Trace, build
+from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, _call
+
+DEADLOCK = "deadlock"
+
+
+class GraphTooLarge(SpecError):
+    """The reachable graph exceeds --max-nodes (exit 2, one line)."""
+
+
+@dataclass
+class StateGraph:
+    model: Model
+    graph: nx.DiGraph
+    compiled: Compiled
+    fps: np.ndarray           # fingerprint per state index
+    words: np.ndarray         # packed states, one column per state index
+    depth: np.ndarray         # BFS depth
+    parent: np.ndarray        # BFS-tree parent index (-1 for an initial state)
+    via: np.ndarray           # instance that reached the state in the BFS tree (-1: initial)
+    enabled: list[int]        # per state: bitmask of instances that can take a step there
+    deadlocked: np.ndarray    # per state: no instance enabled and not terminal (all False when
+                              # the spec declares no terminal states)
+    src: np.ndarray           # edges in index form, sorted by (src, dst, instance)
+    dst: np.ndarray
+    act: np.ndarray
+    transitions: int = 0
+    cut_by_bounds: int = 0
+    elapsed_s: float = 0.0
+    _offsets: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def states(self) -> int:
+        return len(self.fps)
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth.max()) if len(self.depth) else 0
+
+    def state_words(self, i: int) -> tuple:
+        return tuple(int(x) for x in self.words[:, i])
+
+    def out_edges(self, i: int):
+        """(instance, target index) pairs leaving state i, in edge order."""
+        if self._offsets is None:
+            self._offsets = np.searchsorted(self.src, np.arange(self.states + 1))
+        a, b = int(self._offsets[i]), int(self._offsets[i + 1])
+        return list(zip(self.act[a:b].tolist(), self.dst[a:b].tolist()))
+
+    def trace_to(self, i: int) -> tuple[tuple, list[int]]:
+        """The BFS-tree (shortest) path to state i: (initial words, instance indices)."""
+        steps = []
+        while self.parent[i] >= 0:
+            steps.append(int(self.via[i]))
+            i = int(self.parent[i])
+        steps.reverse()
+        return self.state_words(i), steps
+
+    def deadlock(self) -> tuple[tuple, list[int]] | None:
+        """The shortest trace to a deadlock (the first in level-then-fingerprint order)."""
+        bad = np.flatnonzero(self.deadlocked)
+        return self.trace_to(int(bad[0])) if bad.size else None
+
+
+def build_graph(model: Model, max_nodes: int | None = None, block: int = 1 << 15,
+                compiled: Compiled | None = None) -> StateGraph:
+    """Explore ``model`` breadth-first and keep every state and transition."""
+    t0 = time.perf_counter()
+    comp = compiled or Compiled(model, [])
+    W, K = model.layout.words, len(model.instances)
+    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, W).T.copy()
+    visited, order = np.unique(fingerprint(init), return_index=True)
+    frontier = init[:, order]
+    visited_idx = np.arange(len(visited), dtype=np.int64)   # parallel to visited
+    level_S, level_fp = [frontier], [visited.copy()]
+    parents = [np.full(len(visited), -1, dtype=np.int64)]
+    vias = [np.full(len(visited), -1, dtype=np.int32)]
+    en_rows: list[np.ndarray] = []
+    any_guard: list[np.ndarray] = []
+    terminal: list[np.ndarray] = []
+    e_src, e_dfp, e_act = [], [], []
+    transitions = cut = 0
+    base = 0                      # index of the frontier's first state
+    _too_large(model, len(visited), max_nodes)
+    while frontier.shape[1]:
+        n = frontier.shape[1]
+        chunks_S, chunks_fp, chunks_par, chunks_act = [], [], [], []
+        lfp = np.empty(0, dtype=np.uint64)
+        for start in range(0, n, block):
+            S = frontier[:, start:start + block]
+            m = S.shape[1]
+            masks = comp.guards(S)
+            en = np.zeros((m, K), dtype=bool)
+            anyg = np.zeros(m, dtype=bool)
+            cS, cpar, cact = [], [], []
+            for k, mask in enumerate(masks):
+                if mask is False:
+                    continue
+                idx = np.arange(m) if mask is True else np.flatnonzero(mask)
+                if not idx.size:
+                    continue
+                sub = S[:, idx]
+                T, _out, ok = comp.effects[k](sub)
+                transitions += idx.size
+                anyg[idx] = True
+                moved = (T != sub).any(axis=0)
+                if ok is not None:
+                    cut += int(idx.size - ok.sum())
+                    en[idx[moved | ~ok], k] = True
+                    idx, T = idx[ok], T[:, ok]
+                    if not idx.size:
+                        continue
+                else:
+                    en[idx[moved], k] = True
+                fpT = fingerprint(T)
+                e_src.append(idx + base + start)
+                e_dfp.append(fpT)
+                e_act.append(np.full(idx.size, k, dtype=np.int32))
+                cS.append(T)
+                cpar.append(idx + base + start)
+                cact.append(np.full(idx.size, k, dtype=np.int32))
+            en_rows.append(np.packbits(en, axis=1, bitorder="little"))
+            any_guard.append(anyg)
+            if comp.terminal is not None:
+                terminal.append(np.broadcast_to(comp.terminal(S), (m,)).copy())
+            if cS:
+                T = np.concatenate(cS, axis=1)
+                u, first = np.unique(fingerprint(T), return_index=True)
+                fresh = _absent(visited, u) & _absent(lfp, u)
+                u, first = u[fresh], first[fresh]
+                lfp = _merge(lfp, u)
+                chunks_fp.append(u)
+                chunks_S.append(T[:, first])
+                chunks_par.append(np.concatenate(cpar)[first])
+                chunks_act.append(np.concatenate(cact)[first])
+            _too_large(model, len(visited) + len(lfp), max_nodes)
+        base += n
+        if not chunks_S:
+            break
+        order = np.argsort(np.concatenate(chunks_fp), kind="stable")
+        frontier = np.concatenate(chunks_S, axis=1)[:, order]
+        new_fp = np.concatenate(chunks_fp)[order]
+        level_S.append(frontier)
+        level_fp.append(new_fp)
+        parents.append(np.concatenate(chunks_par)[order])
+        vias.append(np.concatenate(chunks_act)[order])
+        pos = np.searchsorted(visited, new_fp)
+        visited = np.insert(visited, pos, new_fp)
+        visited_idx = np.insert(visited_idx, pos, np.arange(base, base + len(new_fp)))
+
+    fps = np.concatenate(level_fp)
+    words = np.concatenate(level_S, axis=1)
+    depth = np.concatenate([np.full(len(f), d, dtype=np.int32) for d, f in enumerate(level_fp)])
+    bits = np.concatenate(en_rows, axis=0) if en_rows else np.zeros((0, 1), dtype=np.uint8)
+    enabled = [int.from_bytes(row.tobytes(), "little") for row in bits]
+    if model.spec.check_deadlock:
+        stuck = ~np.concatenate(any_guard)
+        if terminal:
+            stuck &= ~np.concatenate(terminal)
+    else:
+        stuck = np.zeros(len(fps), dtype=bool)
+    src = np.concatenate(e_src) if e_src else np.empty(0, dtype=np.int64)
+    dfp = np.concatenate(e_dfp) if e_dfp else np.empty(0, dtype=np.uint64)
+    act = np.concatenate(e_act) if e_act else np.empty(0, dtype=np.int32)
+    dst = visited_idx[np.searchsorted(visited, dfp)]
+    order = np.lexsort((act, dst, src))
+    src, dst, act = src[order], dst[order], act[order]
+
+    G = nx.DiGraph(spec=model.spec.name, variant=model.variant, params=model.params.as_dict())
+    fpl = [int(x) for x in fps.tolist()]
+    G.add_nodes_from((fpl[i], {"index": i, "words": tuple(int(x) for x in words[:, i]),
+                               "depth": int(depth[i]), "enabled": enabled[i],
+                               "initial": i < len(level_fp[0]), "deadlock": bool(stuck[i])})
+                     for i in range(len(fpl)))
+    if len(src):
+        brk = np.flatnonzero((src[1:] != src[:-1]) | (dst[1:] != dst[:-1])) + 1
+        starts, ends = np.r_[0, brk], np.r_[brk, len(src)]
+        al = act.tolist()
+        G.add_edges_from((fpl[s], fpl[d], {"actions": tuple(al[a:b])})
+                         for s, d, a, b in zip(src[starts].tolist(), dst[starts].tolist(),
+                                               starts.tolist(), ends.tolist()))
+    return StateGraph(model, G, comp, fps, words, depth, np.concatenate(parents),
+                      np.concatenate(vias), enabled, stuck, src, dst, act, transitions, cut,
+                      time.perf_counter() - t0)
+
+
+def _absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
+    if not len(sorted_fp):
+        return np.ones(len(u), dtype=bool)
+    pos = np.searchsorted(sorted_fp, u)
+    pos[pos == len(sorted_fp)] = 0
+    return sorted_fp[pos] != u
+
+
+def _merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.insert(a, np.searchsorted(a, b), b) if len(b) else a
+
+
+def _too_large(model: Model, n: int, max_nodes: int | None):
+    if max_nodes is not None and n > max_nodes:
+        raise GraphTooLarge(f"the reachable graph of {model.spec.name}/{model.variant} has more than "
+                            f"{max_nodes:,} states: raise --max-nodes or lower the parameters")
+
+
+# ---------------------------------------------------------------------------------------------
+# Conditions of progress properties
+
+def compile_condition(model: Model, expr, name: str):
+    """A state condition (an Expr) as a function of a block of packed states -> bool mask."""
+    g = _Gen(model.layout, {"pre": "S"})
+    r = g.expr(expr)
+    src = "def cond(S):\n" + "".join(line + "\n" for line in g.lines) + f"    return {r}\n"
+    ns = {"np": np}
+    exec(compile(src, f"<kcheck:{model.spec.name}:{name}>", "exec"), ns)
+    fn = ns["cond"]
+    return lambda S: np.broadcast_to(fn(S), (S.shape[1],)).copy()
+
+
+def progress_conditions(model: Model, prop: Progress):
+    """(P, Q) as expressions; P is TRUE for 'always eventually Q'."""
+    view = StateView(model.layout)
+    where = f"progress property {prop.name}"
+    if prop.kind == "leads-to":
+        pq = _call(where, prop.p, view, model.params)
+        if not isinstance(pq, tuple) or len(pq) != 2:
+            raise SpecError(f"{where}: a leads-to property returns (P, Q), got {pq!r}")
+        return _call(where, And, pq[0]), _call(where, And, pq[1])
+    return TRUE, _call(where, And, prop.q(view, model.params))
+
+
+def fair_mask(model: Model, prop: Progress) -> int:
+    names = {a.name for a in model.spec.actions}
+    for a in prop.fair:
+        if a not in names:
+            raise SpecError(f"progress property {prop.name} names unknown action '{a}' as fair; "
+                            f"actions: {', '.join(sorted(names))}")
+    fair = set(prop.fair)
+    return sum(1 << inst.index for inst in model.instances if inst.action.name in fair)
+
+
+def _instances(mask: int) -> list[int]:
+    out, k = [], 0
+    while mask:
+        if mask & 1:
+            out.append(k)
+        mask >>= 1
+        k += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Fair components
+
+def fair_components(H: nx.DiGraph, enabled, fair: int) -> list[set]:
+    """The strongly connected components of H that hold a fair cycle under weak fairness of
+    the instances in the bitmask ``fair``. ``enabled(node)`` is the bitmask of instances that
+    can take a step there; an edge's ``actions`` are the instances it stands for. A single node
+    counts (the behaviour may stutter there) when no fair instance is enabled at it."""
+    out = []
+    for C in nx.strongly_connected_components(H):
+        always = fair
+        for u in C:
+            always &= enabled(u)
+            if not always:
+                break
+        if always:
+            taken = 0
+            for u in C:
+                for v, d in H.adj[u].items():
+                    if v in C:
+                        for k in d["actions"]:
+                            taken |= 1 << k
+            if always & ~taken:
+                continue
+        out.append(C)
+    return out
+
+
+@dataclass
+class Lasso:
+    initial: tuple
+    steps: list[int]
+    loop_index: int       # the loop is steps[loop_index:]; == len(steps): stutters for ever
+    trigger_index: int    # the state (after that many steps) where P holds and Q does not
+
+
+@dataclass
+class ProgressResult:
+    property: str
+    kind: str
+    status: str                        # 'holds' or 'violated'
+    lasso: Lasso | None = None
+    fair_components: int = 0
+    not_q_states: int = 0
+
+
+def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
+    model = sg.model
+    P, Q = progress_conditions(model, prop)
+    fair = fair_mask(model, prop)
+    p_ok = compile_condition(model, P, prop.name + ".P")(sg.words) if sg.states else np.zeros(0, bool)
+    q_ok = compile_condition(model, Q, prop.name + ".Q")(sg.words) if sg.states else np.zeros(0, bool)
+    not_q = ~q_ok
+    G = sg.graph
+    fpl = sg.fps.tolist()
+    H = G.subgraph([fpl[i] for i in np.flatnonzero(not_q).tolist()])
+    en = sg.enabled
+    comps = fair_components(H, lambda f: en[G.nodes[f]["index"]], fair)
+    res = ProgressResult(prop.name, prop.kind, "holds", fair_components=len(comps),
+                         not_q_states=int(not_q.sum()))
+    if not comps:
+        return res
+    comp_id = np.full(sg.states, -1, dtype=np.int64)
+    for c, C in enumerate(comps):
+        comp_id[[G.nodes[f]["index"] for f in C]] = c
+    in_b = comp_id >= 0
+    # distance to a fair component, moving through not-Q states only
+    dist = np.full(sg.states, -1, dtype=np.int64)
+    dist[in_b] = 0
+    inside = not_q[sg.src] & not_q[sg.dst]
+    es, ed = sg.src[inside], sg.dst[inside]
+    front, d = in_b, 0
+    while True:
+        new = np.unique(es[front[ed] & (dist[es] < 0)])
+        if not new.size:
+            break
+        d += 1
+        dist[new] = d
+        front = np.zeros(sg.states, dtype=bool)
+        front[new] = True
+    cand = np.flatnonzero(p_ok & not_q & (dist >= 0))
+    if not cand.size:
+        return res
+    s = int(cand[np.argmin(sg.depth[cand] + dist[cand])])
+    initial, steps = sg.trace_to(s)
+    trigger = len(steps)
+    u = s
+    while dist[u] > 0:
+        k, v = min((k, v) for k, v in sg.out_edges(u) if not_q[v] and dist[v] == dist[u] - 1)
+        steps.append(k)
+        u = v
+    loop_index = len(steps)
+    steps += _fair_loop(sg, u, comp_id, fair)
+    res.status = "violated"
+    res.lasso = Lasso(initial, steps, loop_index, trigger)
+    return res
+
+
+def _fair_loop(sg: StateGraph, e: int, comp_id: np.ndarray, fair: int) -> list[int]:
+    """A cycle from e back to e inside e's component that meets every fair instance's
+    obligation (disabled at a visited state, or taken); empty when the behaviour may stop at e.
+    Greedy: go to the nearest state or edge that discharges an obligation, then return."""
+    c = comp_id[e]
+    en = sg.enabled
+    rem = fair & en[e]
+    loop: list[int] = []
+    cur = e
+
+    def bfs(goal):
+        prev = {cur: None}
+        q = deque([cur])
+        while q:
+            u = q.popleft()
+            for k, v in sorted(sg.out_edges(u)):
+                if comp_id[v] != c:
+                    continue
+                hit = goal(u, k, v)
+                if hit == "edge":
+                    return _path(prev, u) + [(k, v)]
+                if v in prev:
+                    continue
+                prev[v] = (u, k)
+                if hit == "node":
+                    return _path(prev, v)
+                q.append(v)
+        raise AssertionError("a fair component's obligation cannot be met")  # pragma: no cover
+
+    while rem:
+        def goal(u, k, v):
+            if rem >> k & 1:
+                return "edge"
+            return "node" if rem & ~en[v] else None
+        for k, v in bfs(goal):
+            loop.append(k)
+            rem &= ~(1 << k)
+            rem &= en[v]
+            cur = v
+    if cur != e:
+        for k, v in bfs(lambda u, k, v: "node" if v == e else None):
+            loop.append(k)
+    return loop
+
+
+def _path(prev: dict, v) -> list[tuple[int, int]]:
+    out = []
+    while prev[v] is not None:
+        u, k = prev[v]
+        out.append((k, v))
+        v = u
+    out.reverse()
+    return out
+
+
+def lasso_trace(sg: StateGraph, prop: str, lasso: Lasso) -> Trace:
+    return build(sg.model, prop, "lasso", lasso.initial, lasso.steps,
+                 Executor(sg.model, sg.compiled), loop_index=lasso.loop_index)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay of a lasso (called from checker.trace.replay)
+
+def check_lasso(model: Model, tr: Trace, ex: Executor) -> str | None:
+    """Why a replayed trace with a loop is not (or no longer) a lasso violating its progress
+    property, or None. Checks that the loop closes, that Q never holds from a state where P
+    holds through the loop, and that the loop is fair."""
+    from checker.trace import TraceError
+    li = tr.loop_index
+    states = [tuple(tr.initial)] + [tuple(s.words) for s in tr.steps]
+    if li is None:
+        raise TraceError("a lasso trace needs 'loop_index', the step its loop returns to")
+    if states[li] != states[-1]:
+        return (f"the loop does not close: the state after step {len(tr.steps)} differs from the "
+                f"state {'at the start' if li == 0 else f'after step {li}'} (loop_index {li})")
+    if tr.kind != "lasso" or tr.property is None:
+        return None
+    prop = model.spec.progress.get(tr.property)
+    if prop is None:
+        raise TraceError(f"property '{tr.property}' is not a progress property of {model.spec.name}; "
+                         f"progress properties: {', '.join(model.spec.progress) or 'none'}")
+    P, Q = progress_conditions(model, prop)
+    S = np.array(states, dtype=np.uint64).reshape(len(states), -1).T.copy()
+    p_ok = compile_condition(model, P, prop.name + ".P")(S)
+    q_ok = compile_condition(model, Q, prop.name + ".Q")(S)
+    hits = [i for i in range(li, len(states)) if q_ok[i]]
+    if hits:
+        return f"Q of {prop.name} holds in the loop (after step {hits[0]}): no longer a violation"
+    start = li
+    while start > 0 and not q_ok[start - 1]:
+        start -= 1
+    if not p_ok[start:li + 1].any():
+        return (f"no state from which Q of {prop.name} never holds again satisfies P: "
+                f"no longer a violation")
+    fair = fair_mask(model, prop)
+    loop = [k for k in (model.instance(s.action, s.args).index for s in tr.steps[li:])]
+    taken = 0
+    for i, k in zip(range(li, len(states) - 1), loop):
+        if states[i + 1] != states[i]:
+            taken |= 1 << k
+    for k in _instances(fair & ~taken):
+        if all(_can_step(ex, states[i], k) for i in range(li, len(states))):
+            return (f"the loop is not fair: {model.instances[k].label} is enabled at every state of "
+                    f"the loop and never taken")
+    return None
+
+
+def _can_step(ex: Executor, words: tuple, k: int) -> bool:
+    if not ex.enabled(words, k):
+        return False
+    nxt, _out, inside = ex.apply(words, k)
+    return nxt != tuple(words) or not inside
+
+
+# ---------------------------------------------------------------------------------------------
+# Export
+
+def _label(sg: StateGraph, i: int) -> dict:
+    lay = sg.model.layout
+    return lay.show(lay.unpack_flat(sg.words[:, i]))
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return "[" + ", ".join(map(_fmt, v)) + "]"
+    return str(v)
+
+
+def _node_id(fp: int) -> str:
+    return f"{fp:016x}"
+
+
+def to_json(sg: StateGraph) -> dict:
+    m = sg.model
+    inst = m.instances
+    nodes = []
+    for f, d in sg.graph.nodes(data=True):
+        nodes.append({"id": _node_id(f), "state": _label(sg, d["index"]), "depth": d["depth"],
+                      "initial": d["initial"], "deadlock": d["deadlock"]})
+    edges = [{"source": _node_id(u), "target": _node_id(v),
+              "actions": [inst[k].label for k in d["actions"]]}
+             for u, v, d in sg.graph.edges(data=True)]
+    return {"spec": m.spec.name, "variant": m.variant, "params": m.params.as_dict(),
+            "states": sg.states, "edges": len(edges), "cut_by_search_bounds": sg.cut_by_bounds,
+            "nodes": nodes, "links": edges}
+
+
+def to_dot(sg: StateGraph) -> str:
+    m = sg.model
+    esc = lambda s: s.replace("\\", "\\\\").replace('"', '\\"')   # noqa: E731
+    out = [f'digraph "{esc(m.spec.name)}/{esc(m.variant)}" {{', "  node [shape=box, fontsize=10];"]
+    for f, d in sg.graph.nodes(data=True):
+        lab = "\\n".join(esc(f"{k}={_fmt(v)}") for k, v in _label(sg, d["index"]).items())
+        style = ", peripheries=2" if d["initial"] else ""
+        style += ", color=red" if d["deadlock"] else ""
+        out.append(f'  "{_node_id(f)}" [label="{lab}"{style}];')
+    for u, v, d in sg.graph.edges(data=True):
+        lab = esc("\n".join(m.instances[k].label for k in d["actions"])).replace("\n", "\\n")
+        out.append(f'  "{_node_id(u)}" -> "{_node_id(v)}" [label="{lab}"];')
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def to_graphml(sg: StateGraph) -> str:
+    """GraphML with string ids and scalar attributes (GraphML has no tuples or dicts)."""
+    import json
+    m = sg.model
+    X = nx.DiGraph()
+    for f, d in sg.graph.nodes(data=True):
+        X.add_node(_node_id(f), state=json.dumps(_label(sg, d["index"])), depth=d["depth"],
+                   initial=d["initial"], deadlock=d["deadlock"])
+    for u, v, d in sg.graph.edges(data=True):
+        X.add_edge(_node_id(u), _node_id(v), actions="; ".join(m.instances[k].label for k in d["actions"]))
+    return "\n".join(nx.generate_graphml(X)) + "\n"

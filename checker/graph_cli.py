@@ -1,0 +1,259 @@
+"""The state-graph commands: ``kcheck graph`` (export) and ``kcheck progress`` (progress
+properties under weak fairness, and deadlocks, on the reachable graph). Exit codes as in
+checker/cli.py."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from checker.cli import BAD_INPUT, OK, VIOLATED, BadInput, _params, _positive  # noqa: F401
+from spec import SHIPPED
+
+
+def register(sub) -> dict:
+    g = sub.add_parser("graph", help="export the reachable state graph (dot, graphml, json)")
+    g.add_argument("spec", help="a shipped spec name or the path of a spec module")
+    g.add_argument("--variant")
+    g.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    g.add_argument("--format", choices=("dot", "graphml", "json"), default="dot")
+    g.add_argument("--max-nodes", type=_positive("--max-nodes"), default=100_000,
+                   help="refuse graphs with more states than this (default 100,000)")
+    g.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+
+    p = sub.add_parser("progress", help="check progress properties under weak fairness, and "
+                                        "deadlocks, on the reachable state graph")
+    p.add_argument("spec", help="a shipped spec name, 'all', or the path of a spec module")
+    v = p.add_mutually_exclusive_group()
+    v.add_argument("--variant")
+    v.add_argument("--all-variants", action="store_true")
+    p.add_argument("--property", action="append", default=None, metavar="P")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--max-nodes", type=_positive("--max-nodes"), default=2_000_000,
+                   help="refuse graphs with more states than this (default 2,000,000)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--save", action="store_true",
+                   help="save lassos and deadlocks under counterexamples/<spec>/<variant>/")
+    p.add_argument("--out", default="counterexamples", help="where --save writes")
+    return {"graph": cmd_graph, "progress": cmd_progress}
+
+
+def cmd_graph(args, console) -> int:
+    from checker.graph import build_graph, to_dot, to_graphml, to_json
+    from checker.loader import load_spec
+    model = load_spec(args.spec).instantiate(args.variant, _params(args.param))
+    sg = build_graph(model, args.max_nodes)
+    text = {"dot": to_dot, "graphml": to_graphml,
+            "json": lambda g: json.dumps(to_json(g), indent=1) + "\n"}[args.format](sg)
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise BadInput(f"cannot write {args.output}: {e.strerror}") from None
+        console.print(f"{model.spec.name}/{model.variant}: {sg.states:,} states, "
+                      f"{sg.graph.number_of_edges():,} edges written to {args.output} ({args.format})",
+                      markup=False)
+    else:
+        sys.stdout.write(text)
+    return OK
+
+
+# ---------------------------------------------------------------------------------------------
+# progress
+
+def _run(spec, variant, params, args):
+    """Build one variant's graph and check its progress properties and deadlocks.
+    -> (graph, {name: verdict dict}, {name: trace})"""
+    from checker.graph import build_graph, check_progress, lasso_trace
+    from checker.trace import Executor, build
+    model = spec.instantiate(variant, params)
+    names = args.property or list(spec.progress)
+    sg = build_graph(model, args.max_nodes)
+    verdicts, traces = {}, {}
+    for name in names:
+        prop = spec.progress[name]
+        r = check_progress(sg, prop)
+        verdicts[name] = {"kind": prop.kind, "fair": list(prop.fair), "status": r.status,
+                          "doc": prop.doc}
+        if r.lasso is not None:
+            traces[name] = lasso_trace(sg, name, r.lasso)
+            verdicts[name]["trigger_index"] = r.lasso.trigger_index
+    if spec.check_deadlock and not args.property:
+        d = sg.deadlock()
+        verdicts["deadlock"] = {"kind": "deadlock", "fair": [], "doc":
+                                "no reachable state without a successor",
+                                "status": "violated" if d else "holds"}
+        if d:
+            traces["deadlock"] = build(model, "deadlock", "deadlock", d[0], d[1],
+                                       Executor(model, sg.compiled))
+    return sg, verdicts, traces
+
+
+def _save_trace(tr, doc_text: str | None, out_dir: str) -> str:
+    from checker.render import markdown
+    from checker.trace import to_json
+    m = tr.model
+    d = Path(out_dir) / m.spec.name / m.variant
+    d.mkdir(parents=True, exist_ok=True)
+    doc = to_json(tr)
+    if doc_text and "property_doc" not in doc:
+        doc["property_doc"] = doc_text
+    path = d / f"{tr.property}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    md = markdown(tr, doc)
+    if tr.loop_index is not None:
+        md = md.replace("\n\nParameters:", f"\n\n{_loop_sentence(tr)}\n\nParameters:", 1)
+    (d / f"{tr.property}.md").write_text(md)
+    return str(path)
+
+
+def _loop_sentence(tr) -> str:
+    if tr.loop_index == len(tr.steps):
+        where = f"After step {len(tr.steps)}" if tr.steps else "In the initial state"
+        return (f"{where} the behaviour stops for ever: no action the property assumes fair is "
+                f"enabled there.")
+    return (f"Steps {tr.loop_index + 1}..{len(tr.steps)} repeat for ever (↺): the loop is fair, and "
+            f"the property's goal never holds along it.")
+
+
+def _graph_line(sg) -> str:
+    bounds = sorted({f.base for f in sg.model.layout.fields if f.type.search_bound})
+    cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
+           f"counted as enabled for fairness" if sg.cut_by_bounds else "")
+    return (f"state graph: {sg.states:,} states, {sg.graph.number_of_edges():,} edges "
+            f"({sg.transitions:,} transitions), depth {sg.max_depth}, built in {sg.elapsed_s:.2f}s{cut}")
+
+
+def _verdict_cell(v: dict, tr) -> str:
+    if v["status"] != "violated":
+        return "holds"
+    n = f"{len(tr)} step{'' if len(tr) == 1 else 's'}"
+    return f"VIOLATED ({n})" if v["kind"] == "deadlock" else f"VIOLATED (lasso, {n})"
+
+
+def _result_json(sg, verdicts, traces) -> dict:
+    from checker.trace import to_json
+    m = sg.model
+    props = {}
+    for name, v in verdicts.items():
+        tr = traces.get(name)
+        props[name] = {"kind": v["kind"], "fair": v["fair"], "status": v["status"],
+                       "trace_length": len(tr) if tr is not None else None,
+                       "loop_index": tr.loop_index if tr is not None else None,
+                       "trace": to_json(tr) if tr is not None else None}
+    return {"spec": m.spec.name, "variant": m.variant, "parameters": m.params.as_dict(),
+            "states": sg.states, "edges": sg.graph.number_of_edges(), "transitions": sg.transitions,
+            "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
+            "elapsed_s": round(sg.elapsed_s, 3), "properties": props}
+
+
+def _print_one(console, sg, verdicts, traces, saved):
+    from checker.render import params_str, trace_table
+    m = sg.model
+    console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
+                  f"({params_str(m.params.as_dict())})")
+    console.print(_graph_line(sg), markup=False)
+    t = Table(show_header=True)
+    for col in ("property", "kind", "fair (weak, per instance)", "verdict", "meaning"):
+        t.add_column(col)
+    for name, v in verdicts.items():
+        t.add_row(name, v["kind"], Text(", ".join(v["fair"]) or "-"),
+                  _verdict_cell(v, traces.get(name)), Text(v["doc"]))
+    console.print(t)
+    for name, tr in traces.items():
+        if tr.loop_index is None:
+            console.print(trace_table(tr, f"Shortest trace to a deadlock ({len(tr)} steps)"))
+        else:
+            trig = verdicts[name].get("trigger_index")
+            title = f"Lasso for {name} ({len(tr)} step{'' if len(tr) == 1 else 's'})"
+            console.print(trace_table(tr, title))
+            if verdicts[name]["kind"] == "leads-to" and trig is not None:
+                console.print(f"P holds and Q does not {'in the initial state' if trig == 0 else f'after step {trig}'}"
+                              f"; Q never holds after it.", markup=False)
+            console.print(_loop_sentence(tr), markup=False)
+        if name in saved:
+            console.print(f"saved: {saved[name]}", markup=False)
+
+
+def _compare_record(spec, variant, verdicts) -> list[str]:
+    v = spec.variants.get(variant)
+    if v is None:
+        return []
+    diffs = []
+    for name, verdict in verdicts.items():
+        expected = name in v.expected_violations
+        if verdict["status"] == "violated" and not expected:
+            diffs.append(f"{spec.name}/{variant}: {name} is violated but the record says it holds "
+                         f"(a regression, or a new finding to record)")
+        elif verdict["status"] == "holds" and expected:
+            diffs.append(f"{spec.name}/{variant}: {name} holds but the record says it is violated")
+    return diffs
+
+
+def cmd_progress(args, console) -> int:
+    from checker.loader import load_spec
+    from checker.render import params_str
+    params = _params(args.param)
+    names = list(SHIPPED) if args.spec == "all" else [args.spec]
+    all_variants = args.all_variants or args.spec == "all"
+    if args.spec == "all" and args.variant:
+        raise BadInput("'progress all' checks every variant; --variant needs a single spec")
+    codes, json_out = [], []
+    for spec_name in names:
+        spec = load_spec(spec_name)
+        for p in args.property or []:
+            if p not in spec.progress:
+                raise BadInput(f"unknown progress property '{p}' for spec {spec.name}; progress "
+                               f"properties: {', '.join(spec.progress) or 'none'}")
+        if not all_variants:
+            sg, verdicts, traces = _run(spec, args.variant, params, args)
+            saved = ({n: _save_trace(tr, verdicts[n]["doc"], args.out) for n, tr in traces.items()}
+                     if args.save else {})
+            if args.json:
+                print(json.dumps(_result_json(sg, verdicts, traces), indent=2))
+            else:
+                if not verdicts:
+                    console.print(f"spec {spec.name} declares no progress properties and no terminal "
+                                  f"states: nothing to check", markup=False)
+                _print_one(console, sg, verdicts, traces, saved)
+            return VIOLATED if traces else OK
+        results, diffs = [], []
+        for variant in (spec.variants or [None]):
+            sg, verdicts, traces = _run(spec, variant, params, args)
+            if args.save:
+                for n, tr in traces.items():
+                    _save_trace(tr, verdicts[n]["doc"], args.out)
+            results.append((sg, verdicts, traces))
+            diffs += _compare_record(spec, sg.model.variant, verdicts)
+        if args.json:
+            json_out.append({"spec": spec.name,
+                             "results": [_result_json(*r) for r in results],
+                             "record": {"matches": not diffs, "differences": diffs}})
+        else:
+            props = list(results[0][1]) if results else []
+            t = Table(title=f"{spec.name}: progress verdicts by variant "
+                            f"({params_str(results[0][0].model.params.as_dict())})", title_justify="left")
+            t.add_column("variant")
+            for p in props:
+                t.add_column(p)
+            t.add_column("states")
+            for sg, verdicts, traces in results:
+                v = sg.model.variant
+                exp = spec.variants[v].expected_violations if v in spec.variants else set()
+                cells = []
+                for p in props:
+                    cell = _verdict_cell(verdicts[p], traces.get(p))
+                    if (verdicts[p]["status"] == "violated") != (p in exp):
+                        cell += " (≠ record)"
+                    cells.append(cell)
+                t.add_row(v, *cells, f"{sg.states:,}")
+            console.print(t)
+            for d in diffs:
+                console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
+        codes.append(VIOLATED if diffs else OK)
+    if args.json:
+        print(json.dumps(json_out[0] if len(json_out) == 1 else json_out, indent=2))
+    return VIOLATED if VIOLATED in codes else OK

@@ -1,0 +1,323 @@
+"""The state-graph engine: weak fairness per action instance on hand-built graphs and tiny specs
+with known answers, lasso counterexamples and their replay, deadlocks agreeing with the BFS,
+graph export, the progress verdicts of the shipped specs against their records."""
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from checker.bfs import search
+from checker.cli import main
+from checker.graph import (build_graph, check_progress, fair_components, lasso_trace,
+                           to_dot, to_graphml, to_json)
+from checker.loader import load_spec
+from checker.trace import load, replay, to_json as trace_json
+from spec import SHIPPED
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ROOT / "tests" / "specs"
+
+
+def spec_at(name):
+    return load_spec(str(SPECS / f"{name}.py"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Fair components of hand-built graphs. Instances: bit k of a node's 'enabled' mask; an edge
+# carries the instances that take it.
+
+def graph(edges, enabled):
+    H = nx.DiGraph()
+    H.add_nodes_from(enabled)
+    for u, v, ks in edges:
+        H.add_edge(u, v, actions=tuple(ks))
+    return H, lambda n: enabled[n]
+
+
+def bits(*ks):
+    return sum(1 << k for k in ks)
+
+
+def test_fair_cycle_is_found():
+    H, en = graph([("a", "b", [0]), ("b", "a", [1])], {"a": bits(0), "b": bits(1)})
+    assert fair_components(H, en, bits(0, 1)) == [{"a", "b"}]
+
+
+def test_cycle_that_starves_a_continuously_enabled_fair_instance_is_unfair():
+    # instance 1 (Finish) is enabled at both states and its edges leave the restricted graph
+    H, en = graph([("a", "b", [0]), ("b", "a", [0])], {"a": bits(0, 1), "b": bits(0, 1)})
+    assert fair_components(H, en, bits(1)) == []
+    assert fair_components(H, en, bits(0)) == [{"a", "b"}]
+
+
+def test_cycle_with_an_intermittently_enabled_exit_is_fair_under_weak_fairness():
+    # the exit (2) is enabled at b only: the cycle disables it at a, so weak fairness allows it
+    H, en = graph([("a", "b", [0]), ("b", "a", [1])], {"a": bits(0), "b": bits(1, 2)})
+    assert fair_components(H, en, bits(0, 1, 2)) == [{"a", "b"}]
+    # enabled at both states of the cycle, the exit must be taken: no fair cycle
+    H, en = graph([("a", "b", [0]), ("b", "a", [1])], {"a": bits(0, 2), "b": bits(1, 2)})
+    assert fair_components(H, en, bits(0, 1, 2)) == []
+
+
+def test_a_single_state_counts_when_nothing_fair_is_enabled_there():
+    H, en = graph([], {"a": bits(3), "b": 0})
+    assert sorted(map(sorted, fair_components(H, en, bits(0)))) == [["a"], ["b"]]
+    assert fair_components(H, en, bits(3)) == [{"b"}]
+
+
+def test_only_some_components_are_fair():
+    edges = [("a", "b", [0]), ("b", "a", [0]), ("b", "c", [1]), ("c", "c", [1])]
+    H, en = graph(edges, {"a": bits(0, 1), "b": bits(0, 1), "c": bits(1)})
+    # {a, b} starves instance 1; {c} loops on it (a self-loop here stands for a taken step)
+    assert fair_components(H, en, bits(1)) == [{"c"}]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiny specs with known answers
+
+def progress_of(name, variant=None, params=None):
+    spec = spec_at(name)
+    model = spec.instantiate(variant, params or {})
+    sg = build_graph(model)
+    return spec, model, sg, {p: check_progress(sg, spec.progress[p]) for p in spec.progress}
+
+
+KNOWN = [
+    # spec, variant, property, verdict, lasso length, loop_index
+    ("ring", None, "reaches-two", "holds", None, None),
+    ("ring", None, "reaches-three", "violated", 3, 0),            # the fair cycle itself
+    ("ring", None, "zero-leads-to-two-unfair", "violated", 0, 0),  # stops at once
+    ("spin", None, "finishes", "holds", None, None),               # unfair cycle
+    ("spin", None, "finishes-spin-fair", "violated", 2, 0),
+    ("exit_cycle", "intermittent-exit", "exits", "violated", 2, 0),  # cycle with an exit
+    ("exit_cycle", "steady-exit", "exits", "holds", None, None),
+    ("clients", None, "served", "holds", None, None),              # per-instance fairness
+    ("clients", None, "served-unfair", "violated", 1, 1),
+    ("stuck", "counts", "reaches-three", "holds", None, None),
+    ("stuck", "stuck", "reaches-three", "violated", 2, 2),         # stops in the deadlock
+]
+
+
+@pytest.mark.parametrize("name,variant,prop,verdict,length,loop", KNOWN,
+                         ids=[f"{k[0]}-{k[1] or 'default'}-{k[2]}" for k in KNOWN])
+def test_known_verdicts(name, variant, prop, verdict, length, loop):
+    spec, model, sg, results = progress_of(name, variant)
+    r = results[prop]
+    assert r.status == verdict
+    if verdict == "violated":
+        assert len(r.lasso.steps) == length
+        assert r.lasso.loop_index == loop
+        doc = trace_json(lasso_trace(sg, prop, r.lasso))
+        assert doc["kind"] == "lasso" and doc["loop_index"] == loop
+        rr = replay(model, json.loads(json.dumps(doc)))
+        assert rr.ok, rr.message
+    else:
+        assert r.lasso is None
+    # the spec's record of expected verdicts says the same
+    expected = prop in spec.variants[model.variant].expected_violations
+    assert (verdict == "violated") == expected
+
+
+def test_leads_to_lasso_goes_through_a_state_where_p_holds():
+    spec, model, sg, results = progress_of("clients")
+    tr = lasso_trace(sg, "served-unfair", results["served-unfair"].lasso)
+    assert [s.label for s in tr.steps] == ["Request(c=1)"]
+    assert results["served-unfair"].lasso.trigger_index == 1
+
+
+def test_lasso_loop_meets_every_fair_obligation():
+    _, model, sg, results = progress_of("exit_cycle", "intermittent-exit")
+    tr = lasso_trace(sg, "exits", results["exits"].lasso)
+    assert [s.label for s in tr.steps] == ["Forth", "Back"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Replay of lassos: the loop must close, Q must stay false, the loop must be fair
+
+def lasso_doc(name, prop, steps, loop_index, variant=None):
+    model = spec_at(name).instantiate(variant, {})
+    doc = {"kcheck_trace": 1, "spec": name, "variant": model.variant, "params": {},
+           "steps": [{"action": a, "args": {}} for a in steps], "property": prop, "kind": "lasso",
+           "loop_index": loop_index}
+    return model, doc
+
+
+def test_replay_rejects_a_loop_that_does_not_close():
+    model, doc = lasso_doc("ring", "reaches-three", ["Tick", "Tick"], 0)
+    r = replay(model, doc)
+    assert not r.ok and "does not close" in r.message
+
+
+def test_replay_rejects_an_unfair_loop():
+    model, doc = lasso_doc("spin", "finishes", ["Spin", "Spin"], 0)
+    r = replay(model, doc)
+    assert not r.ok and "not fair" in r.message and "Finish" in r.message
+    model, doc = lasso_doc("spin", "finishes-spin-fair", ["Spin", "Spin"], 0)
+    assert replay(model, doc).ok
+
+
+def test_replay_rejects_a_loop_where_the_goal_holds():
+    model, doc = lasso_doc("ring", "reaches-two", ["Tick", "Tick", "Tick"], 0)
+    r = replay(model, doc)
+    assert not r.ok and "holds in the loop" in r.message
+
+
+def test_replay_rejects_stopping_where_a_fair_action_is_enabled():
+    model, doc = lasso_doc("ring", "reaches-three", ["Tick"], 1)
+    r = replay(model, doc)
+    assert not r.ok and "Tick" in r.message
+
+
+def test_replay_of_a_scenario_with_a_loop_checks_only_that_it_closes():
+    model, doc = lasso_doc("ring", "reaches-three", ["Tick", "Tick", "Tick"], 0)
+    del doc["property"], doc["kind"]
+    assert replay(model, doc).ok
+    doc["loop_index"] = 1
+    assert not replay(model, doc).ok
+
+
+# ---------------------------------------------------------------------------------------------
+# The graph agrees with the BFS: states, transitions, deadlocks and their shortest traces
+
+def small_models():
+    out = []
+    for name in SHIPPED:
+        spec = load_spec(name)
+        for v in spec.variants or [None]:
+            out.append((name, v))
+    return out
+
+
+def assert_agrees(model):
+    sg = build_graph(model)
+    res = search(model, deadlock=True)
+    assert res.exhaustive
+    assert sg.states == res.distinct_states
+    assert sg.transitions == res.transitions
+    assert sg.cut_by_bounds == res.cut_by_bounds
+    d = sg.deadlock()
+    f = res.found.get("deadlock")
+    assert (d is None) == (f is None)
+    if d is not None:
+        assert d == (f.initial, f.steps)
+
+
+def test_deadlock_agrees_with_bfs_on_a_stuck_counter():
+    for v in ("counts", "stuck"):
+        assert_agrees(spec_at("stuck").instantiate(v, {}))
+    sg = build_graph(spec_at("stuck").instantiate("stuck", {}))
+    init, steps = sg.deadlock()
+    assert len(steps) == 2
+
+
+@pytest.mark.parametrize("name,variant", small_models())
+def test_graph_agrees_with_bfs_on_shipped_specs(name, variant):
+    assert_agrees(load_spec(name).instantiate(variant, {}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shipped specs: progress verdicts against the record, every lasso replays (saved by the CLI)
+
+def shipped_progress():
+    out = []
+    for name in SHIPPED:
+        spec = load_spec(name)
+        for v in spec.variants or [None]:
+            if spec.progress:
+                out.append((name, v))
+    return out
+
+
+@pytest.mark.parametrize("name,variant", shipped_progress())
+def test_shipped_progress_verdicts_match_the_record_and_lassos_replay(name, variant, tmp_path):
+    spec = load_spec(name)
+    model = spec.instantiate(variant, {})
+    sg = build_graph(model, max_nodes=2_000_000)
+    for prop in spec.progress.values():
+        r = check_progress(sg, prop)
+        expected = prop.name in spec.variants[model.variant].expected_violations
+        assert (r.status == "violated") == expected, \
+            f"{name}/{model.variant}: {prop.name} {r.status}, record says " \
+            f"{'violated' if expected else 'holds'}"
+        if r.lasso is not None:
+            doc = trace_json(lasso_trace(sg, prop.name, r.lasso))
+            path = tmp_path / f"{prop.name}.json"
+            path.write_text(json.dumps(doc))
+            assert main(["replay", str(path)]) == 0
+
+
+def test_every_lasso_saved_by_the_cli_replays(tmp_path, capsys):
+    # tiny specs by path: the saved file names the spec, so point it back at the module
+    for name in ("ring", "spin", "exit_cycle", "clients", "stuck"):
+        main(["progress", str(SPECS / f"{name}.py"), "--all-variants", "--save", "--out", str(tmp_path)])
+    saved = sorted(tmp_path.rglob("*.json"))
+    assert len(saved) == 7   # six lassos and one deadlock
+    for path in saved:
+        doc = load(path)
+        assert path.with_suffix(".md").exists()
+        assert doc["property"] == path.stem
+        model = spec_at(path.parent.parent.name).instantiate(doc["variant"], doc["params"])
+        r = replay(model, doc)
+        assert r.ok, (path, r.message)
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_progress_exit_codes(capsys, tmp_path):
+    ring = str(SPECS / "ring.py")
+    assert run(capsys, "progress", ring)[0] == 1
+    assert run(capsys, "progress", ring, "--property", "reaches-two")[0] == 0
+    assert run(capsys, "progress", ring, "--all-variants")[0] == 0     # matches the record
+    code, _, err = run(capsys, "progress", ring, "--property", "nope")
+    assert code == 2 and "unknown progress property 'nope'" in err
+    code, _, err = run(capsys, "progress", ring, "--max-nodes", "2")
+    assert code == 2 and "more than 2 states" in err
+    wrong = tmp_path / "ring_wrong.py"
+    wrong.write_text((SPECS / "ring.py").read_text().replace(
+        'violates=["reaches-three", "zero-leads-to-two-unfair"]', 'violates=["reaches-two"]'))
+    code, out, _ = run(capsys, "progress", str(wrong), "--all-variants")
+    assert code == 1
+    assert "reaches-two holds but the record says it is violated" in out
+    assert "reaches-three is violated but the record says it holds" in out
+
+
+def test_progress_json(capsys):
+    code, out, _ = run(capsys, "progress", str(SPECS / "spin.py"), "--json")
+    doc = json.loads(out)
+    assert code == 1
+    p = doc["properties"]["finishes-spin-fair"]
+    assert p["status"] == "violated" and p["loop_index"] == 0 and p["trace_length"] == 2
+    assert doc["properties"]["finishes"]["status"] == "holds"
+    assert doc["states"] == 4
+
+
+def test_check_ignores_progress_names_in_the_record(capsys):
+    # stuck's 'stuck' variant lists 'reaches-three' (progress) beside 'deadlock'
+    assert run(capsys, "check", str(SPECS / "stuck.py"), "--all-variants")[0] == 0
+
+
+def test_graph_export_formats(capsys, tmp_path):
+    model = load_spec("two_phase").instantiate(None, {"N": 2})
+    sg = build_graph(model)
+    doc = to_json(sg)
+    assert len(doc["nodes"]) == sg.states and len(doc["links"]) == sg.graph.number_of_edges()
+    assert sum(n["initial"] for n in doc["nodes"]) == 1
+    X = nx.parse_graphml(to_graphml(sg))
+    assert X.number_of_nodes() == sg.states and X.number_of_edges() == sg.graph.number_of_edges()
+    dot = to_dot(sg)
+    assert dot.count(" -> ") == sg.graph.number_of_edges()
+    out = tmp_path / "g.json"
+    code, stdout, _ = run(capsys, "graph", "two_phase", "--param", "N=2", "--format", "json", "-o", str(out))
+    assert code == 0 and json.loads(out.read_text())["states"] == sg.states
+    code, _, err = run(capsys, "graph", "two_phase", "--format", "svg")
+    assert code == 2 and "invalid choice" in err
+    code, _, err = run(capsys, "graph", "two_phase", "--max-nodes", "5")
+    assert code == 2 and "more than 5 states" in err
