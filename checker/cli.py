@@ -19,7 +19,7 @@ OK, VIOLATED, BAD_INPUT, BOUNDED, INTERRUPTED = 0, 1, 2, 3, 130
 
 # Modules that add commands: each has register(subparsers) -> {command name: handler}, where a
 # handler is fn(args, console) -> exit code.
-EXTENSIONS: list[str] = ["checker.graph_cli", "checker.symbolic_cli"]
+EXTENSIONS: list[str] = ["checker.graph_cli", "checker.symbolic_cli", "checker.spark_cli"]
 
 
 class BadInput(Exception):
@@ -192,7 +192,10 @@ def _run_one(spec, variant, params, args, console):
                 raise BadInput(f"unknown property '{p}' for spec {spec.name}; properties: "
                                f"{', '.join(spec.properties)}")
     live, update = _progress_display(console) if not args.json else (None, None)
-    if live:
+    if getattr(args, "spark", None) or getattr(args, "slices", None):
+        from checker.spark_cli import check_on_spark
+        res = check_on_spark(model, props, args, console)
+    elif live:
         with live:
             res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update)
     else:

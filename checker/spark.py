@@ -1,0 +1,665 @@
+"""Distributed exploration on Spark: the initial-state space partitioned into slices.
+
+The driver enumerates the initial states. With fewer of them than slices, it first searches
+breadth-first (in the same order as checker/bfs.py) to the first level with at least as many
+states as slices, and partitions that frontier instead; each frontier state keeps the
+single-process path that reached it, which prefixes every trace found from it. Every slice is one
+Spark task that runs the ordinary search (checker.bfs.search) from its roots and returns its
+statistics, its shortest counterexamples and the 64-bit fingerprint and depth of every state it
+reached. Only plain data crosses to the executors (the spec's name or path, the variant, the
+parameters, the roots as packed words); each executor rebuilds the model itself.
+
+Why the merged answer equals the single-process one. Every state at global depth g >= d (d the
+frontier depth) has a shortest path through some frontier state f, and the slice holding f
+reaches it at depth g - d, because a slice explores exhaustively from its roots; no slice reaches
+it sooner. So "global depth = the least of d + depth over slices" is exact, and so is "shortest
+trace = the shortest over slices". Spark then groups the fingerprints of all slices (a shuffle by
+fingerprint, numpy within each group) into the exact number of distinct states per global depth;
+from that histogram and the shortest trace lengths the driver replays the single-process
+stopping rule (a search stops at the top of the first level where every property is violated,
+or at --max-depth), so the distinct-state count and the depth are the ones the single-process
+search prints, even when it stops early.
+
+Tie-break between traces of the same length, the single-process one (checker/bfs.py):
+1. the end: for an invariant or a deadlock, the violating state with the least fingerprint (a
+   level is ordered by fingerprint, and bfs reports the first); for a transition property, the
+   step whose pre-state has the least fingerprint, then the lowest action instance. This is
+   exact: every violating state at the shortest depth is at that depth in some slice, and each
+   slice reports its own least one.
+2. the path to that end: bfs keeps, for each state, the first parent that produced it, ordered by
+   (action instance, parent's position in its level). So among the traces of the slices, the
+   one reported is the least when their steps are compared from the last one backwards by
+   (action instance, fingerprint of the state before the step). The slice that holds the
+   single-process path's frontier state produces that path itself, so this picks it. Caveat:
+   bfs expands a level in blocks of 32,768 states and prefers an earlier block over a lower
+   instance; where a level is larger than one block, an equally short path to the same end may
+   be reported instead (the verdict, the length and the end are still the same).
+
+Statistics that are not deduplicated (transitions, transitions cut by search bounds) are sums
+over the slices, duplicated work included. --max-states is a single-process bound and is not
+offered here.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from checker import bfs
+from checker.bfs import DEADLOCK, Found, SearchResult
+from checker.compile import Compiled, fingerprint
+from spec.lang import Model, SpecError
+
+BLOCK = inspect.signature(bfs.search).parameters["block"].default
+ROOT = Path(__file__).resolve().parent.parent
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+LOG = Path(tempfile.gettempdir()) / f"kcheck-spark-{os.getuid()}.log"
+
+
+class SparkError(SpecError):
+    """Spark cannot run (no Java, master unreachable, no executor): one line, exit 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The session
+
+_SESSION: dict = {}
+
+
+def java_version() -> int | None:
+    """The major version of the `java` Spark would start, or None when there is none."""
+    java = Path(os.environ["JAVA_HOME"]) / "bin" / "java" if os.environ.get("JAVA_HOME") else None
+    exe = str(java) if java and java.exists() else shutil.which("java")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run([exe, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def _log4j_file(verbose: bool) -> str:
+    level = "warn" if verbose else "error"
+    path = Path(tempfile.gettempdir()) / f"kcheck-log4j2-{level}.properties"
+    path.write_text(f"""rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex
+logger.netty.name = org.apache.spark.network
+logger.netty.level = error
+""")
+    return str(path)
+
+
+def _check_master(master: str, timeout_s: float):
+    if not master.startswith("spark://"):
+        return
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return
+        except (OSError, ValueError) as e:
+            err = e
+    raise SparkError(f"cannot reach the Spark master at {master} ({err}); start one "
+                     f"(see docs/spark.md) or use --spark local[*]")
+
+
+def _local_master(master: str) -> bool:
+    return master.startswith("local") or any(h in master for h in ("127.0.0.1", "localhost"))
+
+
+def session(master: str = "local[*]", verbose: bool = False, wait_s: float = 60.0):
+    """A SparkContext for ``master``, shared by every run of this process."""
+    cur = _SESSION.get("sc")
+    if cur is not None:
+        if _SESSION["master"] == master:
+            return cur
+        cur.stop()
+        _SESSION.clear()
+    v = java_version()
+    if v is None or v < 17:
+        found = "none found" if v is None else f"found Java {v}"
+        raise SparkError(f"Spark needs Java 17 or newer ({found}); install it with "
+                         f"scripts/ensure_java.sh or set JAVA_HOME")
+    _check_master(master, timeout_s=5.0)
+    from pyspark import SparkConf, SparkContext
+    conf = (SparkConf().setMaster(master).setAppName("kcheck")
+            .set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false")
+            .set("spark.pyspark.python", sys.executable)
+            .set("spark.pyspark.driver.python", sys.executable)
+            .set("spark.driver.extraJavaOptions",
+                 f"-Dlog4j2.configurationFile=file:{_log4j_file(verbose)}")
+            .set("spark.python.worker.reuse", "true"))
+    if _local_master(master):
+        # everything on this machine: never depend on what the host name resolves to
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+        conf.set("spark.executorEnv.PYTHONPATH", str(ROOT))
+    try:
+        gateway = None
+        if SparkContext._gateway is None and not verbose:
+            # the JVM's own chatter (and the Python workers', which inherit its stderr) goes to
+            # a log file unless --verbose
+            from pyspark.java_gateway import launch_gateway
+            log = open(LOG, "ab")
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        sc = SparkContext(conf=conf, gateway=gateway)
+    except Exception as e:   # the JVM's own message, on one line
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SparkError(f"cannot start Spark with master {master}: {msg} (Spark's log: {LOG})") from None
+    sc.setLogLevel("WARN" if verbose else "ERROR")
+    if master.startswith("spark://"):
+        deadline = time.monotonic() + wait_s
+        # the driver counts as one entry of the executor list
+        while sc._jsc.sc().getExecutorMemoryStatus().size() < 2:
+            if time.monotonic() > deadline:
+                sc.stop()
+                raise SparkError(f"the Spark master at {master} gave kcheck no executor within "
+                                 f"{wait_s:.0f}s (no worker, or no free cores or memory)")
+            time.sleep(0.2)
+    _SESSION.update(sc=sc, master=master)
+    return sc
+
+
+def stop_session():
+    sc = _SESSION.pop("sc", None)
+    _SESSION.clear()
+    if sc is not None:
+        sc.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# Executors: plain data in, plain data out
+
+_MODELS: dict = {}
+
+
+def spec_ref(spec) -> str:
+    """The name an executor loads a spec by: its shipped name, else its module's path."""
+    from spec import SHIPPED
+    from checker.loader import load_spec
+    if spec.name in SHIPPED and load_spec(spec.name) is spec:
+        return spec.name
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "spec", None) is spec and getattr(mod, "__file__", None):
+            return str(Path(mod.__file__).resolve())
+    raise SparkError(f"spec {spec.name}: cannot find the module that defines it")
+
+
+def _model(ref: str, variant: str, params: dict) -> Model:
+    key = (ref, variant, tuple(sorted(params.items())))
+    if key not in _MODELS:
+        from checker.loader import load_spec
+        if (ref.endswith(".py") or "/" in ref) and not os.path.exists(ref):
+            from pyspark import SparkFiles
+            ref = SparkFiles.get(os.path.basename(ref))   # shipped with addFile
+        _MODELS[key] = load_spec(ref).instantiate(variant, params)
+    return _MODELS[key]
+
+
+class _LevelRecorder:
+    """The fingerprints of every level bfs.search adds, without a copy of its visited set.
+
+    bfs.search keeps ``visited`` (its docstring: the sorted fingerprints of every state seen) to
+    itself and offers no per-level hook, so this reads it from the search's frame: at the first
+    progress call of each level, and once more after the search returns (a level the search
+    stopped at is never expanded, so no progress call sees it). A level is the difference
+    between two readings."""
+
+    def __init__(self):
+        self.frame = None
+        self.seen = np.zeros(0, dtype=np.uint64)
+        self.levels: list[np.ndarray] = []
+
+    def _read(self, visited):
+        if visited is None or len(visited) == len(self.seen):
+            return
+        self.levels.append(np.setdiff1d(visited, self.seen, assume_unique=True))
+        self.seen = visited
+
+    def progress(self, depth, distinct, left):
+        if self.frame is None:
+            f = sys._getframe(1)
+            while f is not None and f.f_code is not bfs.search.__code__:
+                f = f.f_back
+            if f is None:
+                raise RuntimeError("kcheck: the progress callback was not called by bfs.search")
+            self.frame = f
+        self._read(self.frame.f_locals.get("visited"))
+
+    def finish(self, roots_fp: np.ndarray) -> list[np.ndarray]:
+        if self.frame is None:       # stopped before expanding a level: the roots alone
+            return [roots_fp]
+        self._read(self.frame.f_locals.get("visited"))
+        self.frame = None
+        return self.levels
+
+
+def _fail_if_asked(task):
+    if task.get("fail_once"):
+        from pyspark import TaskContext
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.attemptNumber() == 0:
+            raise RuntimeError(f"kcheck test fault: slice {task['slice']} fails on its first attempt")
+
+
+def _found_plain(found: dict) -> list:
+    return [(f.property, f.kind, tuple(int(x) for x in f.initial), [int(k) for k in f.steps])
+            for f in found.values()]
+
+
+def run_slice(task: dict):
+    """One slice, on an executor -> (summary, fingerprints, global depths)."""
+    _fail_if_asked(task)
+    model = _model(task["spec"], task["variant"], task["params"])
+    roots = task["roots"]
+    rec = _LevelRecorder()
+    res = bfs.search(model, task["properties"], task["max_depth"], None, task["deadlock"],
+                     rec.progress, initial=roots)
+    words = np.array(roots, dtype=np.uint64).reshape(-1, model.layout.words).T
+    levels = rec.finish(np.unique(fingerprint(words)))
+    if sum(len(u) for u in levels) != res.distinct_states:
+        raise RuntimeError(f"kcheck: slice {task['slice']}: recorded {sum(len(u) for u in levels)} "
+                           f"fingerprints for {res.distinct_states} states (checker/bfs.py changed?)")
+    fps = np.concatenate(levels)
+    depths = np.concatenate([np.full(len(u), task["offset"] + d, dtype=np.int32)
+                             for d, u in enumerate(levels)])
+    summary = {"slice": task["slice"], "distinct": res.distinct_states, "transitions": res.transitions,
+               "cut": res.cut_by_bounds, "depth": res.depth, "stop_reason": res.stop_reason,
+               "elapsed_s": res.elapsed_s, "found": _found_plain(res.found)}
+    return summary, fps, depths
+
+
+def _bucket(fps: np.ndarray, parts: int) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return ((fps * _MIX) >> np.uint64(40)) % np.uint64(parts)
+
+
+def _slice_records(task, parts, states_acc):
+    summary, fps, depths = run_slice(task)
+    states_acc.add(summary["distinct"])
+    yield parts + task["slice"], summary
+    b = _bucket(fps, parts)
+    for p in range(parts):
+        sel = b == p
+        yield p, (fps[sel], depths[sel])
+
+
+def _identity(k):
+    return k
+
+
+def _merge_group(records):
+    """The states of one fingerprint group: the least depth of each, counted per depth."""
+    fps, depths, rows = [], [], 0
+    for key, value in records:
+        if isinstance(value, dict):
+            yield "summary", value
+        else:
+            fps.append(value[0])
+            depths.append(value[1])
+            rows += len(value[0])
+    if rows:
+        f, d = np.concatenate(fps), np.concatenate(depths)
+        order = np.lexsort((d, f))
+        f, d = f[order], d[order]
+        first = np.ones(len(f), dtype=bool)
+        first[1:] = f[1:] != f[:-1]
+        yield "histogram", (np.bincount(d[first]), rows)
+    else:
+        yield "histogram", (np.zeros(0, dtype=np.int64), 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver
+
+@dataclass
+class Distribution:
+    """How a run was spread, for people and for the benchmark."""
+    master: str
+    slices: int
+    frontier_depth: int = 0
+    frontier_states: int = 0
+    slice_states: list[int] = field(default_factory=list)
+    rows: int = 0                     # fingerprints returned, duplicates included
+    distinct_reached: int = 0         # distinct over every slice (before any stopping rule)
+    in_driver: bool = False           # the breadth-first prefix already answered
+    levels: list[int] = field(default_factory=list)   # distinct states per global depth
+    startup_s: float = 0.0            # starting Spark (once a process), not in elapsed_s
+
+    @property
+    def duplication_pct(self) -> float:
+        """Per cent of the states reached that another slice (or the prefix) also reached."""
+        return 100.0 * (self.rows - self.distinct_reached) / self.distinct_reached \
+            if self.distinct_reached else 0.0
+
+    @property
+    def reach_pct(self) -> list[float]:
+        """Each slice's states, in per cent of all distinct states."""
+        return [100.0 * n / self.distinct_reached for n in self.slice_states] \
+            if self.distinct_reached else []
+
+    def line(self) -> str:
+        if self.in_driver:
+            return (f"spark ({self.master}): answered by the driver's breadth-first prefix "
+                    f"(depth {self.frontier_depth}); no slice was needed")
+        reach = self.reach_pct
+        span = f"{min(reach):.0f}-{max(reach):.0f} %" if reach else "-"
+        return (f"spark ({self.master}): {self.slices} slices of {self.frontier_states:,} "
+                f"{'initial' if self.frontier_depth == 0 else f'depth-{self.frontier_depth} frontier'} "
+                f"states; each slice reached {span} of the states; duplication between slices "
+                f"{self.duplication_pct:.0f} % ({self.rows:,} states explored for "
+                f"{self.distinct_reached:,} distinct)")
+
+
+def _sorted_initial(model: Model) -> np.ndarray:
+    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, model.layout.words).T.copy()
+    _, order = np.unique(fingerprint(init), return_index=True)
+    return init[:, order]
+
+
+def _frontier(model: Model, comp: Compiled, want: int, max_depth: int | None):
+    """Breadth-first levels, in bfs.search's order, until one has ``want`` states (or the space
+    or max_depth ends first) -> (depth, frontier words (columns), path of each frontier state,
+    fingerprints per level). A path is (initial words, action instances)."""
+    level = _sorted_initial(model)
+    visited = fingerprint(level).copy()
+    levels_fp = [visited.copy()]
+    initial_words = [tuple(int(x) for x in level[:, i]) for i in range(level.shape[1])]
+    parents = [np.full(level.shape[1], -1, dtype=np.int64)]
+    actions = [np.zeros(level.shape[1], dtype=np.int64)]
+    depth = 0
+    while level.shape[1] and level.shape[1] < want and (max_depth is None or depth < max_depth):
+        chunks_fp, chunks_S, chunks_par, chunks_act = [], [], [], []
+        n = level.shape[1]
+        for start in range(0, n, BLOCK):
+            S = level[:, start:start + BLOCK]
+            m = S.shape[1]
+            cS, cpar, cact = [], [], []
+            for k, mask in enumerate(comp.guards(S)):
+                if mask is False:
+                    continue
+                idx = np.arange(m) if mask is True else np.flatnonzero(mask)
+                if not idx.size:
+                    continue
+                T, _, ok = comp.effects[k](S[:, idx])
+                if ok is not None:
+                    idx, T = idx[ok], T[:, ok]
+                    if not idx.size:
+                        continue
+                cS.append(T)
+                cpar.append(idx + start)
+                cact.append(np.full(idx.size, k, dtype=np.int64))
+            if cS:
+                T = np.concatenate(cS, axis=1)
+                fp = fingerprint(T)
+                u, first = np.unique(fp, return_index=True)
+                fresh = ~np.isin(u, visited)
+                chunks_fp.append(u[fresh])
+                chunks_S.append(T[:, first[fresh]])
+                chunks_par.append(np.concatenate(cpar)[first[fresh]])
+                chunks_act.append(np.concatenate(cact)[first[fresh]])
+        fp = np.concatenate(chunks_fp) if chunks_fp else np.zeros(0, dtype=np.uint64)
+        if not len(fp):
+            level = level[:, :0]
+            break
+        u, first = np.unique(fp, return_index=True)
+        level = np.concatenate(chunks_S, axis=1)[:, first]
+        parents.append(np.concatenate(chunks_par)[first])
+        actions.append(np.concatenate(chunks_act)[first])
+        visited = np.union1d(visited, u)
+        levels_fp.append(u)
+        depth += 1
+
+    def path(index: int):
+        steps = []
+        for d in range(depth, 0, -1):
+            steps.append(int(actions[d][index]))
+            index = int(parents[d][index])
+        return initial_words[index], steps[::-1]
+    paths = {tuple(int(x) for x in level[:, i]): path(i) for i in range(level.shape[1])}
+    return depth, level, paths, levels_fp
+
+
+def _trace_key(model: Model, ex, f: Found) -> tuple:
+    """Orders shortest traces as the single-process search would choose between them (see the
+    module's docstring): length, then the end, then the path from its last step backwards."""
+    words = tuple(f.initial)
+    fps = [int(fingerprint(np.array(words, dtype=np.uint64).reshape(-1, 1))[0])]
+    for k in f.steps:
+        words, _, _ = ex.apply(words, k)
+        fps.append(int(fingerprint(np.array(words, dtype=np.uint64).reshape(-1, 1))[0]))
+    n = len(f.steps)
+    back = tuple((f.steps[j], fps[j]) for j in range(n - 1, -1, -1))
+    end = (fps[n - 1], f.steps[-1]) if f.kind == "transition" else (fps[n], -1)
+    return n, end, back
+
+
+def _single_process_stop(found_len: dict, kinds: dict, hist: np.ndarray, props: list[str],
+                         max_depth: int | None):
+    """Replays bfs.search's loop over the global levels -> (stop_reason, last level)."""
+    pending_props = bool(props)
+    top = len(hist) - 1                      # deepest non-empty level
+    d = 0
+    while True:
+        def by(p):
+            L = found_len.get(p)
+            return L is not None and (L + 1 if kinds[p] == DEADLOCK else L) <= d
+        if pending_props and all(by(p) for p in kinds):
+            return "all-violated", d
+        if max_depth is not None and d >= max_depth:
+            return "max-depth", d
+        if d + 1 > top:
+            return None, d
+        d += 1
+
+
+def check(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
+          deadlock: bool | None = None, master: str = "local[*]", slices: int | None = None,
+          verbose: bool = False, progress=None, fail_once: tuple[int, ...] = ()) -> SearchResult:
+    """Explore ``model`` on Spark; returns the SearchResult the single-process search would
+    return (see the module's docstring), with a ``distribution`` attribute.
+    ``progress(slices_done, slices, states_so_far)`` is called from a driver thread.
+    ``fail_once`` (tests only) names slices whose first attempt fails."""
+    t_start = time.perf_counter()
+    spec = model.spec
+    props = list(spec.properties) if properties is None else list(properties)
+    check_deadlock = spec.check_deadlock if deadlock is None else deadlock
+    all_props = props + ([DEADLOCK] if check_deadlock else [])
+    sc = session(master, verbose)
+    t0 = time.perf_counter()
+    n = slices or sc.defaultParallelism
+    comp = Compiled(model, props)
+    depth0, frontier, paths, prefix_fps = _frontier(model, comp, n, max_depth)
+    dist = Distribution(master, n, depth0, frontier.shape[1], startup_s=t0 - t_start)
+
+    pre = None
+    whole = not frontier.shape[1] or (max_depth is not None and depth0 >= max_depth)
+    if whole or depth0 > 0:
+        # the prefix's verdicts are the single-process ones for its levels; when the whole
+        # search fits in the prefix, it is the single-process search
+        pre = bfs.search(model, props, max_depth if whole else depth0, None, check_deadlock)
+        if whole or pre.stop_reason == "all-violated":
+            pre.elapsed_s = time.perf_counter() - t0
+            dist.in_driver, dist.distinct_reached = True, pre.distinct_states
+            pre.distribution = dist
+            return pre
+    roots = list(paths)
+    groups = [roots[i::n] for i in range(n)]
+    groups = [g for g in groups if g]
+    ref = spec_ref(spec)
+    if ref.endswith(".py"):
+        sc.addFile(ref)
+    tasks = [{"slice": i, "spec": ref, "variant": model.variant, "params": model.params.as_dict(),
+              "properties": props, "deadlock": check_deadlock,
+              "max_depth": None if max_depth is None else max_depth - depth0,
+              "roots": g, "offset": depth0, "fail_once": i in fail_once}
+             for i, g in enumerate(groups)]
+    dist.slices = len(tasks)
+    parts = max(1, sc.defaultParallelism)
+    prefix = []
+    for d, u in enumerate(prefix_fps[:-1]):      # the frontier level itself comes from the slices
+        b = _bucket(u, parts)
+        prefix += [(p, (u[b == p], np.full(int((b == p).sum()), d, dtype=np.int32)))
+                   for p in range(parts)]
+    states_acc = sc.accumulator(0)
+    rdd = sc.parallelize(tasks, len(tasks)).flatMap(lambda t: _slice_records(t, parts, states_acc))
+    if prefix:
+        rdd = rdd.union(sc.parallelize(prefix, 1))
+    job = rdd.partitionBy(parts, _identity).mapPartitions(_merge_group)
+    out = _collect_with_progress(sc, job, len(tasks), states_acc, progress)
+
+    summaries = sorted((v for k, v in out if k == "summary"), key=lambda s: s["slice"])
+    hist = np.zeros(1, dtype=np.int64)
+    for k, v in out:
+        if k == "histogram":
+            h, rows = v
+            if len(h) > len(hist):
+                hist = np.pad(hist, (0, len(h) - len(hist)))
+            hist[:len(h)] += h
+            dist.rows += rows
+    dist.slice_states = [s["distinct"] for s in summaries]
+    dist.distinct_reached = int(hist.sum())
+    dist.levels = [int(x) for x in hist]
+
+    # shortest counterexamples: the prefix's (exact), then every slice's, prefixed by its path
+    from checker.trace import Executor
+    ex = Executor(model, comp)
+    candidates: dict[str, list[Found]] = {}
+    if pre is not None:
+        for p, f in pre.found.items():
+            candidates.setdefault(p, []).append(f)
+    for s in summaries:
+        for p, kind, initial, steps in s["found"]:
+            init0, steps0 = paths[tuple(initial)]
+            candidates.setdefault(p, []).append(Found(p, kind, init0, steps0 + list(steps)))
+    best = {p: min(fs, key=lambda f: _trace_key(model, ex, f)) for p, fs in candidates.items()}
+    kinds = {p: ("deadlock" if p == DEADLOCK else "property") for p in all_props}
+    stop, last = _single_process_stop({p: len(f.steps) for p, f in best.items()}, kinds, hist,
+                                      props, max_depth)
+
+    def happened(f: Found) -> bool:     # bfs had found it by the time it stopped
+        if stop is None:
+            return True
+        return (len(f.steps) + (1 if f.kind == "deadlock" else 0)) <= last
+
+    broken = [s["stop_reason"] for s in summaries if s["stop_reason"] in ("out-of-memory", "interrupted")]
+    if broken:      # a slice did not finish: what was found stands, the answer is bounded
+        stop, last = broken[0], len(hist) - 1
+    res = SearchResult(model, all_props, deadlock_checked=check_deadlock)
+    res.found = {p: best[p] for p in all_props if p in best and (broken or happened(best[p]))}
+    res.stop_reason = stop
+    res.exhaustive = stop is None
+    res.distinct_states = int(hist[:last + 1].sum())
+    res.depth = last
+    res.transitions = sum(s["transitions"] for s in summaries) + (pre.transitions if pre else 0)
+    res.cut_by_bounds = sum(s["cut"] for s in summaries) + (pre.cut_by_bounds if pre else 0)
+    res.elapsed_s = time.perf_counter() - t0
+    res.distribution = dist
+    return res
+
+
+def _collect_with_progress(sc, rdd, total: int, acc, progress):
+    if progress is None:
+        return rdd.collect()
+    group = f"kcheck-{os.getpid()}-{time.monotonic_ns()}"
+    sc.setJobGroup(group, "kcheck slices")
+    done = threading.Event()
+
+    def poll():
+        tracker, last = sc.statusTracker(), None
+        while not done.wait(0.25):
+            finished = 0
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                if info and info.stageIds:
+                    st = tracker.getStageInfo(min(info.stageIds))
+                    if st:
+                        finished = max(finished, st.numCompletedTasks)
+            now = (min(finished, total), total, acc.value)
+            if now != last:
+                progress(*now)
+                last = now
+    t = threading.Thread(target=poll, daemon=True)
+    t.start()
+    try:
+        return rdd.collect()
+    finally:
+        done.set()
+        t.join()
+        sc.setJobGroup("", "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter sweeps: every configuration one Spark task
+
+def run_configuration(task: dict) -> dict:
+    """One configuration of a sweep, on an executor: the ordinary search, plain data back."""
+    model = _model(task["spec"], task["variant"], task["params"])
+    res = bfs.search(model, task["properties"], task["max_depth"], None, task["deadlock"])
+    return {"params": task["params"], "properties": res.properties, "exhaustive": res.exhaustive,
+            "stop_reason": res.stop_reason, "distinct": res.distinct_states,
+            "transitions": res.transitions, "depth": res.depth, "elapsed_s": res.elapsed_s,
+            "found": _found_plain(res.found)}
+
+
+def sweep(spec, variant: str, configurations: list[dict], properties: list[str] | None = None,
+          max_depth: int | None = None, deadlock: bool | None = None, master: str | None = None,
+          verbose: bool = False, progress=None) -> list[dict]:
+    """Checks every configuration (a dict of parameters): each one a Spark task on ``master``,
+    or one after another in this process when ``master`` is None. Results in input order."""
+    ref = spec_ref(spec)
+    tasks = [{"spec": ref, "variant": variant, "params": c, "properties": properties,
+              "max_depth": max_depth, "deadlock": deadlock} for c in configurations]
+    if master is None:
+        out = []
+        for i, t in enumerate(tasks):
+            out.append(run_configuration(t))
+            if progress:
+                progress(i + 1, len(tasks), sum(r["distinct"] for r in out))
+        return out
+    sc = session(master, verbose)
+    if ref.endswith(".py"):
+        sc.addFile(ref)
+    acc = sc.accumulator(0)
+
+    def run(task):
+        r = run_configuration(task)
+        acc.add(r["distinct"])
+        return r
+    return _collect_with_progress(sc, sc.parallelize(tasks, len(tasks)).map(run), len(tasks),
+                                  acc, progress)
+
+
+def minimal_counterexamples(results: list[dict], swept: list[str]) -> dict[str, tuple[dict, Found]]:
+    """For each violated property, the configuration reported: the shortest trace over all
+    configurations, and among equally short ones the smallest configuration (least sum of the
+    swept parameters, then least values in the order they were swept)."""
+    best: dict = {}
+    for r in results:
+        size = (sum(r["params"][k] for k in swept), tuple(r["params"][k] for k in swept))
+        for p, kind, initial, steps in r["found"]:
+            key = (len(steps), size)
+            if p not in best or key < best[p][0]:
+                best[p] = (key, r["params"], Found(p, kind, tuple(initial), list(steps)))
+    return {p: (params, f) for p, (_, params, f) in sorted(best.items())}

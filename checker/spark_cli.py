@@ -1,0 +1,221 @@
+"""Commands for Spark: `kcheck check ... --spark [MASTER] --slices N` and `kcheck sweep`."""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from checker.spark import SparkError
+
+
+def register(subparsers) -> dict:
+    ck = subparsers.choices.get("check")
+    if ck is not None:
+        have = ck._option_string_actions
+        if "--spark" not in have:
+            ck.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
+                            help="explore on Spark: local[*] by default, spark://host:port for a cluster")
+        if "--slices" not in have:
+            ck.add_argument("--slices", type=_positive("--slices"), metavar="N",
+                            help="with --spark: slices of the state space (default: Spark's cores)")
+        if "--verbose" not in have:
+            ck.add_argument("--verbose", action="store_true", help="with --spark: Spark's own log")
+
+    sw = subparsers.add_parser("sweep", help="check a spec over a range of parameters, on Spark "
+                                             "with --spark")
+    sw.add_argument("spec", help="a shipped spec name or the path of a spec module")
+    sw.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
+                    help="a range (members=1..4), a list (members=1,3) or one value")
+    sw.add_argument("--variant")
+    sw.add_argument("--property", action="append", default=None, metavar="P")
+    sw.add_argument("--max-depth", type=_positive("--max-depth"))
+    sw.add_argument("--deadlock", action="store_true", help="report states with no successor")
+    sw.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
+                    help="every configuration a Spark task: local[*] by default, spark://host:port")
+    sw.add_argument("--verbose", action="store_true", help="with --spark: Spark's own log")
+    sw.add_argument("--json", action="store_true")
+    sw.add_argument("--save", action="store_true",
+                    help="save each minimal counterexample under counterexamples/<spec>/<variant>/")
+    sw.add_argument("--out", default="counterexamples", help="where --save writes")
+    return {"sweep": cmd_sweep}
+
+
+def _positive(name):
+    import argparse
+
+    def conv(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
+        return v
+    return conv
+
+
+def _progress(console: Console, verbose: bool, what: str):
+    """A status line on a terminal, lines on stderr with --verbose, else nothing."""
+    err = Console(stderr=True, highlight=False)
+    if err.is_terminal:
+        from rich.live import Live
+        live = Live(console=err, transient=True, refresh_per_second=4)
+
+        def update(done, total, states):
+            live.update(f"{what} done {done}/{total}, {states:,} states so far (duplicates included)")
+        return live, update
+    if verbose:
+        def update(done, total, states):
+            err.print(f"{what} done {done}/{total}, {states:,} states so far", markup=False)
+        return None, update
+    return None, None
+
+
+def check_on_spark(model, props, args, console):
+    """`kcheck check --spark`: the SearchResult the single-process search would give."""
+    from checker import spark
+    if not args.spark:
+        raise SparkError("--slices needs --spark")
+    if getattr(args, "max_states", None):
+        raise SparkError("--max-states bounds the single-process search; with --spark use --max-depth")
+    live, update = _progress(console, args.verbose, "slices")
+    kw = dict(properties=props, max_depth=args.max_depth, deadlock=args.deadlock or None,
+              master=args.spark, slices=args.slices, verbose=args.verbose, progress=update)
+    if live:
+        with live:
+            res = spark.check(model, **kw)
+    else:
+        res = spark.check(model, **kw)
+    line = res.distribution.line()
+    if args.json:
+        Console(stderr=True, highlight=False).print(line, markup=False)
+    else:
+        console.print(line, markup=False)
+    return res
+
+
+def _values(name: str, text: str) -> list[int]:
+    m = re.fullmatch(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*", text)
+    if m:
+        lo, hi = int(m.group(1)), int(m.group(2))
+        if lo > hi:
+            raise SparkError(f"--param {name}={text}: the range is empty (write LO..HI with LO <= HI)")
+        return list(range(lo, hi + 1))
+    try:
+        vals = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise SparkError(f"--param {name}={text}: write a range (1..4), a list (1,3) or one integer") from None
+    return sorted(set(vals))
+
+
+def configurations(spec, pairs: list[str]) -> tuple[list[str], list[dict]]:
+    """-> (swept parameter names, every configuration), each checked against the spec."""
+    axes: dict[str, list[int]] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise SparkError(f"--param {pair!r}: write NAME=LO..HI, e.g. --param members=1..4")
+        k, v = (x.strip() for x in pair.split("=", 1))
+        if k in axes:
+            raise SparkError(f"--param {k} is given twice")
+        axes[k] = _values(k, v)
+    names = list(axes)
+    configs = [dict(zip(names, combo)) for combo in itertools.product(*axes.values())]
+    for c in configs:
+        full = spec.resolve_params(c)    # unknown names and out-of-range values: exit 2
+        c.update({k: v for k, v in full.as_dict().items() if k not in c})
+    return [k for k in names if len(axes[k]) > 1] or names, configs
+
+
+def _length(r: dict, p: str) -> int | None:
+    return next((len(steps) for q, _, _, steps in r["found"] if q == p), None)
+
+
+def _status(r: dict, p: str) -> str:
+    if _length(r, p) is not None:
+        return "violated"
+    return "holds" if r["exhaustive"] else "bounded"
+
+
+def _cell(r: dict, p: str) -> str:
+    st = _status(r, p)
+    return {"violated": f"VIOLATED ({_length(r, p)} steps)", "holds": "holds",
+            "bounded": "no violation (bounded)"}[st]
+
+
+def cmd_sweep(args, console) -> int:
+    from checker import spark
+    from checker.cli import BOUNDED, INTERRUPTED, OK, VIOLATED, _save
+    from checker.loader import load_spec
+    from checker.render import params_str, trace_table
+    from checker.trace import build, to_json
+    spec = load_spec(args.spec)
+    variant = args.variant or spec.default_variant or next(iter(spec.variants), "default")
+    if spec.variants and variant not in spec.variants:
+        raise SparkError(f"unknown variant '{variant}' for spec {spec.name}; variants: "
+                         f"{', '.join(spec.variants)}")
+    for p in args.property or []:
+        if p not in spec.properties:
+            raise SparkError(f"unknown property '{p}' for spec {spec.name}; properties: "
+                             f"{', '.join(spec.properties)}")
+    swept, configs = configurations(spec, args.param)
+    live, update = _progress(console, args.verbose, "configurations")
+    kw = dict(properties=args.property, max_depth=args.max_depth, deadlock=args.deadlock or None,
+              master=args.spark, verbose=args.verbose, progress=update)
+    try:
+        if live:
+            with live:
+                results = spark.sweep(spec, variant, configs, **kw)
+        else:
+            results = spark.sweep(spec, variant, configs, **kw)
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    props = results[0]["properties"]
+    minimal = spark.minimal_counterexamples(results, swept)
+    traces, saved = {}, {}
+    for p, (params, f) in minimal.items():
+        model = spec.instantiate(variant, params)
+        traces[p] = build(model, p, f.kind, f.initial, f.steps)
+        if args.save:
+            saved[p] = _save(traces[p], args.out)
+
+    if args.json:
+        print(json.dumps({
+            "spec": spec.name, "variant": variant, "swept": swept,
+            "configurations": [{"parameters": r["params"], "exhaustive": r["exhaustive"],
+                                "stop_reason": r["stop_reason"], "distinct_states": r["distinct"],
+                                "depth": r["depth"], "elapsed_s": round(r["elapsed_s"], 3),
+                                "properties": {p: {"status": _status(r, p), "trace_length": _length(r, p)}
+                                               for p in props}} for r in results],
+            "minimal_counterexamples": {p: {"parameters": params, "trace_length": len(traces[p]),
+                                            "trace": to_json(traces[p]), "saved": saved.get(p)}
+                                        for p, (params, _) in minimal.items()}}, indent=2))
+    else:
+        t = Table(title=f"{spec.name} / {variant}: verdicts by configuration"
+                        + (f" (on Spark, {args.spark})" if args.spark else ""), title_justify="left")
+        for k in swept:
+            t.add_column(k, justify="right")
+        for p in props:
+            t.add_column(p)
+        t.add_column("states", justify="right")
+        t.add_column("time", justify="right")
+        for r in results:
+            t.add_row(*(str(r["params"][k]) for k in swept), *(_cell(r, p) for p in props),
+                      f"{r['distinct']:,}" + ("" if r["exhaustive"] else " (not exhaustive)"),
+                      f"{r['elapsed_s']:.2f}s")
+        console.print(t)
+        for p, (params, _) in minimal.items():
+            shown = {k: params[k] for k in swept}
+            console.print(trace_table(traces[p], f"Minimal counterexample for {p}: "
+                                                 f"{params_str(shown)} ({len(traces[p])} steps)"))
+            if p in saved:
+                console.print(f"saved: {saved[p]}")
+    if any(r["stop_reason"] == "interrupted" for r in results):
+        return INTERRUPTED
+    if minimal:
+        return VIOLATED
+    return OK if all(r["exhaustive"] for r in results) else BOUNDED
