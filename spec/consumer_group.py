@@ -1,0 +1,586 @@
+"""KIP-848 consumer groups with KIP-1251 assignment-epoch offset-commit fencing (Kafka 4.3).
+
+The group coordinator keeps a group epoch, a target assignment with its epoch, and per member a
+member epoch, a reconciliation state (STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS) and
+the partitions it holds, assigned or pending revocation, each with the epoch at which it was
+assigned (KIP-1251). Reconciliation follows CurrentAssignmentBuilder on trunk (KAFKA-16249,
+KAFKA-19449, KAFKA-19974, KAFKA-20066). Clients learn their epoch and partitions only from a
+heartbeat response, so a commit may carry a stale epoch; commits travel separately and may be
+delayed. The offset-commit decision is the named rule "offset-commit"; the variants replace it
+(or one other rule) and are compared by verdict.
+
+Properties:
+- no-zombie-commit, no-spurious-fencing (on the coordinator's handling of a commit);
+- single-owner, epoch-order, unrevoked-has-pending, client-owns-held (invariants).
+See spec/consumer_group_notes.md for what is modelled, what is not, and the findings.
+"""
+from itertools import combinations, product
+
+from spec.lang import (FALSE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not, Or, Spec)
+
+spec = Spec("consumer_group", __doc__)
+spec.param("members", 2, lo=1, hi=3, doc="member slots (a slot is one consumer; it may leave and rejoin)")
+spec.param("partitions", 2, lo=1, hi=3, doc="partitions of the one subscribed topic")
+spec.param("static_members", 1, lo=0, hi=3, doc="the first N slots are static members (group.instance.id)")
+spec.param("max_epoch", 4, lo=1, hi=20, doc="epoch cap of the explicit search (group, member and member-id epochs)")
+spec.param("commits_in_flight", 1, lo=0, hi=3, doc="offset commits that may be in flight at once")
+
+Error = spec.outcomes(Enum("Error", "NONE STALE_MEMBER_EPOCH ILLEGAL_GENERATION UNKNOWN_MEMBER_ID "
+                                    "FENCED_MEMBER_EPOCH UNSUPPORTED_VERSION"))
+MemberState = Enum("MemberState", "STABLE UNREVOKED_PARTITIONS UNRELEASED_PARTITIONS")
+# what the coordinator records for one (member, partition)
+Hold = Enum("Hold", "NONE ASSIGNED PENDING_REVOCATION")
+# the request a commit slot carries: OffsetCommit v9+ or v8 (older than KIP-848's), TxnOffsetCommit
+# v0-5 or v6+ (KIP-1319)
+Request = Enum("Request", "NONE OFFSET_COMMIT OFFSET_COMMIT_V8 TXN_OFFSET_COMMIT TXN_OFFSET_COMMIT_V6")
+
+LEFT = -1          # member epoch of a slot with no member record (never joined, left, fenced)
+STATIC_LEFT = -2   # member epoch of a static member that left with epoch -2
+
+
+def _members(p):
+    return range(p.members)
+
+
+def _partitions(p):
+    return range(p.partitions)
+
+
+def _slot(p, m, q):
+    """Index of (member m, partition q) in the flattened per-partition arrays."""
+    return m * p.partitions + q
+
+
+def _is_static(p, m):
+    return m < p.static_members
+
+
+def _targets(p):
+    """Assignor outputs, as a string of owners per partition ("01": p0 -> member 0, p1 -> member 1);
+    '-' when the heartbeat finds the target current and computes nothing."""
+    return ["-"] + ["".join(map(str, t)) for t in product(range(p.members), repeat=p.partitions)]
+
+
+# ---------------------------------------------------------------------------------------------
+# State
+
+@spec.state
+def state(p):
+    E = p.max_epoch
+    mp, c = p.members * p.partitions, max(1, p.commits_in_flight)
+    return {
+        # coordinator: group
+        "group_epoch": Int(0, E, search_bound=True),
+        "target_epoch": Int(0, E, search_bound=True),        # the target assignment's epoch
+        "target_owner": Array(Int(-1, p.members - 1), p.partitions),
+        # coordinator: members
+        "member_id": Array(Int(0, E, search_bound=True), p.members),   # bumped by a static rejoin
+        "member_epoch": Array(Int(-2, E, search_bound=True), p.members),
+        "member_state": Array(MemberState, p.members),
+        "classic": Array(Bool, p.members),                   # speaks the classic protocol
+        "holds": Array(Hold, mp),
+        "assignment_epoch": Array(Int(0, E, search_bound=True), mp),
+        "revocation_epoch": Array(Int(-1, E, search_bound=True), p.members),  # revocation-epoch only
+        # clients
+        "client_epoch": Array(Int(-1, E, search_bound=True), p.members),   # -1: not in the group
+        "client_owns": Array(Bool, mp),
+        # a heartbeat response in flight; it carries the member's epoch and assigned partitions
+        # as the coordinator recorded them, which only the member's own heartbeats change
+        "response_in_flight": Array(Bool, p.members),
+        "response_error": Array(Bool, p.members),      # UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH
+        # offset commits in flight
+        "commit_request": Array(Request, c),
+        "commit_member": Array(Int(0, p.members - 1), c),
+        "commit_member_id": Array(Int(0, E, search_bound=True), c),
+        "commit_epoch": Array(Int(-1, E, search_bound=True), c),
+        "commit_partition": Array(Int(0, p.partitions - 1), c),
+        # ghosts, for the properties only (no action reads them)
+        "held_since": Array(Int(0, E, search_bound=True), mp),  # member epoch the current hold began
+        "lost": Array(Bool, mp),           # client owns it but it went to another member since
+        "commit_zombie": Array(Bool, c),   # the partition went to another member since it was owned
+        "commit_owner": Array(Bool, c),    # the sender has held it without interruption since the epoch
+    }
+
+
+def _group(p, owners, epoch, classic, present):
+    """A quiescent group at `epoch`: every present member STABLE at it, holding its target
+    partitions assigned at it, clients in sync, nothing in flight; absent slots never joined."""
+    mp, c = p.members * p.partitions, max(1, p.commits_in_flight)
+    holds = [Hold.NONE] * mp
+    for q, m in enumerate(owners):
+        holds[_slot(p, m, q)] = Hold.ASSIGNED
+    held = [h == Hold.ASSIGNED for h in holds]
+    return {
+        "group_epoch": epoch, "target_epoch": epoch, "target_owner": list(owners),
+        "member_id": [0] * p.members,
+        "member_epoch": [epoch if m in present else LEFT for m in _members(p)],
+        "member_state": [MemberState.STABLE] * p.members,
+        "classic": [classic and m in present for m in _members(p)],
+        "holds": holds, "assignment_epoch": [epoch if h else 0 for h in held],
+        "revocation_epoch": [-1] * p.members,
+        "client_epoch": [epoch if m in present else LEFT for m in _members(p)], "client_owns": held,
+        "response_in_flight": [False] * p.members, "response_error": [False] * p.members,
+        "commit_request": [Request.NONE] * c, "commit_member": [0] * c, "commit_member_id": [0] * c,
+        "commit_epoch": [0] * c, "commit_partition": [0] * c,
+        "held_since": [epoch if h else 0 for h in held], "lost": [False] * mp,
+        "commit_zombie": [False] * c, "commit_owner": [False] * c,
+    }
+
+
+@spec.init
+def init(p):
+    """A consumer group at epoch 1 (KAFKA-20268: groups start at 1) with any nonempty set of the
+    member slots in it and every distribution of the partitions over those members; the other
+    slots join later. A group replayed from legacy records (no assignment epochs: they default
+    to the member epoch) is, at such a quiescent point, the same state."""
+    for n in range(1, p.members + 1):
+        for present in combinations(range(p.members), n):
+            for owners in product(present, repeat=p.partitions):
+                yield _group(p, owners, 1, classic=False, present=set(present))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reconciliation: CurrentAssignmentBuilder
+
+def _reconcile(s, p, m, cur, owned, tgt, T):
+    """CurrentAssignmentBuilder.build for member m. `cur` is the member before (epoch, state,
+    holds[q], epochs[q]); `owned` what the client reports owning; `tgt`/`T` the target and its
+    epoch. Returns the member after, plus which partitions were revoked by this step."""
+    P = _partitions(p)
+    epoch, mstate, holds, epochs = cur["epoch"], cur["state"], cur["holds"], cur["epochs"]
+    still_owns_pending = Exists(P, lambda q: (holds[q] == Hold.PENDING_REVOCATION) & owned[q])
+    unchanged = Or(And(mstate == MemberState.STABLE, epoch == T),
+                   And(mstate == MemberState.UNREVOKED_PARTITIONS, still_owns_pending))
+
+    mine = [And(tgt[q] == m) for q in P]   # an Expr even when the target is an argument
+    assigned = [holds[q] == Hold.ASSIGNED for q in P]
+    keep = [assigned[q] & mine[q] for q in P]
+    revoke = [assigned[q] & ~mine[q] for q in P]
+    wanted = [mine[q] & ~assigned[q] for q in P]
+    # held by another member, assigned or pending revocation; the member's own partitions
+    # pending revocation do not count (KAFKA-19449)
+    elsewhere = [Exists([k for k in _members(p) if k != m],
+                        lambda k, q=q: s.holds[_slot(p, k, q)] != Hold.NONE) for q in P]
+    unreleased = [wanted[q] & elsewhere[q] for q in P]
+    fresh = [wanted[q] & ~elsewhere[q] for q in P]
+    revoking = Exists(P, lambda q: revoke[q] & owned[q])
+    has_unreleased = Exists(P, lambda q: unreleased[q])
+
+    # revoking: UNREVOKED_PARTITIONS at the same epoch (also from UNREVOKED, KAFKA-19974);
+    # nothing new is assigned. Otherwise: the target epoch, new partitions at the target epoch.
+    new_epoch = If(revoking, epoch, T)
+    if s.variant == "unrevoked-epoch-bump":
+        # before KAFKA-19974: UNREVOKED -> UNREVOKED moved to min(epoch + 1, target epoch)
+        new_epoch = If(revoking, If(mstate == MemberState.UNREVOKED_PARTITIONS,
+                                    If(epoch + 1 < T, epoch + 1, T), epoch), T)
+    new_state = If(revoking, MemberState.UNREVOKED_PARTITIONS,
+                   If(has_unreleased, MemberState.UNRELEASED_PARTITIONS, MemberState.STABLE))
+    new_holds, new_epochs, fresh_here = [], [], []
+    for q in P:
+        h = If(keep[q], Hold.ASSIGNED,
+               If(revoking, If(revoke[q], Hold.PENDING_REVOCATION, Hold.NONE),
+                  If(fresh[q], Hold.ASSIGNED, Hold.NONE)))
+        a = If(keep[q] | (revoking & revoke[q]), epochs[q], If(~revoking & fresh[q], T, 0))
+        new_holds.append(If(unchanged, holds[q], h))
+        new_epochs.append(If(unchanged, epochs[q], a))
+        fresh_here.append(And(Not(unchanged), Not(revoking), fresh[q]))
+    return {"epoch": If(unchanged, epoch, new_epoch), "state": If(unchanged, mstate, new_state),
+            "holds": new_holds, "epochs": new_epochs, "fresh": fresh_here,
+            "revoked_any": And(Not(unchanged), Exists(P, lambda q: revoke[q])),
+            "keep": keep}
+
+
+def _apply_member(s, p, m, cur, new, respond_ok, since_on_hold):
+    """Write member m's new record, its heartbeat response, and the ghosts that follow it."""
+    s.member_epoch[m] = new["epoch"]
+    s.member_state[m] = new["state"]
+    for q in _partitions(p):
+        i = _slot(p, m, q)
+        s.holds[i] = new["holds"][q]
+        s.assignment_epoch[i] = new["epochs"][q]
+        # the hold began now for a new partition, continues for a kept one
+        s.held_since[i] = If(new["fresh"][q], new["epoch"],
+                             If(new["holds"][q] == Hold.NONE, 0, since_on_hold[q]))
+        # a partition going to m is "lost" for any other client that still owns it, and turns
+        # that client's commits in flight for it into zombies
+        for k in _members(p):
+            if k != m:
+                j = _slot(p, k, q)
+                s.lost[j] = s.lost[j] | (new["fresh"][q] & s.client_owns[j])
+    for c in _commit_slots(p):
+        q = s.commit_partition[c]
+        fresh_q = _pick(q, new["fresh"])
+        released_q = _pick(q, [h == Hold.NONE for h in new["holds"]])
+        s.commit_zombie[c] = s.commit_zombie[c] | ((s.commit_member[c] != m) & fresh_q)
+        # a partition that comes back to m after its client revoked it (KAFKA-19449) is a new
+        # hold: the client's ownership was interrupted in between
+        s.commit_owner[c] = s.commit_owner[c] & ~((s.commit_member[c] == m) & (released_q | fresh_q))
+    if s.variant == "revocation-epoch":
+        s.revocation_epoch[m] = If(new["revoked_any"], cur["epoch"], cur["revocation"])
+    s.response_in_flight[m] = True
+    s.response_error[m] = Not(respond_ok)
+
+
+def _pick(index, exprs):
+    """exprs[index] for a state-valued index."""
+    out = exprs[-1]
+    for k in range(len(exprs) - 2, -1, -1):
+        out = If(index == k, exprs[k], out)
+    return out
+
+
+def _commit_slots(p):
+    return range(p.commits_in_flight)
+
+
+def _current(s, p, m):
+    return {"epoch": s.member_epoch[m], "state": s.member_state[m],
+            "holds": [s.holds[_slot(p, m, q)] for q in _partitions(p)],
+            "epochs": [s.assignment_epoch[_slot(p, m, q)] for q in _partitions(p)],
+            "revocation": s.revocation_epoch[m]}
+
+
+def _present_after(s, p, m_joining):
+    return lambda k: (s.member_epoch[k] != LEFT) | (k == m_joining)
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions, in the order the protocol runs them
+
+@spec.action(m=_members, target=_targets, actors=("member {m}", "coordinator"))
+def Join(s, p, m, target):
+    """ConsumerGroupHeartbeat with member epoch 0: a new member, a static member rejoining under a
+    new member id with the same instance id, or (KAFKA-19233) a known member starting over."""
+    s.require(s.client_epoch[m] == LEFT, ~s.response_in_flight[m])
+    record = s.member_epoch[m]
+    if _is_static(p, m):
+        # (a static member's instance still held by a live member gets UNRELEASED_INSTANCE_ID;
+        # its client is gone, so the model never sends that)
+        s.require(record < 0)
+    new_member = record == LEFT
+    rejoin = record == STATIC_LEFT
+    # a new member changes the subscriptions (group epoch + 1); a static member rejoining with
+    # the same subscription does not (GroupMetadataManagerTest.testStaticMemberGetsBackAssignmentUponRejoin)
+    s.group_epoch = If(new_member, s.group_epoch + 1, s.group_epoch)
+    bumped = s.post.group_epoch
+    if target == "-":
+        s.require(bumped == s.target_epoch)
+        tgt, T = [s.target_owner[q] for q in _partitions(p)], s.target_epoch
+    else:
+        s.require(bumped > s.target_epoch)
+        tgt, T = [int(ch) for ch in target], bumped
+        present = _present_after(s, p, m)
+        for k in set(tgt):
+            s.require(present(k))
+        for q in _partitions(p):
+            s.target_owner[q] = tgt[q]
+        s.target_epoch = T
+    cur = _current(s, p, m)
+    # the rejoining copy: member epoch 0, same state and assigned partitions (pending revocations
+    # were cleared at the leave); a new member: STABLE with nothing
+    cur["epoch"] = If(new_member, 0, If(rejoin, 0, cur["epoch"]))
+    cur["state"] = If(new_member, MemberState.STABLE, cur["state"])
+    if _is_static(p, m):
+        s.member_id[m] = If(rejoin, s.member_id[m] + 1, s.member_id[m])
+    nothing = [FALSE for _ in _partitions(p)]
+    new = _reconcile(s, p, m, cur, nothing, tgt, T)
+    # a rejoined static member holds its partitions "from the beginning" (KIP-1251)
+    since = [If(rejoin, 0, s.held_since[_slot(p, m, q)]) for q in _partitions(p)]
+    _apply_member(s, p, m, cur, new, True, since)
+    s.classic[m] = False       # ConsumerGroupHeartbeat: the consumer protocol from now on
+    s.revocation_epoch[m] = If(new_member, -1, s.post.revocation_epoch[m])
+    s.client_epoch[m] = 0      # joining; the epoch arrives with the response
+    s.respond(Error.NONE)
+
+
+@spec.action(m=_members, target=_targets, actors=("member {m}", "coordinator"))
+def Heartbeat(s, p, m, target):
+    """ConsumerGroupHeartbeat with the client's epoch and owned partitions: validation, target
+    assignment if the group epoch moved, reconciliation; the response travels back."""
+    s.require(s.client_epoch[m] > 0, ~s.response_in_flight[m])
+    e = s.client_epoch[m]
+    known = s.member_epoch[m] != LEFT
+    # GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid; the model loses no
+    # response, so the previous-epoch exception never applies
+    valid = known & (e == s.member_epoch[m])
+    if target == "-":
+        s.require(Or(s.group_epoch == s.target_epoch, ~valid))
+        tgt, T = [s.target_owner[q] for q in _partitions(p)], s.target_epoch
+    else:
+        # a rejected heartbeat is answered before any target is computed
+        s.require(valid, s.group_epoch > s.target_epoch)
+        tgt, T = [int(ch) for ch in target], s.group_epoch
+        for k in set(tgt):
+            s.require(s.member_epoch[k] != LEFT)
+        for q in _partitions(p):
+            s.target_owner[q] = tgt[q]
+        s.target_epoch = T
+    owned = [s.client_owns[_slot(p, m, q)] for q in _partitions(p)]
+    cur = _current(s, p, m)
+    new = _reconcile(s, p, m, cur, owned, tgt, T)
+    # a rejected heartbeat changes nothing on the coordinator
+    new = {"epoch": If(valid, new["epoch"], cur["epoch"]),
+           "state": If(valid, new["state"], cur["state"]),
+           "holds": [If(valid, x, y) for x, y in zip(new["holds"], cur["holds"])],
+           "epochs": [If(valid, x, y) for x, y in zip(new["epochs"], cur["epochs"])],
+           "fresh": [And(valid, x) for x in new["fresh"]],
+           "revoked_any": And(valid, new["revoked_any"])}
+    since = [s.held_since[_slot(p, m, q)] for q in _partitions(p)]
+    _apply_member(s, p, m, cur, new, valid, since)
+    s.respond(If(~known, Error.UNKNOWN_MEMBER_ID, If(valid, Error.NONE, Error.FENCED_MEMBER_EPOCH)))
+
+
+@spec.action(m=_members, actors=("coordinator", "member {m}"))
+def HeartbeatResponse(s, p, m):
+    """The client reads the response: its new epoch and assignment; it revokes what is no longer
+    assigned (acknowledged by its next heartbeat). An error makes it drop everything and rejoin."""
+    s.require(s.response_in_flight[m])
+    # the response is the record as the heartbeat left it; if a timeout fenced the member since,
+    # the model answers as the client's next heartbeat would (UNKNOWN_MEMBER_ID) one step early
+    ok = ~s.response_error[m] & (s.member_epoch[m] >= 0)
+    s.client_epoch[m] = If(ok, s.member_epoch[m], LEFT)
+    for q in _partitions(p):
+        i = _slot(p, m, q)
+        owns = ok & (s.holds[i] == Hold.ASSIGNED)
+        s.client_owns[i] = owns
+        s.lost[i] = owns & s.client_owns[i] & s.lost[i]
+    s.response_in_flight[m] = False
+    s.response_error[m] = False
+
+
+# The search sends TxnOffsetCommit, the KIP's motivating case (the producer cannot see the
+# consumer's heartbeats); OffsetCommit passes the same rule with another error code, and the
+# scenarios send it (and the other versions) from a given state.
+@spec.action(m=_members, q=_partitions, request=["TXN_OFFSET_COMMIT"],
+             c=lambda p: _commit_slots(p), actors=("member {m}", "coordinator"))
+def SendCommit(s, p, m, q, request, c):
+    """The client commits an offset for a partition it owns, with the epoch it believes it has
+    (OffsetCommit v9+ from the consumer, or TxnOffsetCommit from its transactional producer)."""
+    i = _slot(p, m, q)
+    s.require(s.client_epoch[m] > 0, s.client_owns[i], s.commit_request[c] == Request.NONE)
+    for lower in range(c):      # fill the lowest free slot: slots are interchangeable
+        s.require(s.commit_request[lower] != Request.NONE)
+    e = s.client_epoch[m]
+    s.commit_request[c] = Request[request]
+    s.commit_member[c] = m
+    s.commit_member_id[c] = s.member_id[m]
+    s.commit_epoch[c] = e
+    s.commit_partition[c] = q
+    s.commit_zombie[c] = s.lost[i]
+    s.commit_owner[c] = And(s.member_epoch[m] >= 0, s.holds[i] != Hold.NONE, s.held_since[i] <= e)
+
+
+# The offset-commit decision once the member id is known (ConsumerGroup.validateOffsetCommit and
+# createAssignmentEpochValidator, per partition): True accepts.
+
+@spec.rule("offset-commit")
+def kip1251_commit(s, p, m, q, epoch):
+    """assignment epoch <= commit epoch <= member epoch, any partition at the member epoch."""
+    i = _slot(p, m, q)
+    return Or(epoch == s.member_epoch[m],
+              And(epoch < s.member_epoch[m], s.holds[i] != Hold.NONE,
+                  s.assignment_epoch[i] <= epoch))
+
+
+@spec.rule("offset-commit", variant="strict")
+def strict_commit(s, p, m, q, epoch):
+    """Before KIP-1251: commit epoch == member epoch."""
+    return epoch == s.member_epoch[m]
+
+
+@spec.rule("offset-commit", variant="no-lower-bound")
+def no_lower_bound_commit(s, p, m, q, epoch):
+    """commit epoch <= member epoch, without the assignment epoch."""
+    return epoch <= s.member_epoch[m]
+
+
+@spec.rule("offset-commit", variant="revocation-epoch")
+def revocation_epoch_commit(s, p, m, q, epoch):
+    """The KIP's rejected alternative: the member epoch, or revocation epoch < epoch <= member epoch."""
+    return Or(epoch == s.member_epoch[m],
+              And(s.revocation_epoch[m] < epoch, epoch <= s.member_epoch[m]))
+
+
+@spec.action(c=lambda p: _commit_slots(p), m=_members, q=_partitions, actors=("member {m}", "coordinator"))
+def HandleCommit(s, p, c, m, q):
+    """The coordinator handles a commit in flight (OffsetMetadataManager.commitOffset /
+    commitTransactionalOffset): member id, API version, then the offset-commit rule."""
+    s.require(s.commit_request[c] != Request.NONE, s.commit_member[c] == m, s.commit_partition[c] == q)
+    req, e = s.commit_request[c], s.commit_epoch[c]
+    known = (s.member_epoch[m] != LEFT) & (s.member_id[m] == s.commit_member_id[c])
+    accepted = s.rule("offset-commit", m=m, q=q, epoch=e)
+    # classic members get ILLEGAL_GENERATION; TxnOffsetCommit v0-5 turn STALE_MEMBER_EPOCH into
+    # ILLEGAL_GENERATION, v6+ keeps it (KIP-1319)
+    fenced = If(s.classic[m] | (req == Request.TXN_OFFSET_COMMIT), Error.ILLEGAL_GENERATION,
+                Error.STALE_MEMBER_EPOCH)
+    s.respond(If(~known, Error.UNKNOWN_MEMBER_ID,
+                 If((req == Request.OFFSET_COMMIT_V8) & ~s.classic[m], Error.UNSUPPORTED_VERSION,
+                    If(accepted, Error.NONE, fenced))))
+    s.commit_request[c] = Request.NONE
+    s.commit_member[c] = 0
+    s.commit_member_id[c] = 0
+    s.commit_epoch[c] = 0
+    s.commit_partition[c] = 0
+    s.commit_zombie[c] = False
+    s.commit_owner[c] = False
+
+
+@spec.action(request=["OFFSET_COMMIT", "TXN_OFFSET_COMMIT"], actors=("admin", "coordinator"))
+def AdminCommit(s, p, request):
+    """A commit without member id and with epoch -1 (admin client, or a producer given no group
+    metadata): accepted if the group has no members, or if it is transactional."""
+    empty = Forall(_members(p), lambda k: s.member_epoch[k] == LEFT)
+    if request == "TXN_OFFSET_COMMIT":
+        s.respond(Error.NONE)
+    else:
+        s.respond(If(empty, Error.NONE, Error.UNKNOWN_MEMBER_ID))
+
+
+def _remove_member(s, p, m):
+    """GroupMetadataManager.consumerGroupFenceMember: tombstones for the member's assignment,
+    target and subscription; the group epoch + 1; the target is recomputed by the next heartbeat.
+    KAFKA-20442: when the group becomes empty the target epoch follows the group epoch."""
+    s.member_epoch[m] = LEFT
+    s.member_state[m] = MemberState.STABLE
+    s.classic[m] = False
+    s.revocation_epoch[m] = -1
+    for q in _partitions(p):
+        i = _slot(p, m, q)
+        s.holds[i] = Hold.NONE
+        s.assignment_epoch[i] = 0
+        s.held_since[i] = 0
+        s.target_owner[q] = If(s.target_owner[q] == m, -1, s.target_owner[q])
+    s.group_epoch = s.group_epoch + 1
+    others_gone = Forall([k for k in _members(p) if k != m], lambda k: s.member_epoch[k] == LEFT)
+    s.target_epoch = If(others_gone, s.post.group_epoch, s.target_epoch)
+    for c in _commit_slots(p):
+        s.commit_owner[c] = s.commit_owner[c] & (s.commit_member[c] != m)
+
+
+@spec.action(m=_members, epoch=lambda p: [-1, -2], actors=("member {m}", "coordinator"))
+def Leave(s, p, m, epoch):
+    """ConsumerGroupHeartbeat with epoch -1 (leave: fenced out) or, for a static member, -2 (the
+    record stays with epoch -2, pending revocations cleared, assignment epochs reset to 0)."""
+    if epoch == -2 and not _is_static(p, m):
+        s.require(False)
+    s.require(s.client_epoch[m] > 0, ~s.response_in_flight[m], s.member_epoch[m] >= 0)
+    s.client_epoch[m] = LEFT
+    for q in _partitions(p):
+        s.client_owns[_slot(p, m, q)] = False
+        s.lost[_slot(p, m, q)] = False
+    if epoch == -1:
+        _remove_member(s, p, m)
+        s.respond(Error.NONE)
+        return
+    # consumerGroupStaticMemberGroupLeave: state unchanged (KAFKA-20641), no group epoch bump
+    s.member_epoch[m] = STATIC_LEFT
+    for q in _partitions(p):
+        i = _slot(p, m, q)
+        assigned = s.holds[i] == Hold.ASSIGNED
+        s.holds[i] = If(assigned, Hold.ASSIGNED, Hold.NONE)
+        if s.variant == "static-keeps-epochs":
+            s.assignment_epoch[i] = If(assigned, s.assignment_epoch[i], 0)
+        else:
+            s.assignment_epoch[i] = 0
+        s.held_since[i] = If(assigned, s.held_since[i], 0)
+    for c in _commit_slots(p):
+        s.commit_owner[c] = s.commit_owner[c] & (s.commit_member[c] != m)
+    s.respond(Error.NONE)
+
+
+@spec.action(m=_members, actors=("coordinator", "member {m}"))
+def FenceMember(s, p, m):
+    """The session timeout (or, in UNREVOKED_PARTITIONS, the rebalance timeout) fences a member
+    that is still active; its client does not know yet."""
+    s.require(s.member_epoch[m] >= 0)
+    _remove_member(s, p, m)
+
+
+@spec.action(m=_members, actors=("coordinator", "member {m}"))
+def StaticMemberExpires(s, p, m):
+    """The session timeout of a static member that left with epoch -2 and did not come back."""
+    s.require(s.member_epoch[m] == STATIC_LEFT)
+    _remove_member(s, p, m)
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants: the default with one named change each
+
+spec.variant("kip1251", "the check as Kafka 4.3 ships it: assignment epoch <= epoch <= member epoch",
+             default=True)
+spec.variant("strict", "the check before KIP-1251: commit epoch == member epoch")
+spec.variant("revocation-epoch", "the KIP's rejected alternative: one revocation epoch per member")
+spec.variant("no-lower-bound", "commit epoch <= member epoch, without the assignment epoch")
+spec.variant("static-keeps-epochs", "a static member's leave keeps the assignment epochs")
+spec.variant("unrevoked-epoch-bump", "before KAFKA-19974: UNREVOKED -> UNREVOKED moves to "
+             "min(epoch + 1, target epoch)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+
+@spec.transition_property("no-zombie-commit", actions=["HandleCommit"])
+def no_zombie_commit(pre, post, action, args, outcome, p):
+    """The coordinator never accepts a commit that a member sent for a partition it owned at the epoch it sent when that partition has since been assigned to another member."""
+    return Not(And(outcome == Error.NONE, pre.commit_zombie[args["c"]]))
+
+
+@spec.transition_property("no-spurious-fencing", actions=["HandleCommit"])
+def no_spurious_fencing(pre, post, action, args, outcome, p):
+    """A commit by a member for a partition it has held without interruption since the epoch it sent is never rejected."""
+    return Not(And(outcome != Error.NONE, pre.commit_owner[args["c"]]))
+
+
+def _in_group(s, m):
+    return s.member_epoch[m] != LEFT
+
+
+@spec.invariant("single-owner")
+def single_owner(s, p):
+    """No partition is held by two members of the group at once, counting partitions pending revocation and revocations a client has not yet acknowledged."""
+    def holds(m, q):
+        i = _slot(p, m, q)
+        return _in_group(s, m) & ((s.holds[i] != Hold.NONE) | s.client_owns[i])
+    return Forall(_partitions(p), lambda q: Forall(
+        [(a, b) for a in _members(p) for b in _members(p) if a < b],
+        lambda ab: ~(holds(ab[0], q) & holds(ab[1], q))))
+
+
+@spec.invariant("epoch-order")
+def epoch_order(s, p):
+    """For every member with a member epoch >= 0, assignment epoch <= member epoch <= target assignment epoch <= group epoch."""
+    def ok(m):
+        e = s.member_epoch[m]
+        return Or(e < 0, And(e <= s.target_epoch, Forall(_partitions(p), lambda q: Or(
+            s.holds[_slot(p, m, q)] == Hold.NONE, s.assignment_epoch[_slot(p, m, q)] <= e))))
+    return And(s.target_epoch <= s.group_epoch, Forall(_members(p), ok))
+
+
+@spec.invariant("unrevoked-has-pending")
+def unrevoked_has_pending(s, p):
+    """A member in UNREVOKED_PARTITIONS has at least one partition pending revocation."""
+    return Forall(_members(p), lambda m: Or(
+        ~_in_group(s, m), s.member_state[m] != MemberState.UNREVOKED_PARTITIONS,
+        Exists(_partitions(p), lambda q: s.holds[_slot(p, m, q)] == Hold.PENDING_REVOCATION)))
+
+
+@spec.invariant("client-owns-held")
+def client_owns_held(s, p):
+    """A client whose member is in the group owns only partitions the coordinator records it as holding."""
+    return Forall(_members(p), lambda m: Or(~(s.member_epoch[m] >= 0), Forall(
+        _partitions(p), lambda q: Or(~s.client_owns[_slot(p, m, q)],
+                                     s.holds[_slot(p, m, q)] != Hold.NONE))))
+
+
+@spec.always_eventually("eventually-converges",
+                        fair=["Heartbeat", "HeartbeatResponse", "HandleCommit", "StaticMemberExpires"])
+def eventually_converges(s, p):
+    """Once membership stops changing, every member of the group reaches the target assignment at the target epoch and its client knows it."""
+    def reconciled(m):
+        return Or(s.member_epoch[m] < 0, And(
+            s.member_state[m] == MemberState.STABLE, s.member_epoch[m] == s.target_epoch,
+            s.client_epoch[m] == s.member_epoch[m], ~s.response_in_flight[m],
+            Forall(_partitions(p), lambda q: And(
+                (s.holds[_slot(p, m, q)] == Hold.ASSIGNED) == (s.target_owner[q] == m),
+                s.client_owns[_slot(p, m, q)] == (s.target_owner[q] == m)))))
+    return And(s.group_epoch == s.target_epoch, Forall(_members(p), reconciled))
