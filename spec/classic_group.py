@@ -1,0 +1,575 @@
+"""The classic consumer group protocol: generations, EAGER and COOPERATIVE rebalancing, KIP-792
+(generation in the subscription) and KIP-726 (the default assignor list and protocol selection).
+
+One group coordinator in its classic code path and a few Java consumers (ClassicKafkaConsumer with
+ConsumerCoordinator) subscribed to one topic. What is modelled, step by step as Kafka runs it
+(docs: spec/classic_group_notes.md, which also gives the sources read):
+
+- JoinGroup: onJoinPrepare first (EAGER revokes everything; a member without a generation or a
+  member id declares everything lost; COOPERATIVE keeps what it owns), then the request carries
+  the member's assignor list and, in each subscription, its ownedPartitions and the generation
+  of its last successful JoinGroup (ConsumerProtocolSubscription v2, KIP-792 as shipped).
+  The coordinator: UNKNOWN_MEMBER_ID for a member it removed, INCONSISTENT_GROUP_PROTOCOL when
+  no assignor is common to every member, a rebalance (PreparingRebalance) when a member is new,
+  is the leader, or sent different metadata, an immediate answer otherwise.
+- CompleteJoin: once every member rejoined, generation + 1, the protocol is voted, responses go
+  out. A member processes its JoinGroup response later (it may be slow).
+- SyncGroup: the leader's carries the assignment, computed from the subscriptions the coordinator
+  stored; followers' wait for it. Errors: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION (both reset the
+  generation; the first also the member id), REBALANCE_IN_PROGRESS (no reset: the member rejoins
+  with the generation and the ownedPartitions it had: the KAFKA-13419 path).
+- onJoinComplete: COOPERATIVE members revoke what they lost and rejoin (the follow-up rebalance).
+- Heartbeat and OffsetCommit with the generation; the coordinator may time a member out (it falls
+  out of the group and learns so from its next request).
+- The assignors: range (EAGER, ignores ownedPartitions) and cooperative-sticky, at the level of
+  which claim on a partition survives (the named rule "claim-resolution"), which partitions a
+  member keeps, and which are withheld for the follow-up rebalance; not its balancing arithmetic.
+- A rolling upgrade: a member restarts (LeaveGroup, revoking everything) with its next assignor list.
+
+Properties:
+- single-owner: no partition is owned by two consumers at once.
+- revoke-before-assign: under COOPERATIVE, no partition is revoked from one member and assigned to
+  another in the same round.
+- no-double-commit: no two members commit offsets for the same partition while both own it.
+- generation-monotonic: a member never acts on a generation older than one it already completed.
+Progress (checked by the progress engine): rebalance-completes.
+
+The KAFKA-13419 interleaving (a delayed SyncGroup answered REBALANCE_IN_PROGRESS, the partition
+moved away in the missed assignment, the rejoin still claiming it) is reachable in every variant
+where COOPERATIVE members rebalance (kip792, pre-kip792, double-bounce); the scenario
+tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. See the notes for what it
+leads to.
+"""
+from spec.lang import (And, Array, Bool, Count, Enum, Exists, Forall, If, Implies, Int, Max, Not,
+                       Or, Spec)
+
+spec = Spec("classic_group", __doc__)
+spec.param("members", 3, lo=1, hi=3, doc="consumers that may join the group")
+spec.param("partitions", 2, lo=1, hi=3, doc="partitions of the one subscribed topic")
+spec.param("max_generation", 4, lo=1, hi=12, doc="generation cap of the explicit search")
+spec.param("timeouts", 0, lo=0, hi=1,
+           doc="1: the coordinator may time a member out (session, rebalance or pending-sync "
+               "timeout); the member learns it from its next request")
+
+GroupState = Enum("GroupState", "Empty PreparingRebalance CompletingRebalance Stable")
+MemberState = Enum("MemberState", "UNJOINED PREPARING_REBALANCE COMPLETING_REBALANCE STABLE")
+Assignor = Enum("Assignor", ["none", "range", "cooperative-sticky"])
+RebalanceProtocol = Enum("RebalanceProtocol", "EAGER COOPERATIVE")
+# partition.assignment.strategy, in preference order
+# "[]": the consumer process has not started yet (see StartConsumer)
+AssignorList = Enum("AssignorList", ["[]", "[range]", "[cooperative-sticky, range]",
+                                     "[cooperative-sticky]", "[range, cooperative-sticky]"])
+Error = spec.outcomes(Enum("Error", "NONE REBALANCE_IN_PROGRESS ILLEGAL_GENERATION "
+                                    "UNKNOWN_MEMBER_ID INCONSISTENT_GROUP_PROTOCOL"))
+
+RANGE, COOPERATIVE_STICKY = Assignor["range"], Assignor["cooperative-sticky"]
+L_NONE, L_RANGE, L_COOP_RANGE, L_COOP, L_RANGE_COOP = AssignorList.values
+
+# The assignors of each list, in preference order. RangeAssignor supports EAGER only;
+# CooperativeStickyAssignor supports COOPERATIVE and EAGER.
+LIST_ASSIGNORS = {L_NONE: [], L_RANGE: [RANGE], L_COOP_RANGE: [COOPERATIVE_STICKY, RANGE],
+                  L_COOP: [COOPERATIVE_STICKY], L_RANGE_COOP: [RANGE, COOPERATIVE_STICKY]}
+
+
+def fixed_protocol(lst):
+    """The rebalance protocol chosen at start-up: the highest one every configured assignor
+    supports (ConsumerCoordinator's constructor)."""
+    return RebalanceProtocol.COOPERATIVE if lst == L_COOP else RebalanceProtocol.EAGER
+
+
+# Each variant's starting assignor list and rolling-upgrade path (list -> next list).
+START = {"kip792": L_COOP, "pre-kip792": L_COOP, "double-bounce": L_RANGE,
+         "single-bounce": L_RANGE, "kip726-dynamic": L_RANGE, "shipped-default": L_RANGE_COOP}
+UPGRADE = {"double-bounce": {L_RANGE: L_COOP_RANGE, L_COOP_RANGE: L_COOP},
+           "single-bounce": {L_RANGE: L_COOP},
+           "kip726-dynamic": {L_RANGE: L_COOP_RANGE}}
+
+
+def start_protocol(variant):
+    # KIP-726's dynamic selection starts EAGER and turns COOPERATIVE once the group chose
+    # cooperative-sticky; shipped consumers fix the protocol at start-up.
+    if variant == "kip726-dynamic":
+        return RebalanceProtocol.EAGER
+    return fixed_protocol(START[variant])
+
+
+def members(p):
+    return range(p.members)
+
+
+def parts(p):
+    return range(p.partitions)
+
+
+def mp(p, m, q):
+    """Index of (member, partition) in the flattened per-member partition sets."""
+    return m * p.partitions + q
+
+
+@spec.state
+def state(p):
+    G, M, MP = p.max_generation, p.members, p.members * p.partitions
+    return {
+        # the group coordinator
+        "group_state": GroupState,
+        "generation": Int(0, G, search_bound=True),
+        "protocol_name": Assignor,
+        "leader": Int(-1, M - 1),
+        "in_group": Array(Bool, M),                 # the coordinator knows the member's id
+        "awaiting_join": Array(Bool, M),            # joined the rebalance in progress
+        "subscription_owned": Array(Bool, MP),      # ownedPartitions as sent in JoinGroup
+        "subscription_generation": Array(Int(-1, G, search_bound=True), M),
+        "assignment": Array(Bool, MP),              # stored by the leader's SyncGroup
+        # the consumers
+        "assignors": Array(AssignorList, M),
+        "rebalance_protocol": Array(RebalanceProtocol, M),
+        "member_state": Array(MemberState, M),
+        "member_generation": Array(Int(-1, G, search_bound=True), M),
+        "has_member_id": Array(Bool, M),
+        "rejoin_needed": Array(Bool, M),
+        "join_response_generation": Array(Int(-1, G, search_bound=True), M),  # -1: none pending
+        "join_response_protocol": Array(Assignor, M),
+        "completed_generation": Array(Int(-1, G, search_bound=True), M),
+        "owned": Array(Bool, MP),                   # SubscriptionState's assigned partitions
+        "committed": Array(Bool, MP),               # committed while owning, since the partition
+                                                    # last gained an owner
+    }
+
+
+@spec.init
+def init(p):
+    M, MP = p.members, p.members * p.partitions
+    yield {"group_state": GroupState.Empty, "generation": 0, "protocol_name": Assignor.none,
+           "leader": -1, "in_group": [False] * M, "awaiting_join": [False] * M,
+           "subscription_owned": [False] * MP, "subscription_generation": [-1] * M,
+           "assignment": [False] * MP,
+           "assignors": [L_NONE] * M, "rebalance_protocol": [RebalanceProtocol.EAGER] * M,
+           "member_state": [MemberState.UNJOINED] * M, "member_generation": [-1] * M,
+           "has_member_id": [False] * M, "rejoin_needed": [False] * M,
+           "join_response_generation": [-1] * M, "join_response_protocol": [Assignor.none] * M,
+           "completed_generation": [-1] * M, "owned": [False] * MP, "committed": [False] * MP}
+
+
+PR, CR = GroupState.PreparingRebalance, GroupState.CompletingRebalance
+UNJOINED, PREPARING = MemberState.UNJOINED, MemberState.PREPARING_REBALANCE
+COMPLETING, STABLE = MemberState.COMPLETING_REBALANCE, MemberState.STABLE
+EAGER, COOPERATIVE = RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE
+
+
+def list_supports(lst, assignor):
+    """Whether an assignor list (a state expression) contains the assignor."""
+    return Or(*[lst == L for L, names in LIST_ASSIGNORS.items() if assignor in names])
+
+
+def first_index(conds, default=-1):
+    """The lowest index whose condition holds (default when none does)."""
+    out = default
+    for j in reversed(range(len(conds))):
+        out = If(conds[j], j, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The assignors, as the leader runs them on the subscriptions the coordinator stored
+
+@spec.rule("claim-resolution")
+def highest_generation_claim(s, p, q):
+    """KIP-792 as shipped (AbstractStickyAssignor since KAFKA-14639): of the members claiming
+    partition q in their ownedPartitions, the one with the highest subscription generation keeps
+    it; a tie at the top means nobody keeps it. Returns the member, -1 for no claim, -2 for a tie."""
+    claim = [s.in_group[j] & s.subscription_owned[mp(p, j, q)] for j in members(p)]
+    gen = [If(claim[j], s.subscription_generation[j], -2) for j in members(p)]
+    top = gen[0]
+    for g in gen[1:]:
+        top = Max(top, g)
+    at_top = [claim[j] & (gen[j] == top) for j in members(p)]
+    n = Count(*at_top)
+    return If(n == 0, -1, If(n == 1, first_index(at_top), -2))
+
+
+@spec.rule("claim-resolution", variant="pre-kip792")
+def first_claim(s, p, q):
+    """No generation: ownedPartitions are trusted as sent; of two claims on one partition the
+    assignor keeps the first it reads (member order) and silently drops the other."""
+    return first_index([s.in_group[j] & s.subscription_owned[mp(p, j, q)] for j in members(p)])
+
+
+def max_quota(p, k):
+    """ceil(partitions / k) for the number k (an expression) of members in the group."""
+    out = p.partitions
+    for kk in range(2, p.members + 1):
+        out = If(k == kk, -(-p.partitions // kk), out)
+    return out
+
+
+def cooperative_sticky(s, p):
+    """CooperativeStickyAssignor: surviving claims are kept up to the quota; partitions with no
+    surviving claim go to the members with the fewest; a partition taken from a claimant (over
+    quota, or claimed by two at one generation) is withheld this round, for the follow-up."""
+    winner = [s.rule("claim-resolution", q=q) for q in parts(p)]
+    k = Count(*[s.in_group[j] for j in members(p)])
+    quota = max_quota(p, k)
+    retained, count = {}, {}
+    for j in members(p):
+        n = 0
+        for q in parts(p):
+            r = (winner[q] == j) & (n < quota)
+            retained[j, q] = r
+            n = n + If(r, 1, 0)
+        count[j] = n
+    out = {}
+    for q in parts(p):
+        free = Not(Exists(members(p), lambda j: retained[j, q]))
+        transferring = winner[q] != -1
+        below = [s.in_group[j] & (count[j] < quota) for j in members(p)]
+        give = [free & below[j] & Forall([i for i in members(p) if i != j], lambda i: Not(
+            below[i] & ((count[i] < count[j]) | ((count[i] == count[j]) & (i < j)))))
+            for j in members(p)]
+        for j in members(p):
+            out[j, q] = retained[j, q] | (give[j] & Not(transferring))
+            count[j] = count[j] + If(give[j], 1, 0)
+    return out
+
+
+def range_assignor(s, p):
+    """RangeAssignor: ownedPartitions ignored; consecutive partitions per member in member order."""
+    k = Count(*[s.in_group[j] for j in members(p)])
+    out = {}
+    for j in members(p):
+        pos = Count(*[s.in_group[i] for i in range(j)])
+        for q in parts(p):
+            cases = []
+            for kk in range(1, p.members + 1):
+                n, extra = divmod(p.partitions, kk)
+                for i in range(kk):
+                    start = i * n + min(i, extra)
+                    if start <= q < start + n + (1 if i < extra else 0):
+                        cases.append((k == kk) & (pos == i))
+            out[j, q] = s.in_group[j] & Or(*cases)
+    return out
+
+
+def leader_assignment(s, p):
+    rng, coop = range_assignor(s, p), cooperative_sticky(s, p)
+    return {key: If(s.protocol_name == RANGE, rng[key], coop[key]) for key in rng}
+
+
+def select_protocol(s, p):
+    """ClassicGroup.selectProtocol: candidates are the assignors every member supports; each
+    member votes for its first candidate; most votes wins (a tie, which none of the variants'
+    lists produce, goes to cooperative-sticky here)."""
+    cand = {a: Forall(members(p), lambda j, a=a: Implies(s.in_group[j], list_supports(s.assignors[j], a)))
+            for a in (RANGE, COOPERATIVE_STICKY)}
+
+    def votes_for(j, a):
+        ways = []
+        for L, names in LIST_ASSIGNORS.items():
+            if a in names:
+                earlier = names[:names.index(a)]
+                ways.append((s.assignors[j] == L) & cand[a] & And(*[Not(cand[b]) for b in earlier]))
+        return s.in_group[j] & Or(*ways)
+    votes = {a: Count(*[votes_for(j, a) for j in members(p)]) for a in cand}
+    return If(cand[COOPERATIVE_STICKY] & (Not(cand[RANGE]) | (votes[COOPERATIVE_STICKY] >= votes[RANGE])),
+              COOPERATIVE_STICKY, RANGE)
+
+
+def remove_member(s, p, m, cond):
+    """The coordinator removes member m when cond holds (LeaveGroup or a timeout): a rebalance
+    starts; the last member leaving empties the group (generation + 1)."""
+    def put(arr, i, v):
+        arr[i] = If(cond, v, arr[i])
+    put(s.in_group, m, False)
+    put(s.awaiting_join, m, False)
+    put(s.subscription_generation, m, -1)
+    for q in parts(p):
+        put(s.subscription_owned, mp(p, m, q), False)
+        put(s.assignment, mp(p, m, q), False)
+    anyone_left = Exists([j for j in members(p) if j != m], lambda j: s.in_group[j])
+    s.group_state = If(cond, If(anyone_left, PR, GroupState.Empty), s.group_state)
+    s.generation = If(cond & Not(anyone_left), s.generation + 1, s.generation)
+    s.protocol_name = If(cond & Not(anyone_left), Assignor.none, s.protocol_name)
+    s.leader = If(cond & (s.leader == m), -1, s.leader)
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions, in the order a rebalance runs them
+
+@spec.action(m=members, actors=("consumer {m}", "consumer {m}"))
+def StartConsumer(s, p, m):
+    """The consumer process starts with the variant's assignor list."""
+    s.require(s.assignors[m] == L_NONE)
+    s.assignors[m] = START[s.variant]
+    s.rebalance_protocol[m] = start_protocol(s.variant)
+
+
+@spec.action(m=members, actors=("consumer {m}", "coordinator"))
+def JoinGroup(s, p, m):
+    """onJoinPrepare, then JoinGroup carrying the subscription (ownedPartitions, generation)."""
+    s.require(s.assignors[m] != L_NONE,
+              (s.member_state[m] == UNJOINED) | ((s.member_state[m] == STABLE) & s.rejoin_needed[m]))
+    # onJoinPrepare: no generation or member id -> onPartitionsLost; EAGER -> revoke all
+    lost = (s.member_generation[m] == -1) | Not(s.has_member_id[m])
+    keep = Not(lost | (s.rebalance_protocol[m] == EAGER))
+    owned = {q: s.owned[mp(p, m, q)] & keep for q in parts(p)}
+    for q in parts(p):
+        s.owned[mp(p, m, q)] = owned[q]
+        s.committed[mp(p, m, q)] = s.committed[mp(p, m, q)] & keep
+    others = [j for j in members(p) if j != m]
+    known = s.has_member_id[m] & s.in_group[m]
+    unknown = s.has_member_id[m] & Not(s.in_group[m])
+    new = Not(s.has_member_id[m])
+    common = Or(*[list_supports(s.assignors[m], a) & Forall(others, lambda j, a=a: Implies(
+        s.in_group[j], list_supports(s.assignors[j], a))) for a in (RANGE, COOPERATIVE_STICKY)])
+    inconsistent = new & Exists(others, lambda j: s.in_group[j]) & Not(common)
+    accepted = new & Not(inconsistent)
+    st = s.group_state
+    same_metadata = Forall(parts(p), lambda q: s.subscription_owned[mp(p, m, q)] == owned[q]) & \
+        (s.subscription_generation[m] == s.member_generation[m])
+    # CompletingRebalance, or a Stable follower, with unchanged metadata: answered at once
+    answered = known & same_metadata & ((st == CR) | ((st == GroupState.Stable) & (s.leader != m)))
+    joins = accepted | (known & Not(answered))
+    s.in_group[m] = s.in_group[m] | accepted
+    s.has_member_id[m] = s.has_member_id[m] & Not(unknown) | accepted
+    s.member_generation[m] = If(unknown, -1, s.member_generation[m])
+    s.member_state[m] = If(joins | answered, PREPARING, UNJOINED)
+    s.rejoin_needed[m] = False
+    s.awaiting_join[m] = s.awaiting_join[m] | joins
+    for q in parts(p):
+        s.subscription_owned[mp(p, m, q)] = If(joins, owned[q], s.subscription_owned[mp(p, m, q)])
+    s.subscription_generation[m] = If(joins, s.member_generation[m], s.subscription_generation[m])
+    s.group_state = If(joins, PR, st)
+    s.leader = If(accepted & (s.leader == -1), m, s.leader)
+    s.join_response_generation[m] = If(answered, s.generation, s.join_response_generation[m])
+    s.join_response_protocol[m] = If(answered, s.protocol_name, s.join_response_protocol[m])
+    s.respond(If(unknown, Error.UNKNOWN_MEMBER_ID,
+                 If(inconsistent, Error.INCONSISTENT_GROUP_PROTOCOL, Error.NONE)))
+
+
+@spec.action(actors=("coordinator", "consumers"))
+def CompleteJoin(s, p):
+    """Every member rejoined: generation + 1, the protocol is voted, JoinGroup responses go out."""
+    s.require(s.group_state == PR, Exists(members(p), lambda j: s.in_group[j]),
+              Forall(members(p), lambda j: Implies(s.in_group[j], s.awaiting_join[j])))
+    gen = s.generation + 1
+    chosen = select_protocol(s, p)
+    s.generation = gen
+    s.group_state = CR
+    s.protocol_name = chosen
+    leader_joined = Exists(members(p), lambda j: (s.leader == j) & s.awaiting_join[j])
+    s.leader = If(leader_joined, s.leader, first_index([s.awaiting_join[j] for j in members(p)]))
+    for j in members(p):
+        s.join_response_generation[j] = If(s.awaiting_join[j], gen, s.join_response_generation[j])
+        s.join_response_protocol[j] = If(s.awaiting_join[j], chosen, s.join_response_protocol[j])
+        s.awaiting_join[j] = False
+        for q in parts(p):
+            s.assignment[mp(p, j, q)] = False
+
+
+@spec.action(m=members, actors=("coordinator", "consumer {m}"))
+def JoinGroupResponse(s, p, m):
+    """The member processes its JoinGroup response: it takes the generation and sends SyncGroup."""
+    s.require(s.join_response_generation[m] >= 0, s.member_state[m] == PREPARING)
+    s.join_response_generation[m] = -1
+    s.member_state[m] = COMPLETING
+    s.member_generation[m] = s.join_response_generation[m]
+    if s.variant == "kip726-dynamic":
+        # KIP-726: the protocol follows the chosen assignor; a COOPERATIVE member that sees an
+        # EAGER assignor chosen has kept partitions it can no longer trust: onPartitionsLost
+        coop_chosen = s.join_response_protocol[m] == COOPERATIVE_STICKY
+        lose = (s.rebalance_protocol[m] == COOPERATIVE) & Not(coop_chosen)
+        for q in parts(p):
+            s.owned[mp(p, m, q)] = s.owned[mp(p, m, q)] & Not(lose)
+            s.committed[mp(p, m, q)] = s.committed[mp(p, m, q)] & Not(lose)
+        s.rebalance_protocol[m] = If(coop_chosen, COOPERATIVE, EAGER)
+
+
+@spec.action(m=members, actors=("consumer {m}", "coordinator"))
+def SyncGroup(s, p, m):
+    """SyncGroup (the leader's carries the assignment); on success, onJoinComplete."""
+    s.require(s.member_state[m] == COMPLETING)
+    known = s.has_member_id[m] & s.in_group[m]
+    current = known & (s.member_generation[m] == s.generation)
+    st = s.group_state
+    # a follower's SyncGroup waits at the coordinator for the leader's
+    s.require(Not(current & (st == CR) & (s.leader != m)))
+    unknown = Not(known)
+    illegal = known & (s.member_generation[m] != s.generation)
+    rebalancing = current & (st == PR)
+    leader_sync = current & (st == CR)
+    ok = current & ((st == CR) | (st == GroupState.Stable))
+    computed = leader_assignment(s, p)
+    for key, v in computed.items():
+        s.assignment[mp(p, *key)] = If(leader_sync, v, s.assignment[mp(p, *key)])
+    s.group_state = If(leader_sync, GroupState.Stable, st)
+    mine = {q: If(leader_sync, computed[m, q], s.assignment[mp(p, m, q)]) for q in parts(p)}
+    # onJoinComplete: COOPERATIVE revokes what it lost and rejoins (the follow-up rebalance)
+    revoked = Exists(parts(p), lambda q: s.owned[mp(p, m, q)] & Not(mine[q]))
+    for q in parts(p):
+        s.owned[mp(p, m, q)] = If(ok, mine[q], s.owned[mp(p, m, q)])
+        # a commit counts while its member owns the partition, and only since the partition last
+        # gained an owner: two commits for one partition both count only if made while both own it
+        gained = ok & mine[q] & Not(s.owned[mp(p, m, q)])
+        for j in members(p):
+            s.committed[mp(p, j, q)] = s.committed[mp(p, j, q)] & Not(gained) & \
+                Not((j == m) & ok & Not(mine[q]))
+    s.member_state[m] = If(ok, STABLE, UNJOINED)
+    s.rejoin_needed[m] = If(ok, (s.rebalance_protocol[m] == COOPERATIVE) & revoked, True)
+    s.completed_generation[m] = If(ok, s.member_generation[m], s.completed_generation[m])
+    # ILLEGAL_GENERATION keeps the member id (KAFKA-13419); REBALANCE_IN_PROGRESS resets nothing
+    s.member_generation[m] = If(unknown | illegal, -1, s.member_generation[m])
+    s.has_member_id[m] = s.has_member_id[m] & Not(unknown)
+    s.respond(If(unknown, Error.UNKNOWN_MEMBER_ID, If(illegal, Error.ILLEGAL_GENERATION,
+                 If(rebalancing, Error.REBALANCE_IN_PROGRESS, Error.NONE))))
+
+
+@spec.action(m=members, actors=("consumer {m}", "consumer {m}"))
+def EnforceRebalance(s, p, m):
+    """A stable member asks to rejoin (Consumer.enforceRebalance, or a metadata change)."""
+    s.require(s.member_state[m] == STABLE, Not(s.rejoin_needed[m]))
+    s.rejoin_needed[m] = True
+
+
+@spec.action(m=members, actors=("consumer {m}", "coordinator"))
+def Heartbeat(s, p, m):
+    """A stable member's heartbeat gets an error (a NONE answer changes nothing and is left out)."""
+    s.require(s.member_state[m] == STABLE, Not(s.rejoin_needed[m]))
+    known = s.has_member_id[m] & s.in_group[m]
+    illegal = known & (s.member_generation[m] != s.generation)
+    rebalancing = known & Not(illegal) & (s.group_state == PR)
+    s.require(Not(known) | illegal | rebalancing)
+    reset = Not(known) | illegal
+    s.member_generation[m] = If(reset, -1, s.member_generation[m])
+    s.has_member_id[m] = known
+    s.member_state[m] = If(reset, UNJOINED, STABLE)
+    s.rejoin_needed[m] = True
+    s.respond(If(Not(known), Error.UNKNOWN_MEMBER_ID,
+                 If(illegal, Error.ILLEGAL_GENERATION, Error.REBALANCE_IN_PROGRESS)))
+
+
+@spec.action(m=members, actors=("consumer {m}", "coordinator"))
+def CommitOffsets(s, p, m):
+    """A stable member commits its positions with its generation (auto-commit, also the one
+    onJoinPrepare sends before an EAGER member revokes)."""
+    s.require(s.member_state[m] == STABLE,
+              Exists(parts(p), lambda q: s.owned[mp(p, m, q)] & Not(s.committed[mp(p, m, q)])))
+    known = s.has_member_id[m] & s.in_group[m]
+    illegal = known & (s.member_generation[m] != s.generation)
+    current = known & Not(illegal)
+    rebalancing = current & (s.group_state == CR)
+    accepted = current & Not(rebalancing)
+    for q in parts(p):
+        s.committed[mp(p, m, q)] = s.committed[mp(p, m, q)] | (accepted & s.owned[mp(p, m, q)])
+    reset = Not(known) | illegal
+    s.member_generation[m] = If(reset, -1, s.member_generation[m])
+    s.has_member_id[m] = known
+    s.member_state[m] = If(reset, UNJOINED, STABLE)
+    s.rejoin_needed[m] = s.rejoin_needed[m] | Not(accepted)
+    s.respond(If(Not(known), Error.UNKNOWN_MEMBER_ID, If(illegal, Error.ILLEGAL_GENERATION,
+                 If(rebalancing, Error.REBALANCE_IN_PROGRESS, Error.NONE))))
+
+
+@spec.action(m=members, actors=("coordinator", "coordinator"))
+def SessionTimeout(s, p, m):
+    """The coordinator times the member out (session, rebalance or pending-sync timeout); the
+    member falls out of the group and learns so only from its next request."""
+    s.require(p.timeouts == 1, s.in_group[m], Not(s.awaiting_join[m]))
+    remove_member(s, p, m, True)
+
+
+@spec.action(m=members, to=lambda p: [L for L in AssignorList.values if L != L_NONE],
+             actors=("operator", "consumer {m}"))
+def Bounce(s, p, m, to):
+    """Rolling upgrade: the consumer closes (revokes everything, LeaveGroup) and restarts with
+    its next assignor list."""
+    edges = UPGRADE.get(s.variant, {})
+    sources = [frm for frm, nxt in edges.items() if nxt == to]
+    s.require(Or(*[s.assignors[m] == frm for frm in sources]))
+    for q in parts(p):
+        s.owned[mp(p, m, q)] = False
+        s.committed[mp(p, m, q)] = False
+    remove_member(s, p, m, s.in_group[m] & s.has_member_id[m])
+    s.assignors[m] = to
+    s.rebalance_protocol[m] = EAGER if s.variant == "kip726-dynamic" else fixed_protocol(to)
+    s.member_state[m] = UNJOINED
+    s.member_generation[m] = -1
+    s.has_member_id[m] = False
+    s.rejoin_needed[m] = False
+    s.join_response_generation[m] = -1
+    s.completed_generation[m] = -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants
+
+spec.variant("kip792", "every consumer on [cooperative-sticky] (COOPERATIVE); the generation in "
+             "the subscription: the higher generation keeps a partition, equal ones both lose it",
+             default=True)
+spec.variant("pre-kip792", "no generation: ownedPartitions are trusted as sent (the first claim "
+             "read keeps a partition claimed twice)")
+spec.variant("double-bounce", "the KIP-429 upgrade: [range] -> [cooperative-sticky, range] -> "
+             "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule")
+spec.variant("single-bounce", "one rolling bounce [range] -> [cooperative-sticky], protocol "
+             "fixed at start-up")
+spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-sticky, range] with "
+             "KIP-726's dynamic protocol selection (onPartitionsLost when an EAGER assignor is "
+             "chosen)", violates=["single-owner", "revoke-before-assign"], findings={
+                 "revoke-before-assign": "a COOPERATIVE member that kept its partitions joins a "
+                 "round in which range is chosen (an old [range] member joined); range ignores "
+                 "ownedPartitions and hands them to another member in that same round, as the "
+                 "KIP text says it may",
+                 "single-owner": "with three members a follower processes its JoinGroup response "
+                 "(and so calls onPartitionsLost) after another member already applied the range "
+                 "assignment that gave it the follower's partition: two owners for a while; "
+                 "no-double-commit still holds, because a member that is rebalancing cannot "
+                 "commit (generationIfStable), which is KIP-726's own argument"})
+spec.variant("shipped-default", "every consumer on Kafka's default list [range, "
+             "cooperative-sticky], protocol fixed at start-up (so EAGER)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+
+@spec.invariant("single-owner")
+def single_owner(s, p):
+    """No partition is owned by two consumers at once."""
+    return Forall(parts(p), lambda q: Count(*[s.owned[mp(p, j, q)] for j in members(p)]) <= 1)
+
+
+@spec.transition_property("revoke-before-assign", actions=["SyncGroup"])
+def revoke_before_assign(pre, post, action, args, outcome, p):
+    """Under COOPERATIVE, no partition is revoked from one member and assigned to another in the same round."""
+    round_done = (pre.group_state == CR) & (post.group_state == GroupState.Stable)
+
+    def revoked(j, q):
+        return pre.in_group[j] & pre.subscription_owned[mp(p, j, q)] & Not(post.assignment[mp(p, j, q)])
+
+    def added(j, q):
+        return post.assignment[mp(p, j, q)] & Not(pre.subscription_owned[mp(p, j, q)])
+    both = Exists(parts(p), lambda q: Exists(members(p), lambda a: revoked(a, q)) &
+                  Exists(members(p), lambda b: added(b, q)))
+    return Implies(round_done, Not(both))
+
+
+@spec.invariant("no-double-commit")
+def no_double_commit(s, p):
+    """No two members commit offsets for the same partition while both believe they own it."""
+    return Forall(parts(p), lambda q: Count(*[s.committed[mp(p, j, q)] for j in members(p)]) <= 1)
+
+
+@spec.transition_property("generation-monotonic",
+                          actions=["JoinGroup", "SyncGroup", "Heartbeat", "CommitOffsets"])
+def generation_monotonic(pre, post, action, args, outcome, p):
+    """A member never acts on a generation older than one it already completed."""
+    m = args["m"]
+    g = pre.member_generation[m]
+    return (g == -1) | (g >= pre.completed_generation[m])
+
+
+@spec.leads_to("rebalance-completes",
+               fair=["StartConsumer", "JoinGroup", "CompleteJoin", "JoinGroupResponse",
+                     "SyncGroup", "Heartbeat"])
+def rebalance_completes(s, p):
+    """Once a rebalance starts, the group eventually becomes Stable with every member stable and none needing a follow-up rebalance."""
+    done = (s.group_state == GroupState.Stable) & Forall(members(p), lambda j: Implies(
+        s.in_group[j], (s.member_state[j] == STABLE) & Not(s.rejoin_needed[j])))
+    return s.group_state == PR, done

@@ -1,0 +1,159 @@
+"""The classic group spec: verdicts at default bounds, state counts at small bounds, replay of
+every saved counterexample and scenario."""
+import json
+from pathlib import Path
+
+import pytest
+
+from checker.bfs import search
+from checker.loader import load_spec
+from checker.trace import load, replay
+from spec.lang import SpecError
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = load_spec("classic_group")
+PROPS = ["single-owner", "revoke-before-assign", "no-double-commit", "generation-monotonic"]
+VARIANTS = ["kip792", "pre-kip792", "double-bounce", "single-bounce", "kip726-dynamic",
+            "shipped-default"]
+
+# What the search finds at the spec's default parameters (members=3, partitions=2,
+# max_generation=4, timeouts=0), as measured; the spec's record (violates=) must agree.
+DEFAULT_VIOLATED = {
+    "kip792": set(), "pre-kip792": set(), "double-bounce": set(), "single-bounce": set(),
+    "kip726-dynamic": {"single-owner", "revoke-before-assign"}, "shipped-default": set(),
+}
+DEFAULT_TRACE_LENGTH = {("kip726-dynamic", "single-owner"): 20,
+                        ("kip726-dynamic", "revoke-before-assign"): 13}
+
+
+def test_names_are_the_issues():
+    assert list(spec.variants) == VARIANTS
+    assert list(spec.properties) == PROPS
+    assert spec.default_variant == "kip792"
+    assert "rebalance-completes" in spec.progress
+    assert set(spec.rules["claim-resolution"]) == {None, "pre-kip792"}
+
+
+@pytest.fixture(scope="module")
+def default_results():
+    return {v: search(spec.instantiate(v)) for v in VARIANTS}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_default_verdicts(default_results, variant):
+    res = default_results[variant]
+    assert res.exhaustive and res.cut_by_bounds > 0
+    assert set(res.found) == DEFAULT_VIOLATED[variant]
+    assert spec.variants[variant].expected_violations == DEFAULT_VIOLATED[variant]
+    for prop in PROPS:
+        assert res.status(prop) == ("violated" if prop in DEFAULT_VIOLATED[variant] else "holds")
+    for (v, prop), n in DEFAULT_TRACE_LENGTH.items():
+        if v == variant:
+            assert len(res.found[prop].steps) == n
+
+
+# (variant, timeouts) -> distinct states at members=2, partitions=2, max_generation=2
+SMALL_COUNTS = {
+    ("kip792", 0): 670, ("pre-kip792", 0): 670, ("double-bounce", 0): 7021,
+    ("single-bounce", 0): 1500, ("kip726-dynamic", 0): 3232, ("shipped-default", 0): 376,
+    ("kip792", 1): 5287, ("pre-kip792", 1): 5287, ("double-bounce", 1): 30932,
+    ("single-bounce", 1): 9019, ("kip726-dynamic", 1): 17443, ("shipped-default", 1): 3088,
+}
+
+
+@pytest.mark.parametrize("variant,timeouts", sorted(SMALL_COUNTS))
+def test_state_counts_small(variant, timeouts):
+    res = search(spec.instantiate(variant, {"members": 2, "max_generation": 2, "timeouts": timeouts}))
+    assert res.exhaustive
+    assert res.distinct_states == SMALL_COUNTS[variant, timeouts]
+    found = set(res.found)
+    # with timeouts a member that fell out keeps its partitions until its next request: two
+    # owners in every variant, yet never two committers (its commits are rejected)
+    if timeouts:
+        assert "single-owner" in found and "no-double-commit" not in found
+    else:
+        assert "single-owner" not in found
+    assert ("revoke-before-assign" in found) == (variant == "kip726-dynamic")
+    assert "generation-monotonic" not in found
+
+
+def test_zombie_trace_is_a_timeout():
+    res = search(spec.instantiate("kip792", {"members": 2, "max_generation": 2, "timeouts": 1}),
+                 ["single-owner"])
+    labels = [res.model.instances[k].action.name for k in res.found["single-owner"].steps]
+    assert "SessionTimeout" in labels and len(labels) == 11
+
+
+def test_two_members_hide_the_kip726_race():
+    # the race needs a follower slower than another member; with two the leader is the old member
+    res = search(spec.instantiate("kip726-dynamic", {"members": 2}), ["single-owner"])
+    assert res.exhaustive and not res.found
+
+
+SAVED = sorted((ROOT / "counterexamples" / "classic_group").rglob("*.json"))
+
+
+def test_every_violation_is_saved():
+    names = {(p.parent.name, p.stem) for p in SAVED}
+    assert names == {(v, prop) for v, props in DEFAULT_VIOLATED.items() for prop in props}
+
+
+@pytest.mark.parametrize("path", SAVED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_counterexample_replays(path):
+    doc = load(path)
+    model = spec.instantiate(doc["variant"], doc["params"])
+    r = replay(model, doc)
+    assert r.ok, r.message
+    assert len(doc["steps"]) == DEFAULT_TRACE_LENGTH[doc["variant"], doc["property"]]
+
+
+def test_counterexample_fails_under_default_variant():
+    # the KIP-726 single-owner trace starts with bounces the default variant does not have
+    doc = load(ROOT / "counterexamples/classic_group/kip726-dynamic/single-owner.json")
+    doc["variant"] = "kip792"
+    r = replay(spec.instantiate("kip792", doc["params"]), doc)
+    assert not r.ok
+
+
+SCENARIOS = sorted((ROOT / "tests" / "scenarios" / "classic_group").glob("*.json"))
+
+
+def test_at_least_six_scenarios():
+    assert len(SCENARIOS) >= 6
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_scenario_replays(path):
+    doc = load(path)
+    r = replay(spec.instantiate(doc["variant"], doc["params"]), doc)
+    assert r.ok, r.message
+
+
+def test_claim_rule_decides_the_tie():
+    # the same double claim at one generation: kip792 withholds partition 0, pre-kip792 keeps
+    # the first claim; swapping the variants must break each scenario's expectation
+    for name, other in (("equal_generation_claims_both_lose", "pre-kip792"),
+                        ("pre_kip792_first_claim_kept", "kip792")):
+        doc = json.loads((ROOT / "tests/scenarios/classic_group" / f"{name}.json").read_text())
+        r = replay(spec.instantiate(other, doc["params"]), doc)
+        assert not r.ok and r.failed_step == 2
+
+
+def test_kafka_13419_rejoin_claims_the_moved_partition():
+    doc = load(ROOT / "tests/scenarios/classic_group/kafka_13419_missed_sync.json")
+    r = replay(spec.instantiate("kip792", doc["params"]), doc)
+    steps = r.trace.steps
+    late = [i for i, s in enumerate(steps) if s.action == "SyncGroup" and s.outcome == "REBALANCE_IN_PROGRESS"]
+    assert late, "the delayed SyncGroup must be answered REBALANCE_IN_PROGRESS"
+    rejoin = steps[late[0] + 1]
+    assert rejoin.action == "JoinGroup" and rejoin.args == {"m": 1}
+    shown = spec.instantiate("kip792", doc["params"]).layout
+    after = dict(zip((f.name for f in shown.fields), shown.unpack_flat(rejoin.words)))
+    assert after["subscription_owned[5]"] == 1 and after["subscription_generation[1]"] == 2
+
+
+def test_bad_parameter_is_one_line_error():
+    with pytest.raises(SpecError, match="out of range"):
+        spec.instantiate("kip792", {"members": 4})
+    with pytest.raises(SpecError, match="unknown variant"):
+        spec.instantiate("kip-792")
