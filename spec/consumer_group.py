@@ -506,14 +506,55 @@ def StaticMemberExpires(s, p, m):
 # ---------------------------------------------------------------------------------------------
 # Variants: the default with one named change each
 
+ZOMBIE_19974 = (
+    "KAFKA-19974 keeps a member's epoch when it goes from UNREVOKED_PARTITIONS to "
+    "UNREVOKED_PARTITIONS, while the partitions it just revoked are released and may go to "
+    "another member at a later epoch; a commit the member sent for one of them at its (unchanged) "
+    "epoch is then accepted, because a commit at the member epoch is accepted for any partition "
+    "(ConsumerGroup.validateOffsetCommit, KIP-1251 as merged)")
+STATIC_LEAVE_20641 = (
+    "KAFKA-20641: a static member leaving with epoch -2 while in UNREVOKED_PARTITIONS keeps that "
+    "state with nothing pending revocation (consumerGroupStaticMemberGroupLeave clears the "
+    "pending partitions, not the state; the fix, PR #22473, is open)")
+
 spec.variant("kip1251", "the check as Kafka 4.3 ships it: assignment epoch <= epoch <= member epoch",
-             default=True)
-spec.variant("strict", "the check before KIP-1251: commit epoch == member epoch")
-spec.variant("revocation-epoch", "the KIP's rejected alternative: one revocation epoch per member")
-spec.variant("no-lower-bound", "commit epoch <= member epoch, without the assignment epoch")
-spec.variant("static-keeps-epochs", "a static member's leave keeps the assignment epochs")
-spec.variant("unrevoked-epoch-bump", "before KAFKA-19974: UNREVOKED -> UNREVOKED moves to "
-             "min(epoch + 1, target epoch)")
+             default=True, violates=["no-zombie-commit", "unrevoked-has-pending"],
+             findings={"no-zombie-commit": ZOMBIE_19974, "unrevoked-has-pending": STATIC_LEAVE_20641})
+spec.variant("strict", "the check before KIP-1251: commit epoch == member epoch",
+             violates=["no-zombie-commit", "no-spurious-fencing", "unrevoked-has-pending"],
+             findings={"no-zombie-commit": ZOMBIE_19974 + "; the strict check accepts it too",
+                       "no-spurious-fencing": "KAFKA-20066: the coordinator bumps the epoch of a member "
+                       "that keeps its partition while the heartbeat response is in flight; the "
+                       "client's commit at the old epoch is rejected",
+                       "unrevoked-has-pending": STATIC_LEAVE_20641})
+spec.variant("revocation-epoch", "the KIP's rejected alternative: one revocation epoch per member "
+             "(the member epoch at which a revocation from it last started, -1 for a new member)",
+             violates=["no-zombie-commit", "no-spurious-fencing", "unrevoked-has-pending"],
+             findings={"no-zombie-commit": "a member that left and rejoined under the same member id "
+                       "(KIP-1082 ids are the client's) starts with no revocation epoch, so a commit "
+                       "it sent before leaving, for a partition that went to another member, is "
+                       "accepted (with the revocation epoch starting at the join epoch instead, the "
+                       "shortest zombie is the KAFKA-19974 one)",
+                       "no-spurious-fencing": "as the KIP says: after a revocation of another "
+                       "partition, a commit at an epoch <= the revocation epoch is rejected for a "
+                       "partition the member kept all along",
+                       "unrevoked-has-pending": STATIC_LEAVE_20641})
+spec.variant("no-lower-bound", "commit epoch <= member epoch, without the assignment epoch",
+             violates=["no-zombie-commit", "unrevoked-has-pending"],
+             findings={"no-zombie-commit": "a commit sent before the member left, for a partition "
+                       "that went to another member, is accepted after the member rejoined under "
+                       "the same member id at a higher epoch",
+                       "unrevoked-has-pending": STATIC_LEAVE_20641})
+spec.variant("static-keeps-epochs", "a static member's leave keeps the assignment epochs",
+             violates=["no-zombie-commit", "unrevoked-has-pending"],
+             findings={"no-zombie-commit": ZOMBIE_19974 + " (the same trace as kip1251: keeping the "
+                       "epochs opens no further zombie, since the rejoin's new member id fences the "
+                       "old incarnation's commits)",
+                       "unrevoked-has-pending": STATIC_LEAVE_20641})
+spec.variant("unrevoked-epoch-bump", "before KAFKA-19974: UNREVOKED_PARTITIONS -> UNREVOKED_PARTITIONS "
+             "moves the member to min(epoch + 1, target epoch)",
+             violates=["unrevoked-has-pending"],
+             findings={"unrevoked-has-pending": STATIC_LEAVE_20641})
 
 
 # ---------------------------------------------------------------------------------------------
