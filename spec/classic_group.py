@@ -35,10 +35,11 @@ Properties:
 Progress (checked by the progress engine): rebalance-completes.
 
 The KAFKA-13419 interleaving (a delayed SyncGroup answered REBALANCE_IN_PROGRESS, the partition
-moved away in the missed assignment, the rejoin still claiming it) is reachable in every variant
-where COOPERATIVE members rebalance (kip792, pre-kip792, double-bounce); the scenario
-tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. See the notes for what it
-leads to.
+moved away in the missed assignment, the rejoin still claiming it) is exhibited by kip792 (and
+pre-kip792, which differs only in the claim rule) with three members and three partitions: the
+scenario tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. The stale claim is
+true (the member never applied the assignment that took the partition), so it is harmless; see
+spec/classic_group_notes.md.
 """
 from spec.lang import (And, Array, Bool, Count, Enum, Exists, Forall, If, Implies, Int, Max, Not,
                        Or, Spec)
