@@ -22,7 +22,7 @@ spec = Spec("consumer_group", __doc__)
 spec.param("members", 2, lo=1, hi=3, doc="member slots (a slot is one consumer; it may leave and rejoin)")
 spec.param("partitions", 2, lo=1, hi=3, doc="partitions of the one subscribed topic")
 spec.param("static_members", 1, lo=0, hi=3, doc="the first N slots are static members (group.instance.id)")
-spec.param("max_epoch", 4, lo=1, hi=20, doc="epoch cap of the explicit search (group, member and member-id epochs)")
+spec.param("max_epoch", 4, lo=1, hi=100, doc="epoch cap of the explicit search (group, member and member-id epochs)")
 spec.param("commits_in_flight", 1, lo=0, hi=3, doc="offset commits that may be in flight at once")
 
 Error = spec.outcomes(Enum("Error", "NONE STALE_MEMBER_EPOCH ILLEGAL_GENERATION UNKNOWN_MEMBER_ID "
