@@ -1,0 +1,151 @@
+"""The consumer_group spec (KIP-848 with KIP-1251 commit fencing): verdicts of every variant at the
+default bounds, state counts at a small bound, the shape of the findings' traces, replays of every
+saved counterexample and of every scenario taken from Kafka's unit tests."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.bfs import search
+from checker.loader import load_spec
+from checker.trace import build, load, replay
+
+ROOT = Path(__file__).resolve().parent.parent
+SAVED = ROOT / "counterexamples" / "consumer_group"
+SCENARIOS = ROOT / "tests" / "scenarios" / "consumer_group"
+SPEC = load_spec("consumer_group")
+VARIANTS = list(SPEC.variants)
+
+
+def test_names_are_the_issues():
+    assert SPEC.default_variant == "kip1251"
+    assert {"kip1251", "strict", "revocation-epoch", "no-lower-bound",
+            "static-keeps-epochs"} <= set(VARIANTS)
+    assert {"no-zombie-commit", "no-spurious-fencing", "single-owner", "epoch-order"} <= set(SPEC.properties)
+    assert {"members", "partitions", "static_members", "max_epoch", "commits_in_flight"} == set(SPEC.params)
+    assert SPEC.params["max_epoch"] and any(
+        f.type.search_bound for f in SPEC.instantiate().layout.fields if f.base == "group_epoch")
+    # the commit decision is a named rule with a replacement per commit-rule variant
+    assert set(SPEC.rules["offset-commit"]) == {None, "strict", "no-lower-bound", "revocation-epoch"}
+    for name in ("no-zombie-commit", "no-spurious-fencing"):
+        assert SPEC.properties[name].kind == "transition"
+        assert SPEC.properties[name].actions == ("HandleCommit",)
+    prog = SPEC.progress["eventually-converges"]
+    assert not {"Join", "Leave", "FenceMember"} & set(prog.fair)
+    assert {"Heartbeat", "HeartbeatResponse"} <= set(prog.fair)
+
+
+@pytest.fixture(scope="module")
+def default_results():
+    """One exhaustive search per variant at the default parameters, as check --all-variants runs."""
+    return {v: search(SPEC.instantiate(v)) for v in VARIANTS}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_default_verdicts(default_results, variant):
+    r = default_results[variant]
+    assert r.exhaustive
+    assert set(r.found) == SPEC.variants[variant].expected_violations
+    for prop in SPEC.properties:
+        assert r.status(prop) == ("violated" if prop in SPEC.variants[variant].expected_violations
+                                  else "holds")
+    # every recorded violation is explained
+    assert set(SPEC.variants[variant].findings) == SPEC.variants[variant].expected_violations
+
+
+def test_kip1251_fixes_the_race_but_not_the_19974_zombie(default_results):
+    strict, kip = default_results["strict"], default_results["kip1251"]
+    assert "no-spurious-fencing" in strict.found and "no-spurious-fencing" not in kip.found
+    assert len(strict.found["no-spurious-fencing"].steps) == 4
+    f = kip.found["no-zombie-commit"]
+    m = SPEC.instantiate("kip1251")
+    tr = build(m, f.property, f.kind, f.initial, f.steps)
+    assert len(tr) == 11
+    assert tr.steps[-1].action == "HandleCommit" and tr.steps[-1].outcome == "NONE"
+    # the accepted commit carries the member's unchanged epoch while the member stayed in
+    # UNREVOKED_PARTITIONS across a second revocation
+    states = [s for s in tr.steps if s.action == "Heartbeat"]
+    assert any(s.changes.get(f"holds[{k}]", (None, None))[0] == "PENDING_REVOCATION" and
+               s.changes.get(f"holds[{k}]")[1] == "NONE" for s in states for k in range(4))
+    assert "unrevoked-epoch-bump" in default_results
+    assert "no-zombie-commit" not in default_results["unrevoked-epoch-bump"].found
+
+
+def test_same_state_space_for_commit_rules(default_results):
+    # the commit rule decides outcomes, never the state: the rule variants explore the same graph
+    n = default_results["kip1251"].distinct_states
+    assert default_results["strict"].distinct_states == n
+    assert default_results["no-lower-bound"].distinct_states == n
+
+
+SMALL = {"partitions": 1, "max_epoch": 3}
+SMALL_COUNTS = {"kip1251": 22722, "strict": 22722, "revocation-epoch": 27718, "no-lower-bound": 22722,
+                "static-keeps-epochs": 24642, "unrevoked-epoch-bump": 22722}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_state_counts_small(variant):
+    r = search(SPEC.instantiate(variant, SMALL))
+    assert r.exhaustive and r.distinct_states == SMALL_COUNTS[variant]
+    # with one partition the KAFKA-19974 zombie needs a second partition: kip1251 has none
+    if variant == "kip1251":
+        assert "no-zombie-commit" not in r.found
+
+
+def _saved():
+    return sorted(SAVED.glob("*/*.json"))
+
+
+def test_every_violation_is_saved():
+    saved = {(p.parent.name, p.stem) for p in _saved()}
+    expected = {(v.name, prop) for v in SPEC.variants.values() for prop in v.expected_violations}
+    assert saved == expected
+
+
+@pytest.mark.parametrize("path", _saved(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_counterexample_replays(path):
+    doc = load(path)
+    m = SPEC.instantiate(doc["variant"], doc["params"])
+    r = replay(m, doc)
+    assert r.ok, r.message
+
+
+def test_zombie_trace_does_not_break_the_pre_19974_reconciliation():
+    doc = load(SAVED / "kip1251" / "no-zombie-commit.json")
+    m = SPEC.instantiate("unrevoked-epoch-bump", doc["params"])
+    assert not replay(m, doc).ok
+
+
+def _scenarios():
+    return sorted(SCENARIOS.glob("*.json"))
+
+
+def test_at_least_ten_scenarios():
+    assert len(_scenarios()) >= 10
+
+
+@pytest.mark.parametrize("path", _scenarios(), ids=lambda p: p.stem)
+def test_scenario_replays(path):
+    doc = load(path)
+    m = SPEC.instantiate(doc["variant"], doc["params"])
+    r = replay(m, doc)
+    assert r.ok, r.message
+
+
+def test_a_wrong_expected_error_code_fails(tmp_path):
+    doc = json.loads((SCENARIOS / "heartbeat_race_kip1251.json").read_text())
+    doc["steps"][-1]["expect"]["outcome"] = "ILLEGAL_GENERATION"
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    m = SPEC.instantiate(doc["variant"], doc["params"])
+    r = replay(m, load(p))
+    assert not r.ok and r.failed_step == len(doc["steps"])
+
+
+def test_bad_parameter_is_one_line_error():
+    r = subprocess.run([sys.executable, "-m", "checker.cli", "check", "consumer_group", "--param",
+                        "members=9"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "members=9" in r.stderr
