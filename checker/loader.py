@@ -26,7 +26,15 @@ def user_line(exc: BaseException) -> str:
 
 def load_spec(name_or_path: str) -> Spec:
     if name_or_path in SHIPPED:
-        module = importlib.import_module(SHIPPED[name_or_path])
+        try:
+            module = importlib.import_module(SHIPPED[name_or_path])
+        except SpecError:
+            raise
+        except SyntaxError as e:
+            raise SpecError(f"{e.filename}:{e.lineno}: syntax error in spec: {e.msg}") from None
+        except Exception as e:
+            raise SpecError(f"{user_line(e)}: loading spec {name_or_path} raised "
+                            f"{type(e).__name__}: {e}") from None
     elif name_or_path.endswith(".py") or "/" in name_or_path:
         path = Path(name_or_path)
         if not path.is_file():
