@@ -93,7 +93,7 @@ def check_on_spark(model, props, args, console):
         res = spark.check(model, **kw)
     line = res.distribution.line()
     if args.json:
-        Console(stderr=True, highlight=False).print(line, markup=False)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
     else:
         console.print(line, markup=False)
     return res

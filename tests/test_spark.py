@@ -1,0 +1,294 @@
+"""Spark against the single-process search: every shipped spec and variant gives the same
+verdicts, distinct-state counts, shortest trace lengths and (levels within one bfs block) the
+same traces; stopping rules, retried tasks, sweeps, the command line's errors, and a real
+standalone cluster."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from checker import bfs, spark
+from checker.cli import main
+from checker.loader import load_spec
+from checker.trace import Executor, build, load, replay
+from spec import SHIPPED
+
+ROOT = Path(__file__).resolve().parent.parent
+KCHECK = [sys.executable, "-m", "checker.cli"]
+# two threads, and a failed task is tried once more (local mode retries nothing otherwise)
+MASTER = "local[2,2]"
+# the single-process search's budget per variant at test bounds; larger spaces are cut by depth
+STATES = 20_000
+
+
+def kcheck(*args, timeout=120, env=None):
+    return subprocess.run(KCHECK + list(args), capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def sc():
+    yield spark.session(MASTER)
+    spark.stop_session()
+
+
+def _test_bounds(model):
+    """-> (max_depth or None, the single-process result at those bounds)."""
+    r = bfs.search(model, max_states=STATES)
+    if r.stop_reason != "max-states":
+        return None, r
+    depth = max(1, r.depth - 1)
+    return depth, bfs.search(model, max_depth=depth)
+
+
+def _end(model, f):
+    """What the tie-break fixes exactly: the violating state, or the violating step."""
+    ex = Executor(model)
+    words = tuple(f.initial)
+    for k in f.steps[:-1] if f.kind == "transition" else f.steps:
+        words = ex.apply(words, k)[0]
+    return (words, f.steps[-1]) if f.kind == "transition" else words
+
+
+def _deepest_level(model, r):
+    """bfs's depth counts one more, empty, level when the last level still has steps."""
+    if r.stop_reason is not None or r.depth == 0:
+        return r.depth
+    return r.depth - (bfs.search(model, max_depth=r.depth - 1).distinct_states == r.distinct_states)
+
+
+def assert_same(model, single, dist):
+    assert dist.distinct_states == single.distinct_states
+    assert (dist.exhaustive, dist.stop_reason) == (single.exhaustive, single.stop_reason)
+    assert dist.depth == _deepest_level(model, single)
+    assert sorted(dist.found) == sorted(single.found)
+    one_block = max(dist.distribution.levels or [0]) <= spark.BLOCK
+    for p, f in single.found.items():
+        g = dist.found[p]
+        assert (len(g.steps), g.kind) == (len(f.steps), f.kind), p
+        assert _end(model, g) == _end(model, f), p
+        if one_block:
+            assert (g.initial, g.steps) == (f.initial, f.steps), p
+
+
+CASES = [(name, v) for name in SHIPPED for v in load_spec(name).variants]
+
+
+@pytest.mark.parametrize("name,variant", CASES)
+def test_spark_matches_single_process(sc, name, variant):
+    model = load_spec(name).instantiate(variant)
+    max_depth, single = _test_bounds(model)
+    dist = spark.check(model, max_depth=max_depth, master=MASTER, slices=3)
+    assert_same(model, single, dist)
+    d = dist.distribution
+    if not d.in_driver:
+        assert d.rows >= d.distinct_reached >= dist.distinct_states
+        assert len(d.slice_states) == d.slices <= 3
+
+
+@pytest.mark.parametrize("slices", [1, 2, 5])
+def test_slice_count_does_not_change_the_answer(sc, slices):
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
+    dist = spark.check(model, master=MASTER, slices=slices)
+    assert_same(model, bfs.search(model), dist)
+    assert not dist.distribution.in_driver
+
+
+def test_stops_where_the_single_process_search_stops(sc):
+    # every property violated: bfs stops at the level of the last one found, and so must the
+    # merged answer, although each slice explores further than that
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
+    props = ["consistent", "commit-after-all-prepared"]
+    single = bfs.search(model, props, deadlock=False)
+    assert single.stop_reason == "all-violated"
+    # one slice per frontier state: from a prepared RM a slice needs a step more than bfs
+    dist = spark.check(model, props, deadlock=False, master=MASTER, slices=10)
+    assert_same(model, single, dist)
+    assert dist.distribution.distinct_reached > dist.distinct_states
+
+
+def test_max_depth(sc):
+    model = load_spec("two_phase").instantiate("lamport", {"N": 5})
+    for depth in (1, 4, 9):
+        assert_same(model, bfs.search(model, max_depth=depth),
+                    spark.check(model, max_depth=depth, master=MASTER, slices=3))
+
+
+MANY_INITIAL = '''
+"""Counters that start anywhere below a bound: many initial states, so no frontier is needed."""
+from spec.lang import Int, Spec
+
+spec = Spec("counters", __doc__)
+spec.param("top", 6, lo=2, hi=12, doc="largest counter value")
+
+
+@spec.state
+def state(p):
+    return {"a": Int(0, p.top), "b": Int(0, p.top)}
+
+
+@spec.init
+def init(p):
+    for a in range(p.top // 2):
+        yield {"a": a, "b": 0}
+
+
+@spec.action()
+def IncrementA(s, p):
+    s.require(s.a < p.top)
+    s.a = s.a + 1
+
+
+@spec.action()
+def IncrementB(s, p):
+    s.require(s.b < s.a)
+    s.b = s.b + 1
+
+
+@spec.invariant("b-below-top")
+def b_below_top(s, p):
+    """Counter b stays below the top."""
+    return s.b < p.top
+
+
+spec.variant("default", "as written", default=True, violates=["b-below-top"])
+'''
+
+
+def test_initial_states_partitioned_and_spec_by_path(sc, tmp_path):
+    path = tmp_path / "counters.py"
+    path.write_text(MANY_INITIAL)
+    model = load_spec(str(path)).instantiate(None, {"top": 8})
+    assert len(model.initial_words) == 4
+    dist = spark.check(model, master=MASTER, slices=2)
+    assert dist.distribution.frontier_depth == 0 and dist.distribution.slices == 2
+    assert_same(model, bfs.search(model), dist)
+    assert len(dist.found["b-below-top"].steps) == 13      # from a=3: 5 more a, 8 b
+
+
+def test_failed_task_is_retried_with_the_same_answer(sc):
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
+    clean = spark.check(model, master=MASTER, slices=3)
+    faulty = spark.check(model, master=MASTER, slices=3, fail_once=(0, 2))
+    assert_same(model, bfs.search(model), faulty)
+    assert faulty.found == clean.found
+    assert faulty.distribution.levels == clean.distribution.levels
+
+
+def test_progress_reports_slices_and_states(sc):
+    seen = []
+    model = load_spec("two_phase").instantiate("lamport", {"N": 5})
+    spark.check(model, master=MASTER, slices=4, progress=lambda *a: seen.append(a))
+    assert seen and seen[-1][:2] == (4, 4) and seen[-1][2] >= 8832
+
+
+def _json(argv, capsys):
+    code = main(argv)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _verdicts(doc):
+    return (doc["distinct_states"], doc["exhaustive"],
+            {p: (v["status"], v["trace_length"], v["trace"]) for p, v in doc["properties"].items()})
+
+
+def test_cli_check_spark_equals_single_process(sc, capsys):
+    argv = ["check", "two_phase", "--variant", "commit-without-prepares", "--param", "N=4", "--json"]
+    code1, single = _json(argv, capsys)
+    code2, dist = _json(argv + ["--spark", MASTER, "--slices", "3"], capsys)
+    assert code1 == code2 == 1
+    assert _verdicts(single) == _verdicts(dist)
+
+
+def test_cli_all_variants_on_spark(sc, capsys):
+    argv = ["check", "two_phase", "--all-variants", "--param", "N=3", "--json"]
+    code1, single = _json(argv, capsys)
+    code2, dist = _json(argv + ["--spark", MASTER], capsys)
+    assert code1 == code2 == 0       # every verdict matches the spec's record
+    assert [_verdicts(r) for r in single["results"]] == [_verdicts(r) for r in dist["results"]]
+
+
+def test_sweep_matrix_and_minimal_counterexample(sc, capsys, tmp_path):
+    argv = ["sweep", "two_phase", "--variant", "commit-without-prepares", "--param", "N=1..3",
+            "--json", "--save", "--out", str(tmp_path)]
+    code, local = _json(argv, capsys)
+    assert code == 1
+    assert [c["parameters"]["N"] for c in local["configurations"]] == [1, 2, 3]
+    assert [c["distinct_states"] for c in local["configurations"]] == \
+        [bfs.search(load_spec("two_phase").instantiate("commit-without-prepares", {"N": n})).distinct_states
+         for n in (1, 2, 3)]
+    cons = [c["properties"]["consistent"] for c in local["configurations"]]
+    assert [c["status"] for c in cons] == ["holds", "violated", "violated"]
+    minimal = local["minimal_counterexamples"]
+    # one RM cannot disagree with itself; two suffice, in three steps
+    assert minimal["consistent"]["parameters"]["N"] == 2
+    assert minimal["consistent"]["trace_length"] == 3
+    assert minimal["commit-after-all-prepared"]["parameters"]["N"] == 1
+    saved = minimal["consistent"]["saved"]
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 2})
+    assert replay(model, load(saved)).ok
+
+    code, on_spark = _json(argv[:-3] + ["--spark", MASTER], capsys)
+    assert code == 1
+    strip = lambda doc: [{k: v for k, v in c.items() if k != "elapsed_s"} for c in doc["configurations"]]
+    assert strip(on_spark) == strip(local)
+    assert {p: (m["parameters"], m["trace"]) for p, m in on_spark["minimal_counterexamples"].items()} == \
+        {p: (m["parameters"], m["trace"]) for p, m in local["minimal_counterexamples"].items()}
+
+
+def test_minimal_counterexample_prefers_the_shortest_trace_then_the_smallest_configuration():
+    from checker.bfs import Found
+    results = [{"params": {"a": 3, "b": 1}, "found": [("p", "invariant", (0,), [1, 2])]},
+               {"params": {"a": 1, "b": 2}, "found": [("p", "invariant", (0,), [1, 2])]},
+               {"params": {"a": 1, "b": 1}, "found": [("p", "invariant", (0,), [1, 2, 3])]}]
+    params, f = spark.minimal_counterexamples(results, ["a", "b"])["p"]
+    assert params == {"a": 1, "b": 2} and f == Found("p", "invariant", (0,), [1, 2])
+
+
+def test_bad_input_is_one_line_and_exit_2(sc, capsys):
+    for argv, msg in [(["check", "two_phase", "--slices", "2"], "--slices needs --spark"),
+                      (["check", "two_phase", "--spark", MASTER, "--max-states", "10"], "--max-depth"),
+                      (["sweep", "two_phase", "--param", "N=3..1"], "range is empty"),
+                      (["sweep", "two_phase", "--param", "N=x"], "write a range"),
+                      (["sweep", "two_phase", "--param", "members=1..2"], "unknown parameter"),
+                      (["sweep", "two_phase", "--param", "N=0..2"], "out of range")]:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1, (argv, err)
+
+
+def test_unreachable_master_fails_fast_in_one_line():
+    t = time.monotonic()
+    p = kcheck("check", "two_phase", "--spark", "spark://127.0.0.1:9")
+    assert p.returncode == 2 and time.monotonic() - t < 60
+    assert "cannot reach the Spark master" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_old_java_is_refused_in_one_line(tmp_path):
+    fake = tmp_path / "jdk" / "bin"
+    fake.mkdir(parents=True)
+    (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    (fake / "java").chmod(0o755)
+    env = dict(os.environ, JAVA_HOME=str(tmp_path / "jdk"))
+    p = kcheck("sweep", "two_phase", "--param", "N=1..2", "--spark", env=env)
+    assert p.returncode == 2 and "needs Java 17 or newer (found Java 11)" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(os.environ.get("KCHECK_SKIP_CLUSTER") == "1", reason="KCHECK_SKIP_CLUSTER=1")
+def test_standalone_cluster(tmp_path):
+    """A real master and two workers on 127.0.0.1, started from pyspark's own jars; the check on
+    them equals the single-process one; they are stopped after."""
+    env = dict(os.environ, KCHECK_CLUSTER_DIR=str(tmp_path / "cluster"))
+    p = subprocess.run(["bash", str(ROOT / "scripts" / "spark_standalone.sh"), "demo", "two_phase",
+                        "--variant", "commit-without-prepares"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=600, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "SAME verdicts, distinct states and trace lengths" in p.stdout
+    assert "consistent: violated (3 steps)" in p.stdout
+    assert not list((tmp_path / "cluster").glob("*.pid"))     # stopped
