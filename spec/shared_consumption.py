@@ -118,12 +118,12 @@ def key_range_range(partitions_per_topic: dict[str, int], subscriptions: dict[st
 # The model
 
 spec = Spec("shared_consumption", __doc__)
-spec.param("records", 4, lo=2, hi=8, doc="records in the shared partition (offsets 0..records-1)")
+spec.param("records", 6, lo=2, hi=12, doc="records in the shared partition (offsets 0..records-1)")
 spec.param("consumers", 2, lo=1, hi=3, doc="consumers of the group, all allowing key sharing")
 spec.param("hash_max", 3, lo=1, hi=15, doc="the key hash space is [0, hash_max]; key A hashes "
            "to 0, key B to hash_max")
-spec.param("fetch_max", 2, lo=1, hi=8, doc="offsets a fetch reads past the fetch position")
-spec.param("max_crashes", 1, lo=0, hi=3, doc="consumer crashes in a run (each one a rebalance)")
+spec.param("fetch_max", 1, lo=1, hi=12, doc="offsets a fetch reads past the fetch position")
+spec.param("max_crashes", 2, lo=0, hi=3, doc="consumer crashes in a run (each one a rebalance)")
 spec.param("max_ranges", 1, lo=1, hi=4, doc="committed ranges the coordinator holds above the "
            "stable offset before it answers MAX_INDIVIDUAL_COMMIT_REACHED")
 spec.param("max_ranges_to_commit", 2, lo=1, hi=4, doc="max.num.ranges.to.commit: ranges a "
@@ -275,7 +275,8 @@ def handle_commit(s, p, c, commit: list, transactional: bool, may_wait: bool = T
     # INDIVIDUAL_COMMIT_TOO_OLD: "the client adjusts its position to catch up with latest"
     setattr(s, f"position_c{c}", If(too_old, Max(f(s, "position", c), lso), f(s, "position", c)))
     if s.variant == "no-gap-amending":
-        setattr(s, f"fetched_from_c{c}", If(applied, f(s, "position", c),
+        after_last = Count(*[Exists(range(o, p.records), lambda q: commit[q]) for o in offsets(p)])
+        setattr(s, f"fetched_from_c{c}", If(applied, after_last,
                                             If(too_old, Max(f(s, "fetched_from", c), lso),
                                                f(s, "fetched_from", c))))
     setattr(s, f"in_purgatory_c{c}", Not(too_old) & wait)
@@ -285,9 +286,12 @@ def handle_commit(s, p, c, commit: list, transactional: bool, may_wait: bool = T
 
 
 def commit_set(s, p, c) -> list:
-    """What consumer c commits: what it processed (gap amending), or its whole fetched range."""
+    """What consumer c commits: what it processed (gap amending), or, without gap amending, the
+    whole range it went through since its last commit, up to the last record it processed."""
     if s.variant == "no-gap-amending":
-        return [(f(s, "fetched_from", c) <= o) & (o < f(s, "position", c)) for o in offsets(p)]
+        processed = f(s, "processed", c)
+        return [(f(s, "fetched_from", c) <= o) & Exists(range(o, p.records), lambda q: processed[q])
+                for o in offsets(p)]
     return [f(s, "processed", c)[o] for o in offsets(p)]
 
 
@@ -427,16 +431,54 @@ def CompleteRebalance(s, p):
 # ---------------------------------------------------------------------------------------------
 # Variants: the draft, and each with one change
 
-spec.variant("draft", "the design as the seed writes it", default=True)
-spec.variant("no-gap-amending", "a consumer commits the whole fetched range, not what it processed")
-spec.variant("no-fetch-filter", "fetch does not filter records already committed individually")
-spec.variant("no-purgatory", "transactional individual commits become visible at once")
+DEADLOCK = ("a consumer whose transactional commit waits in the purgatory is blocked and cannot "
+            "rejoin, while the record it waits for belongs to a member that waits for that "
+            "rebalance to finish: the purgatory waits for the rebalance and the rebalance for the "
+            "purgatory (with no crash at all, two consumers whose batched transactions each wait "
+            "for a record of the other deadlock the same way); only expelling the blocked member "
+            "(max.poll.interval.ms, transaction.timeout.ms) breaks it, throwing its work away")
+
+spec.variant("draft", "the design as the seed writes it", default=True,
+             violates=["deadlock"], findings={"deadlock": DEADLOCK})
+spec.variant("no-gap-amending", "a consumer commits the whole range it fetched, not what it processed",
+             violates=["no-loss"],
+             findings={"no-loss": "the fetched range holds the other consumers' keys, interleaved "
+                                  "with its own, so committing it moves the stable offset over "
+                                  "records nobody processed"})
+spec.variant("no-fetch-filter", "fetch does not filter records already committed individually",
+             violates=["at-least-once", "deadlock"],
+             findings={"at-least-once": "after a rebalance the consumer fetches from the stable "
+                                        "offset and processes again the records committed in "
+                                        "ranges above it",
+                       "deadlock": DEADLOCK})
+spec.variant("no-purgatory", "transactional individual commits become visible at once",
+             violates=["txn-order"],
+             findings={"txn-order": "a transactional commit above a gap is visible as a committed "
+                                    "range before the stable offset reaches it"})
 spec.variant("purgatory-first-offset", "a transactional commit leaves the purgatory once the "
-             "stable offset reaches its first offset (the seed's example cannot tell the two apart)")
+             "stable offset reaches its first offset (the seed's example cannot tell the two apart)",
+             violates=["txn-order", "deadlock"],
+             findings={"txn-order": "under key sharing a consumer's batch is several ranges "
+                                    "interleaved with another consumer's records; releasing it when "
+                                    "the stable offset reaches its first range makes the later "
+                                    "ranges visible above the stable offset",
+                       "deadlock": DEADLOCK})
 spec.variant("keep-fetched-on-move", "a consumer keeps its fetched, unprocessed records when its "
-             "key range moves (the seed does not say what revocation does to them)")
+             "key range moves (the seed does not say what revocation does to them)",
+             violates=["key-range-exclusive", "at-least-once", "deadlock"],
+             findings={"key-range-exclusive": "a record fetched under the old range is handed to "
+                                              "the application after the range moved to another "
+                                              "consumer",
+                       "at-least-once": "the kept record is processed, then fetched again from the "
+                                        "stable offset that the new generation starts from",
+                       "deadlock": DEADLOCK})
 spec.variant("lso-drop-only", "the LSO in a commit response only drops local ranges below it; "
-             "the consumer does not also treat the offsets below it as committed")
+             "the consumer does not also treat the offsets below it as committed",
+             violates=["at-least-once", "deadlock"],
+             findings={"at-least-once": "a consumer whose position is below the LSO forgets the "
+                                        "committed ranges there and fetches and processes them "
+                                        "again",
+                       "deadlock": DEADLOCK})
 
 
 # ---------------------------------------------------------------------------------------------
