@@ -1,0 +1,780 @@
+"""Idempotent and transactional producers with KIP-360 epoch bumps (seed 003) and KIP-890's
+epoch bump at the end of every transaction (transaction version 2).
+
+One transactional id, one partition with two in-sync replicas, one transaction coordinator.
+The producer instance (called "the producer") initialises, runs transactions, sends one record
+per batch with one batch in flight (max.in.flight.requests.per.connection=1), retries after a
+lost response, and times a request out while it is still on the wire (the request may arrive
+later: a zombie request). A second instance with the same transactional id may initialise at
+any time and so fence the first. Brokers: per replica the producer state entry (epoch, the
+retained sequence window, open transaction, coordinator epoch, last data offset), the log
+start offset (a follower learns the leader's by fetching), DeleteRecords, producer-id expiry,
+leader failover. The coordinator: InitProducerId with and without the current epoch, the last
+epoch kept for retries, EndTxn, transaction markers, coordinator failover (a retry reaches the
+new coordinator; a marker of the old one may still be on the wire).
+
+Decisions are named rules: `produce-append` (the leader's check of a produce request),
+`init-producer-id` (the coordinator's InitProducerId decision), `end-txn` (EndTxn),
+`marker-append` (the leader's check of a transaction marker). spec/producer_notes.md says
+which Kafka code each rule follows and what the model leaves out.
+
+Properties:
+- no-duplicate: no record is appended twice.
+- in-order: a producer's appended records keep their send order within a partition.
+- fenced-stays-fenced: once a newer instance initialised, the older one never appends again.
+- no-hanging-transaction: no transactional record is appended for a transaction the
+  coordinator does not consider ongoing at that partition.
+- marker-epoch-monotonic: the coordinator epoch on a partition's markers never decreases.
+- acknowledged-is-appended: a record the leader acknowledges is in the log (seed problem 2).
+"""
+from spec.lang import FALSE, Array, Bool, Enum, Int, Spec, If, And, Or, Min
+
+spec = Spec("producer", __doc__)
+spec.param("records", 2, lo=1, hi=4, doc="records the producer sends, one per batch")
+spec.param("max_epoch", 3, lo=1, hi=12, doc="producer epoch cap of the explicit search")
+spec.param("coordinator_failovers", 1, lo=0, hi=2, doc="transaction coordinator failovers")
+spec.param("leader_failovers", 1, lo=0, hi=3, doc="partition leader failovers")
+spec.param("deletions", 1, lo=0, hi=3, doc="DeleteRecords calls (or retention passes)")
+
+Error = spec.outcomes(Enum("Error", """NONE DUPLICATE_SEQUENCE_NUMBER OUT_OF_ORDER_SEQUENCE_NUMBER
+    UNKNOWN_PRODUCER_ID INVALID_PRODUCER_EPOCH PRODUCER_FENCED INVALID_TXN_STATE
+    CONCURRENT_TRANSACTIONS TRANSACTION_COORDINATOR_FENCED REQUEST_TIMED_OUT"""))
+ClientState = Enum("ClientState", """UNINITIALIZED INITIALIZING READY IN_TRANSACTION
+    COMMITTING_TRANSACTION ABORTING_TRANSACTION ABORTABLE_ERROR FATAL_ERROR""")
+EndTxnRequest = Enum("EndTxnRequest", "NO_REQUEST COMMIT ABORT")
+SecondInstance = Enum("SecondInstance", "NOT_STARTED INITIALIZING READY")
+TxnState = Enum("TxnState", "Empty Ongoing PrepareCommit PrepareAbort CompleteCommit CompleteAbort")
+
+REPLICAS = 2
+NO_EPOCH = -1
+
+
+def tv2(s):
+    """Transaction version 2 (KIP-890): partition verification on produce and an epoch bump at
+    every EndTxn. The 2.x world of pre-kip360 predates both; pre-kip890 removes them."""
+    return s.variant not in ("pre-kip360", "pre-kip890")
+
+
+def kip360_client(s):
+    return s.variant != "pre-kip360"
+
+
+@spec.state
+def state(p):
+    E = lambda: Int(NO_EPOCH, p.max_epoch, search_bound=True)
+    F = p.coordinator_failovers
+    return {
+        # the producer (TransactionManager + Sender)
+        "client": ClientState,
+        "epoch": E(),
+        "epoch_bump_required": Bool,            # TV1 + KIP-360: bump the epoch at the next abort
+        "epoch_bump": Bool,                     # InitProducerId with its epoch is in progress
+        "end_txn": EndTxnRequest,               # the EndTxn it is waiting for
+        "partition_in_txn": Bool,               # the partition is part of the current transaction
+        "sent": Int(0, p.records),              # records handed to the producer so far
+        "batch": Bool,                          # record sent-1 awaits its produce response
+        "batch_seq": Int(0, p.records),
+        "next_seq": Int(0, p.records),
+        # the produce request on the wire (it outlives a client-side timeout)
+        "request": Bool,
+        "request_record": Int(0, p.records - 1),
+        "request_seq": Int(0, p.records),
+        "request_epoch": E(),
+        # the second instance with the same transactional id
+        "second_instance": SecondInstance,
+        # the transaction coordinator (its state is in the transaction log)
+        "txn_epoch": E(),
+        "txn_last_epoch": E(),
+        "txn_state": TxnState,
+        "txn_partition": Bool,                  # the partition is in the coordinator's transaction
+        "coordinator_epoch": Int(0, F),
+        "marker": Array(Bool, F + 1),           # marker sent by coordinator epoch c, on the wire
+        "marker_epoch": Array(E(), F + 1),
+        "marker_commit": Array(Bool, F + 1),
+        # the partition: two in-sync replicas, per replica the producer state entry
+        "leader": Int(0, REPLICAS - 1),
+        "leader_failovers": Int(0, p.leader_failovers),
+        "deletions": Int(0, p.deletions),
+        # offsets, as the comparisons Kafka makes with a replica's log start offset
+        "log_start_behind": Array(Bool, REPLICAS),   # has not yet seen the leader's log start
+        "acked_below_log_start": Array(Bool, REPLICAS),  # the producer's last acked offset is
+        "data_below_log_start": Array(Bool, REPLICAS),   # its last data offset is
+        "producer_epoch": Array(E(), REPLICAS),                  # -1: no entry
+        "first_seq": Array(Int(-1, p.records), REPLICAS),        # retained window first..last
+        "last_seq": Array(Int(-1, p.records), REPLICAS),
+        "txn_open": Array(Bool, REPLICAS),
+        "entry_coordinator_epoch": Array(Int(-1, F), REPLICAS),
+        # history, for the properties
+        "appended": Array(Int(0, 2), p.records),  # times each record is in the log (capped at 2)
+        "max_appended": Int(-1, p.records - 1),
+        "last_marker_coordinator_epoch": Int(-1, F),
+        "fenced": Bool,                         # the second instance initialised after the first
+    }
+
+
+@spec.init
+def init(p):
+    F = p.coordinator_failovers
+    yield {
+        "client": ClientState.UNINITIALIZED, "epoch": NO_EPOCH,
+        "epoch_bump_required": False, "epoch_bump": False,
+        "end_txn": EndTxnRequest.NO_REQUEST, "partition_in_txn": False,
+        "sent": 0, "batch": False, "batch_seq": 0, "next_seq": 0,
+        "request": False, "request_record": 0, "request_seq": 0, "request_epoch": NO_EPOCH,
+        "second_instance": SecondInstance.NOT_STARTED,
+        "txn_epoch": NO_EPOCH, "txn_last_epoch": NO_EPOCH, "txn_state": TxnState.Empty,
+        "txn_partition": False, "coordinator_epoch": 0,
+        "marker": [False] * (F + 1), "marker_epoch": [NO_EPOCH] * (F + 1),
+        "marker_commit": [False] * (F + 1),
+        "leader": 0, "leader_failovers": 0, "deletions": 0, "log_start_behind": [False] * REPLICAS,
+        "acked_below_log_start": [False] * REPLICAS, "data_below_log_start": [False] * REPLICAS,
+        "producer_epoch": [NO_EPOCH] * REPLICAS, "first_seq": [-1] * REPLICAS,
+        "last_seq": [-1] * REPLICAS, "txn_open": [False] * REPLICAS,
+        "entry_coordinator_epoch": [-1] * REPLICAS,
+        "appended": [0] * p.records, "max_appended": -1,
+        "last_marker_coordinator_epoch": -1, "fenced": False,
+    }
+
+
+def replicas(p):
+    return range(REPLICAS)
+
+
+def coordinators(p):
+    return range(p.coordinator_failovers + 1)
+
+
+def ok_or_dup(e):
+    return (e == Error.NONE) | (e == Error.DUPLICATE_SEQUENCE_NUMBER)
+
+
+def prepare(s):
+    return (s.txn_state == TxnState.PrepareCommit) | (s.txn_state == TxnState.PrepareAbort)
+
+
+def complete(s):
+    return (s.txn_state == TxnState.CompleteCommit) | (s.txn_state == TxnState.CompleteAbort)
+
+
+
+def abortable(s):
+    """The client's move to ABORTABLE_ERROR after a failed batch (TransactionManager.
+    handleFailedBatch). A KIP-360 client on transaction version 1 also asks for an epoch bump
+    at the next abort (needToTriggerEpochBumpFromClient); with version 2 EndTxn bumps anyway."""
+    s.client = ClientState.ABORTABLE_ERROR
+    if kip360_client(s) and not tv2(s):
+        s.epoch_bump_required = True
+
+
+# ---------------------------------------------------------------------------------------------
+# The coordinator's decisions (TransactionCoordinator, TransactionMetadata)
+
+@spec.rule("init-producer-id")
+def init_producer_id(s, p, expected):
+    """InitProducerId (prepareInitProducerIdTransit + prepareIncrementProducerEpoch): a pending
+    transaction answers CONCURRENT_TRANSACTIONS (an ongoing one is fenced and aborted first);
+    without an epoch, or with the current one, the epoch is bumped; with the last epoch it is a
+    retry of a bump that already happened; any other epoch is fenced."""
+    busy = prepare(s) | (s.txn_state == TxnState.Ongoing)
+    if expected is None:
+        return If(busy, Error.CONCURRENT_TRANSACTIONS, Error.NONE)
+    valid = (s.txn_epoch == NO_EPOCH) | (expected == s.txn_epoch) | (expected == s.txn_last_epoch)
+    return If(busy, Error.CONCURRENT_TRANSACTIONS, If(valid, Error.NONE, Error.PRODUCER_FENCED))
+
+
+@spec.rule("init-producer-id", variant="no-last-epoch")
+def init_producer_id_no_last_epoch(s, p, expected):
+    """As Kafka, but with no last epoch: only the current epoch is accepted, so the retry of a
+    bump whose response was lost is fenced."""
+    busy = prepare(s) | (s.txn_state == TxnState.Ongoing)
+    if expected is None:
+        return If(busy, Error.CONCURRENT_TRANSACTIONS, Error.NONE)
+    valid = (s.txn_epoch == NO_EPOCH) | (expected == s.txn_epoch)
+    return If(busy, Error.CONCURRENT_TRANSACTIONS, If(valid, Error.NONE, Error.PRODUCER_FENCED))
+
+
+def fence_ongoing(s, when):
+    """prepareFenceProducerEpoch then an abort from the coordinator: epoch+1, no last epoch,
+    PrepareAbort (trunk after KAFKA-19367 aborts at epoch+1 with transaction version 2 too)."""
+    s.txn_epoch = If(when, s.txn_epoch + 1, s.txn_epoch)
+    s.txn_last_epoch = If(when, NO_EPOCH, s.txn_last_epoch)
+    s.txn_state = If(when, TxnState.PrepareAbort, s.txn_state)
+
+
+def coordinator_init(s, expected, out):
+    """The coordinator's transition for InitProducerId answered `out`."""
+    fence = s.txn_state == TxnState.Ongoing
+    if expected is None:
+        bump, last = out == Error.NONE, NO_EPOCH
+    else:
+        # a retry (expected == last epoch) changes nothing
+        bump = (out == Error.NONE) & ((s.txn_epoch == NO_EPOCH) | (expected == s.txn_epoch))
+        last = s.txn_epoch if s.variant != "no-last-epoch" else NO_EPOCH
+    s.txn_epoch = If(bump | fence, s.txn_epoch + 1, s.txn_epoch)
+    s.txn_last_epoch = If(bump, last, If(fence, NO_EPOCH, s.txn_last_epoch))
+    s.txn_state = If(bump, TxnState.Empty, If(fence, TxnState.PrepareAbort, s.txn_state))
+    s.txn_partition = If(bump, False, s.txn_partition)
+
+
+@spec.rule("end-txn")
+def end_txn(s, p, epoch, commit):
+    """EndTxn with transaction version 2 (TransactionCoordinator.endTransaction): 'retry' is the
+    epoch before the current one; Ongoing and Empty need the current epoch, PrepareX a retry,
+    CompleteX either; a commit of an empty transaction or a result that differs from the
+    completed one is INVALID_TXN_STATE."""
+    cur, retry, st = epoch == s.txn_epoch, epoch == s.txn_epoch - 1, s.txn_state
+    valid = If((st == TxnState.Ongoing) | (st == TxnState.Empty), cur,
+               If(prepare(s), retry, retry | cur))
+    if commit:
+        decided = If(st == TxnState.Ongoing, Error.NONE,
+                     If(st == TxnState.CompleteCommit, If(retry, Error.NONE, Error.INVALID_TXN_STATE),
+                        If(st == TxnState.PrepareCommit, Error.CONCURRENT_TRANSACTIONS,
+                           Error.INVALID_TXN_STATE)))
+    else:
+        decided = If((st == TxnState.Ongoing) | (st == TxnState.Empty) | (st == TxnState.CompleteAbort),
+                     Error.NONE,
+                     If(st == TxnState.CompleteCommit, If(retry, Error.INVALID_TXN_STATE, Error.NONE),
+                        If(st == TxnState.PrepareAbort, Error.CONCURRENT_TRANSACTIONS,
+                           Error.INVALID_TXN_STATE)))
+    return If(valid, decided, Error.PRODUCER_FENCED)
+
+
+def end_txn_v1(s, p, epoch, commit):
+    """EndTxn with transaction version 1 (endTransactionWithTV1): the epoch must be the current
+    one; Ongoing moves to PrepareX; a retry of a completed or preparing result is answered NONE
+    or CONCURRENT_TRANSACTIONS; anything else is INVALID_TXN_STATE."""
+    st = s.txn_state
+    done, doing = (TxnState.CompleteCommit, TxnState.PrepareCommit) if commit else \
+        (TxnState.CompleteAbort, TxnState.PrepareAbort)
+    return If(epoch != s.txn_epoch, Error.PRODUCER_FENCED,
+              If((st == TxnState.Ongoing) | (st == done), Error.NONE,
+                 If(st == doing, Error.CONCURRENT_TRANSACTIONS, Error.INVALID_TXN_STATE)))
+
+
+spec.rule("end-txn", variant="pre-kip890")(end_txn_v1)
+spec.rule("end-txn", variant="pre-kip360")(end_txn_v1)
+
+
+def coordinator_end_txn(s, epoch, commit, out):
+    """The coordinator's transition for EndTxn answered `out`; returns the epoch it replies."""
+    st = s.txn_state
+    done = TxnState.CompleteCommit if commit else TxnState.CompleteAbort
+    doing = TxnState.PrepareCommit if commit else TxnState.PrepareAbort
+    # a transaction with no partition completes at once: there is no marker to write
+    if tv2(s):
+        retry = (epoch == s.txn_epoch - 1) & ((st == TxnState.CompleteCommit) | (st == TxnState.CompleteAbort))
+        move = (out == Error.NONE) & ~retry
+        # prepareAbortOrCommit with version 2 bumps the epoch; the last epoch is the old one
+        s.txn_epoch = If(move, s.txn_epoch + 1, s.txn_epoch)
+        s.txn_last_epoch = If(move, s.txn_epoch, s.txn_last_epoch)
+    else:
+        move = (out == Error.NONE) & (st == TxnState.Ongoing)
+    s.txn_state = If(move, If(st == TxnState.Ongoing, doing, done), s.txn_state)
+
+
+# ---------------------------------------------------------------------------------------------
+# The partition leader's decisions (UnifiedLog.analyzeAndValidateProducerState,
+# ProducerAppendInfo.checkProducerEpoch / checkSequence / appendEndTxnMarker)
+
+def duplicate(s, r):
+    """findDuplicateBatch: same epoch and a sequence in the retained window (one-record
+    batches, at most `records` of them: the five-batch window never drops one)."""
+    pe, q = s.producer_epoch[r], s.request_seq
+    return (pe != NO_EPOCH) & (s.request_epoch == pe) & (s.first_seq[r] != -1) & \
+        (s.first_seq[r] <= q) & (q <= s.last_seq[r])
+
+
+@spec.rule("produce-append")
+def produce_append(s, p, r):
+    """Kafka today with transaction version 2: a duplicate is answered without appending; an
+    older epoch is INVALID_PRODUCER_EPOCH; a batch with no ongoing transaction at the partition
+    is verified with the coordinator, which adds the partition (busy: CONCURRENT_TRANSACTIONS,
+    another epoch: INVALID_PRODUCER_EPOCH); a new epoch, or no state, must start at sequence 0,
+    the same epoch must continue at last+1 (else OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+    e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
+    ongoing = s.txn_open[r] & (pe == e)
+    in_order = If(e != pe, q == 0, q == s.last_seq[r] + 1)
+    return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
+              If((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH,
+                 If(~ongoing & (s.txn_epoch == e) & prepare(s), Error.CONCURRENT_TRANSACTIONS,
+                    If(~ongoing & (s.txn_epoch != e), Error.INVALID_PRODUCER_EPOCH,
+                       If(in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER)))))
+
+
+@spec.rule("produce-append", variant="pre-kip890")
+def produce_append_v1(s, p, r):
+    """Transaction version 1 without verification: the leader takes a transactional batch on
+    its word; with no state any sequence is accepted (checkSequence, epoch -1)."""
+    e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
+    in_order = If(pe == NO_EPOCH, True, If(e != pe, q == 0, q == s.last_seq[r] + 1))
+    return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
+              If((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH,
+                 If(in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER)))
+
+
+@spec.rule("produce-append", variant="pre-kip360")
+def produce_append_pre_kip360(s, p, r):
+    """Kafka 2.3: an older epoch is PRODUCER_FENCED; with no state (or only a marker left at
+    the same epoch) a sequence other than 0 is UNKNOWN_PRODUCER_ID and 0 is accepted."""
+    e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
+    unknown = (pe == NO_EPOCH) | ((e == pe) & (s.last_seq[r] == -1))
+    in_order = If(e != pe, q == 0, q == s.last_seq[r] + 1)
+    return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
+              If((pe != NO_EPOCH) & (e < pe), Error.PRODUCER_FENCED,
+                 If(unknown & (q != 0), Error.UNKNOWN_PRODUCER_ID,
+                    If(unknown | in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER))))
+
+
+@spec.rule("marker-append")
+def marker_append(s, p, r, c):
+    """appendEndTxnMarker with transaction version 2: the marker's epoch must be above the
+    entry's, or equal with no open transaction (a retried marker, KAFKA-19999); a marker from
+    an older coordinator epoch is TRANSACTION_COORDINATOR_FENCED."""
+    me, pe = s.marker_epoch[c], s.producer_epoch[r]
+    stale = (me < pe) | ((me == pe) & s.txn_open[r])
+    return If(stale, Error.INVALID_PRODUCER_EPOCH,
+              If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
+
+
+def marker_append_v1(s, p, r, c):
+    """appendEndTxnMarker with transaction version 1: the marker's epoch must not be older."""
+    return If(s.marker_epoch[c] < s.producer_epoch[r], Error.INVALID_PRODUCER_EPOCH,
+              If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
+
+
+spec.rule("marker-append", variant="pre-kip890")(marker_append_v1)
+
+
+@spec.rule("marker-append", variant="pre-kip360")
+def marker_append_pre_kip360(s, p, r, c):
+    """Kafka 2.3: as version 1, but an older epoch is PRODUCER_FENCED (checkProducerEpoch)."""
+    return If(s.marker_epoch[c] < s.producer_epoch[r], Error.PRODUCER_FENCED,
+              If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
+
+
+def remove_entry(s, x, when):
+    s.producer_epoch[x] = If(when, NO_EPOCH, s.producer_epoch[x])
+    s.first_seq[x] = If(when, -1, s.first_seq[x])
+    s.last_seq[x] = If(when, -1, s.last_seq[x])
+    s.txn_open[x] = If(when, False, s.txn_open[x])
+    s.entry_coordinator_epoch[x] = If(when, -1, s.entry_coordinator_epoch[x])
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions, in the order the protocol runs them
+
+@spec.action(actors=("producer", "coordinator"))
+def InitProducerId(s, p):
+    """initTransactions: InitProducerId without an epoch (a new instance)."""
+    s.require((s.client == ClientState.UNINITIALIZED) | (s.client == ClientState.INITIALIZING))
+    out = s.rule("init-producer-id", expected=None)
+    coordinator_init(s, None, out)
+    s.respond(out)
+    s.epoch = If(out == Error.NONE, s.post.txn_epoch, s.epoch)
+    s.client = If(out == Error.NONE, ClientState.READY, ClientState.INITIALIZING)
+
+
+@spec.action(actors=("second instance", "coordinator"))
+def SecondInstanceInitProducerId(s, p):
+    """A second instance with the same transactional id calls initTransactions: once it gets
+    its epoch, the first instance (if already initialised) is a zombie."""
+    s.require(s.second_instance != SecondInstance.READY)
+    out = s.rule("init-producer-id", expected=None)
+    coordinator_init(s, None, out)
+    s.respond(out)
+    s.second_instance = If(out == Error.NONE, SecondInstance.READY, SecondInstance.INITIALIZING)
+    s.fenced = s.fenced | ((out == Error.NONE) & (s.epoch != NO_EPOCH))
+
+
+@spec.action(actors=("producer", "producer"))
+def BeginTransaction(s, p):
+    s.require(s.client == ClientState.READY, s.sent < p.records)
+    s.client = ClientState.IN_TRANSACTION
+    s.partition_in_txn = False
+
+
+@spec.action(actors=("producer", "coordinator"))
+def AddPartitionsToTxn(s, p):
+    """Transaction version 1: the producer adds the partition before its first send."""
+    s.require(s.client == ClientState.IN_TRANSACTION, ~s.partition_in_txn, s.sent < p.records)
+    if tv2(s):
+        s.require(False)
+    out = If(s.epoch != s.txn_epoch, Error.PRODUCER_FENCED,
+             If(prepare(s), Error.CONCURRENT_TRANSACTIONS, Error.NONE))
+    s.respond(out)
+    ok = out == Error.NONE
+    s.txn_state = If(ok, TxnState.Ongoing, s.txn_state)
+    s.txn_partition = s.txn_partition | ok
+    s.partition_in_txn = ok
+    s.client = If(out == Error.PRODUCER_FENCED, ClientState.FATAL_ERROR, s.client)
+
+
+@spec.action(actors=("producer", "producer"))
+def Send(s, p):
+    """send(): the record goes into a batch, which takes the partition's next sequence."""
+    s.require(s.client == ClientState.IN_TRANSACTION, ~s.batch, s.sent < p.records)
+    if not tv2(s):
+        s.require(s.partition_in_txn)
+    s.batch = True
+    s.batch_seq = s.next_seq
+    s.next_seq = s.next_seq + 1
+    s.sent = s.sent + 1
+    s.partition_in_txn = True
+
+
+@spec.action(actors=("producer", "leader"))
+def ProduceRequest(s, p):
+    """The Sender puts the batch on the wire (a first attempt or a retry)."""
+    s.require(s.batch, ~s.request)
+    s.request = True
+    s.request_record = s.sent - 1
+    s.request_seq = s.batch_seq
+    s.request_epoch = s.epoch
+
+
+@spec.action(r=replicas, lost=[False, True], actors=("producer", "leader {r}"))
+def Produce(s, p, r, lost):
+    """The produce request reaches the leader, which appends it or not; lost=True: the
+    response is lost (a disconnect) and the producer will retry the same batch."""
+    s.require(s.request, s.leader == r)
+    out = s.rule("produce-append", r=r)
+    s.respond(out)
+    s.request = False
+    ok = out == Error.NONE
+    if tv2(s):
+        # the coordinator added the partition when it verified the batch
+        verified = ok & ~(s.txn_open[r] & (s.producer_epoch[r] == s.request_epoch))
+        s.txn_state = If(verified, TxnState.Ongoing, s.txn_state)
+        s.txn_partition = s.txn_partition | verified
+    e, q = s.request_epoch, s.request_seq
+    for x in replicas(p):
+        # the follower replicates the batch and applies it to its producer state as well
+        cont = (s.producer_epoch[x] == e) & (s.last_seq[x] == q - 1) & (s.first_seq[x] != -1)
+        s.first_seq[x] = If(ok, If(cont, s.first_seq[x], q), s.first_seq[x])
+        s.last_seq[x] = If(ok, q, s.last_seq[x])
+        s.entry_coordinator_epoch[x] = If(ok & (s.producer_epoch[x] == NO_EPOCH), -1,
+                                          s.entry_coordinator_epoch[x])
+        s.producer_epoch[x] = If(ok, e, s.producer_epoch[x])
+        s.txn_open[x] = s.txn_open[x] | ok
+        if s.variant == "pre-kip360":
+            # a new batch lies above every replica's log start offset
+            s.data_below_log_start[x] = s.data_below_log_start[x] & ~ok
+    rec = s.request_record
+    for k in range(p.records):
+        s.appended[k] = If(ok & (rec == k), Min(s.appended[k] + 1, 2), s.appended[k])
+    s.max_appended = If(ok & (rec > s.max_appended), rec, s.max_appended)
+    if lost:
+        return
+    # only the batch the producer still waits for takes the response (a timed-out one does not)
+    mine = s.batch & (rec == s.sent - 1)
+    acked = mine & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER))
+    retriable = mine & (out == Error.CONCURRENT_TRANSACTIONS)
+    unknown = mine & (out == Error.UNKNOWN_PRODUCER_ID)
+    fenced = mine & (out == Error.PRODUCER_FENCED)
+    if kip360_client(s):
+        reset = FALSE
+    else:
+        # Kafka 2.3 (TransactionManager.canRetry): state lost to retention or DeleteRecords is
+        # taken as spurious: restart the partition's sequences at 0, same epoch, and retry
+        reset = unknown & s.acked_below_log_start[r]
+        for x in replicas(p):
+            # the acknowledged offset lies above every replica's log start offset
+            s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked
+    failed = mine & ~acked & ~retriable & ~fenced & ~reset
+    s.batch = If(acked | failed | fenced, False, s.batch)
+    s.batch_seq = If(reset, 0, s.batch_seq)
+    s.next_seq = If(reset, 1, s.next_seq)
+    s.client = If(fenced, ClientState.FATAL_ERROR, If(failed, ClientState.ABORTABLE_ERROR, s.client))
+    if kip360_client(s) and not tv2(s):
+        s.epoch_bump_required = s.epoch_bump_required | failed
+
+
+@spec.action(actors=("producer", "producer"))
+def DeliveryTimeout(s, p):
+    """delivery.timeout.ms expires while the request is still on the wire: the batch fails
+    (abortable), the request may still arrive later."""
+    s.require(s.batch, s.request)
+    s.respond(Error.REQUEST_TIMED_OUT)
+    s.batch = False
+    abortable(s)
+
+
+@spec.action(actors=("producer", "coordinator"))
+def CommitTransaction(s, p):
+    """commitTransaction: EndTxn(COMMIT) once every batch completed (none if nothing was sent)."""
+    s.require(s.client == ClientState.IN_TRANSACTION, ~s.batch)
+    s.client = If(s.partition_in_txn, ClientState.COMMITTING_TRANSACTION, ClientState.READY)
+    s.end_txn = If(s.partition_in_txn, EndTxnRequest.COMMIT, EndTxnRequest.NO_REQUEST)
+
+
+@spec.action(actors=("producer", "coordinator"))
+def AbortTransaction(s, p):
+    """abortTransaction, by the application or after an abortable error."""
+    s.require((s.client == ClientState.IN_TRANSACTION) | (s.client == ClientState.ABORTABLE_ERROR),
+              ~s.batch)
+    s.client = If(s.partition_in_txn | s.epoch_bump_required, ClientState.ABORTING_TRANSACTION,
+                  ClientState.READY)
+    s.end_txn = If(s.partition_in_txn, EndTxnRequest.ABORT, EndTxnRequest.NO_REQUEST)
+    s.epoch_bump = ~s.partition_in_txn & s.epoch_bump_required
+
+
+@spec.action(lost=[False, True], actors=("producer", "coordinator"))
+def EndTxn(s, p, lost):
+    """EndTxn reaches the coordinator; lost=True: the response is lost and the producer retries."""
+    s.require(s.end_txn != EndTxnRequest.NO_REQUEST)
+    outs = {}
+    for commit in (True, False):
+        outs[commit] = s.rule("end-txn", epoch=s.epoch, commit=commit)
+    is_commit = s.end_txn == EndTxnRequest.COMMIT
+    out = If(is_commit, outs[True], outs[False])
+    s.respond(out)
+    # both results are built; each applies under its own condition
+    st, ep, last = s.txn_state, s.txn_epoch, s.txn_last_epoch
+    coordinator_end_txn(s, s.epoch, True, outs[True])
+    c_state, c_epoch, c_last = s.post.txn_state, s.post.txn_epoch, s.post.txn_last_epoch
+    s.txn_state, s.txn_epoch, s.txn_last_epoch = st, ep, last
+    coordinator_end_txn(s, s.epoch, False, outs[False])
+    a_state, a_epoch, a_last = s.post.txn_state, s.post.txn_epoch, s.post.txn_last_epoch
+    s.txn_state = If(is_commit, c_state, a_state)
+    s.txn_epoch = If(is_commit, c_epoch, a_epoch)
+    s.txn_last_epoch = If(is_commit, c_last, a_last)
+    # with no partition there is no marker to write
+    prepared = (s.post.txn_state == TxnState.PrepareCommit) | (s.post.txn_state == TxnState.PrepareAbort)
+    empty = prepared & ~s.txn_partition
+    s.txn_state = If(empty, If(s.post.txn_state == TxnState.PrepareCommit, TxnState.CompleteCommit,
+                               TxnState.CompleteAbort), s.post.txn_state)
+    if lost:
+        return
+    ok = out == Error.NONE
+    if tv2(s):
+        # the response carries the (bumped) epoch; a new epoch starts sequences at 0
+        s.epoch = If(ok, s.post.txn_epoch, s.epoch)
+        s.next_seq = If(ok, 0, s.next_seq)
+    bump = ok & ~is_commit & s.epoch_bump_required
+    fatal = (out == Error.PRODUCER_FENCED) | (out == Error.INVALID_TXN_STATE)
+    s.end_txn = If(ok | fatal, EndTxnRequest.NO_REQUEST, s.end_txn)
+    s.epoch_bump = bump
+    s.client = If(fatal, ClientState.FATAL_ERROR,
+                  If(ok & ~bump, ClientState.READY, s.client))
+
+
+@spec.action(lost=[False, True], actors=("producer", "coordinator"))
+def EpochBump(s, p, lost):
+    """KIP-360 with transaction version 1: after an abortable error the abort is followed by
+    InitProducerId with the current epoch. lost=True: the response is lost and it is retried."""
+    s.require(s.epoch_bump)
+    out = s.rule("init-producer-id", expected=s.epoch)
+    coordinator_init(s, s.epoch, out)
+    s.respond(out)
+    if lost:
+        return
+    ok = out == Error.NONE
+    s.epoch = If(ok, s.post.txn_epoch, s.epoch)
+    s.next_seq = If(ok, 0, s.next_seq)
+    s.epoch_bump = out == Error.CONCURRENT_TRANSACTIONS
+    s.epoch_bump_required = If(ok, False, s.epoch_bump_required)
+    s.client = If(ok, ClientState.READY,
+                  If(out == Error.PRODUCER_FENCED, ClientState.FATAL_ERROR, s.client))
+
+
+@spec.action(actors=("coordinator", "coordinator"))
+def AbortTimedOutTransaction(s, p):
+    """transaction.timeout.ms: the coordinator fences the producer's epoch and aborts."""
+    s.require(s.txn_state == TxnState.Ongoing)
+    fence_ongoing(s, True)
+
+
+@spec.action(c=coordinators, actors=("coordinator", "leader"))
+def WriteTxnMarker(s, p, c):
+    """The coordinator (at coordinator epoch c) sends the partition its marker."""
+    s.require(s.coordinator_epoch == c, prepare(s), s.txn_partition, ~s.marker[c])
+    s.marker[c] = True
+    s.marker_epoch[c] = s.txn_epoch
+    s.marker_commit[c] = s.txn_state == TxnState.PrepareCommit
+
+
+@spec.action(c=coordinators, r=replicas, actors=("coordinator", "leader {r}"))
+def TxnMarkerArrives(s, p, c, r):
+    """A marker reaches the leader; the current coordinator completes the transaction."""
+    s.require(s.marker[c], s.leader == r)
+    out = s.rule("marker-append", r=r, c=c)
+    s.respond(out)
+    ok = out == Error.NONE
+    me = s.marker_epoch[c]
+    for x in replicas(p):
+        changed = s.producer_epoch[x] != me
+        s.first_seq[x] = If(ok & changed, -1, s.first_seq[x])
+        s.last_seq[x] = If(ok & changed, -1, s.last_seq[x])
+        s.producer_epoch[x] = If(ok, me, s.producer_epoch[x])
+        s.txn_open[x] = s.txn_open[x] & ~ok
+        s.entry_coordinator_epoch[x] = If(ok, c, s.entry_coordinator_epoch[x])
+    s.last_marker_coordinator_epoch = If(ok, c, s.last_marker_coordinator_epoch)
+    s.marker[c] = False
+    done = (s.coordinator_epoch == c) & prepare(s)
+    s.txn_state = If(done, If(s.txn_state == TxnState.PrepareCommit, TxnState.CompleteCommit,
+                              TxnState.CompleteAbort), s.txn_state)
+    s.txn_partition = s.txn_partition & ~done
+
+
+@spec.action(actors=("coordinator", "coordinator"))
+def CoordinatorFailover(s, p):
+    """The transaction log partition moves: the new coordinator loads the transaction from the
+    log (coordinator epoch+1); markers of the old one may still be on the wire."""
+    # only a failover during PrepareX can matter: the rest of the coordinator's state is in the
+    # transaction log, so a failover elsewhere only renames the coordinator epochs
+    s.require(s.coordinator_epoch < p.coordinator_failovers, prepare(s))
+    s.coordinator_epoch = s.coordinator_epoch + 1
+
+
+@spec.action(r=replicas, actors=("admin", "leader {r}"))
+def DeleteRecords(s, p, r):
+    """DeleteRecords (or retention) moves the leader's log start offset to its log end, past
+    every offset of the producer so far; the follower learns it later."""
+    # after KAFKA-7190 DeleteRecords touches nothing this model tracks: the producer state
+    # stays, and the producer reads the log start offset only from UNKNOWN_PRODUCER_ID, which a
+    # current broker never answers to a produce
+    s.require(s.variant == "pre-kip360", s.leader == r, s.deletions < p.deletions,
+              ~s.acked_below_log_start[r] | ~s.data_below_log_start[r])
+    s.deletions = s.deletions + 1
+    s.acked_below_log_start[r] = True
+    s.data_below_log_start[r] = True
+    s.log_start_behind[1 - r] = True
+    # before KAFKA-7190 (ProducerStateManager.truncateHead) a producer whose last data offset
+    # fell below the log start was removed
+    remove_entry(s, r, True)
+
+
+@spec.action(r=replicas, actors=("leader", "follower {r}"))
+def FollowerFetch(s, p, r):
+    """A follower learns the leader's log start offset from a fetch response."""
+    s.require(s.leader != r, s.log_start_behind[r])
+    s.log_start_behind[r] = False
+    s.acked_below_log_start[r] = s.acked_below_log_start[1 - r]
+    s.data_below_log_start[r] = s.data_below_log_start[1 - r]
+    remove_entry(s, r, s.data_below_log_start[1 - r])
+
+
+@spec.action(actors=("controller", "partition"))
+def LeaderFailover(s, p):
+    """The other (in-sync) replica becomes the leader, with the log start offset it has seen."""
+    s.require(s.leader_failovers < p.leader_failovers)
+    s.leader = 1 - s.leader
+    s.leader_failovers = s.leader_failovers + 1
+
+
+@spec.action(r=replicas, actors=("broker {r}", "broker {r}"))
+def ExpireProducer(s, p, r):
+    """producer.id.expiration.ms: an idle producer with no open transaction is forgotten
+    (long after any request or marker of it has been answered)."""
+    s.require(s.producer_epoch[r] != NO_EPOCH, ~s.txn_open[r], ~s.request, ~s.batch,
+              *[~s.marker[c] for c in coordinators(p)])
+    remove_entry(s, r, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+
+@spec.invariant("no-duplicate")
+def no_duplicate(s, p):
+    """No record is appended to the partition twice."""
+    return And(*[s.appended[k] <= 1 for k in range(p.records)])
+
+
+@spec.transition_property("in-order", actions=["Produce"])
+def in_order(pre, post, action, args, outcome, p):
+    """A producer's records are appended in the order it sent them."""
+    return ~(outcome == Error.NONE) | (pre.request_record >= pre.max_appended)
+
+
+@spec.transition_property("fenced-stays-fenced", actions=["Produce"])
+def fenced_stays_fenced(pre, post, action, args, outcome, p):
+    """Once a newer instance with the same transactional id has initialised, the older one never appends again."""
+    return ~(outcome == Error.NONE) | ~pre.fenced
+
+
+@spec.transition_property("no-hanging-transaction", actions=["Produce"])
+def no_hanging_transaction(pre, post, action, args, outcome, p):
+    """A transactional record is appended only while the coordinator's transaction includes the partition and has not completed, so that a marker will close it."""
+    unfinished = (post.txn_state == TxnState.Ongoing) | (post.txn_state == TxnState.PrepareCommit) | \
+        (post.txn_state == TxnState.PrepareAbort)
+    return ~(outcome == Error.NONE) | (unfinished & post.txn_partition)
+
+
+@spec.transition_property("marker-epoch-monotonic", actions=["TxnMarkerArrives"])
+def marker_epoch_monotonic(pre, post, action, args, outcome, p):
+    """The coordinator epoch on the markers appended to a partition never decreases."""
+    return ~(outcome == Error.NONE) | (args["c"] >= pre.last_marker_coordinator_epoch)
+
+
+@spec.transition_property("acknowledged-is-appended", actions=["Produce"])
+def acknowledged_is_appended(pre, post, action, args, outcome, p):
+    """A record the leader acknowledges is in the partition's log."""
+    return ~(outcome == Error.DUPLICATE_SEQUENCE_NUMBER) | (pre.appended[pre.request_record] >= 1)
+
+
+def transaction_open(s, p):
+    return Or(*[(s.leader == r) & s.txn_open[r] for r in replicas(p)])
+
+
+@spec.leads_to("every-transaction-ends", fair=["TxnMarkerArrives", "WriteTxnMarker", "EndTxn",
+                                                "EpochBump", "AbortTimedOutTransaction", "Produce",
+                                                "ProduceRequest", "DeliveryTimeout"])
+def every_transaction_ends(s, p):
+    """Every transaction open at the partition is eventually closed by a marker."""
+    return transaction_open(s, p), ~transaction_open(s, p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Variants
+
+spec.variant("kip360", "Kafka today: KIP-360 epoch bumps, producer state kept after DeleteRecords "
+             "(KAFKA-7190), transaction version 2 (KIP-890 verification and an epoch bump at every "
+             "EndTxn)", default=True,
+             findings={
+                 "no-hanging-transaction": "holds although an expired producer's state lets any "
+                 "epoch start at sequence 0: it is the coordinator's verification (KIP-890 part 1) "
+                 "that turns the zombie away, not the broker's state.",
+             })
+spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last acknowledged offset below "
+             "the log start, restart sequences at 0 with the same epoch; the broker drops a producer's "
+             "state with its segments and answers UNKNOWN_PRODUCER_ID (no epoch bump of any kind)",
+             violates=["no-duplicate", "fenced-stays-fenced", "no-hanging-transaction",
+                       "marker-epoch-monotonic", "acknowledged-is-appended"],
+             findings={
+                 "no-duplicate": "seed problem 1: a batch whose response was lost is appended again "
+                 "once DeleteRecords dropped the producer's state, either as the same sequence 0 "
+                 "or after the client reset the sequence to 0 (scenario seed-problem-1).",
+                 "acknowledged-is-appended": "seed problem 2: after the reset, a failover to a "
+                 "replica that has not seen the log start offset finds the old state; with "
+                 "equal-sized batches the reset batch matches a retained one and is answered as a "
+                 "duplicate, so the record is acknowledged and never written (the seed expected "
+                 "OUT_OF_ORDER_SEQUENCE_NUMBER, which needs a batch of another size).",
+                 "no-hanging-transaction": "seed problem 3: the zombie's sequence-0 write after "
+                 "its state was deleted opens a transaction the coordinator never heard of.",
+                 "fenced-stays-fenced": "seed problem 3: the same write is an append by an "
+                 "instance that a newer one fenced.",
+                 "marker-epoch-monotonic": "truncateHead drops the producer's entry with its "
+                 "coordinator epoch, so a marker from the coordinator before a failover, still on "
+                 "the wire, is appended after the new coordinator's (like KAFKA-9144 with "
+                 "expiry).",
+             })
+spec.variant("no-last-epoch", "InitProducerId bumps with the current epoch but keeps no last epoch "
+             "for retries",
+             findings={
+                 "fenced-stays-fenced": "every verdict equals kip360's: with transaction version 2 "
+                 "the client never sends InitProducerId with its epoch (EndTxn bumps it; "
+                 "needToTriggerEpochBumpFromClient is false), so the last epoch is never consulted. "
+                 "The rule differs (kcheck compare --rule init-producer-id); the scenario "
+                 "pre-kip890-bump-retry shows the retry that the last epoch lets through.",
+             })
+spec.variant("pre-kip890", "transaction version 1: no partition verification, no epoch bump at "
+             "EndTxn (KIP-360's client bump after an abortable error remains)",
+             violates=["fenced-stays-fenced", "no-hanging-transaction"],
+             findings={
+                 "no-hanging-transaction": "KAFKA-12671: a produce that timed out on the client "
+                 "and arrives after the abort's markers, at the same epoch, opens a transaction no "
+                 "marker will close (scenario kafka-12671); the shortest trace is a zombie whose "
+                 "state expired, accepted at sequence 0 because nothing verifies it.",
+                 "fenced-stays-fenced": "a fenced zombie whose producer state expired appends: "
+                 "with no state a version-1 leader accepts any epoch at any sequence.",
+             })
