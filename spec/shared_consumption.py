@@ -223,10 +223,7 @@ def after_commit(s, p, commit: list):
     """The coordinator state that applying `commit` (one bit an offset) would give: merged ranges,
     the stable offset advanced over the contiguous committed prefix, and the ranges above it."""
     merged = [committed_now(s, o) | commit[o] for o in offsets(p)]
-    prefix, stable = [], None
-    for o in offsets(p):
-        prefix.append(And(*merged[:o + 1]))
-    stable = Count(*prefix)
+    stable = Count(*[And(*merged[:o + 1]) for o in offsets(p)])
     above = [And(merged[o], stable <= o) for o in offsets(p)]
     return stable, above
 
@@ -239,7 +236,7 @@ def purgatory_wait(s, p, commit, new_stable):
 
 @spec.rule("purgatory-wait", variant="purgatory-first-offset")
 def purgatory_wait_first(s, p, commit, new_stable):
-    """... until the stable offset reaches the commit's first offset."""
+    """A transactional commit waits until the stable offset reaches its first offset."""
     return Not(Exists(offsets(p), lambda o: commit[o] & (s.stable_offset == o)))
 
 
