@@ -195,3 +195,24 @@ def test_bad_parameter_is_one_line_and_exit_2(capsys):
     assert main(["check", "shared_consumption", "--param", "consumers=9"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "consumers=9" in err
+
+
+def test_range_caps_livelock_every_enabled_step_changes_nothing():
+    from checker.trace import Executor
+    doc = load(ROOT / "tests/scenarios/shared_consumption/range_cap_livelock.json")
+    model = spec.instantiate("draft", doc["params"])
+    r = replay(model, doc)
+    assert r.ok, r.message
+    ex = Executor(model)
+    # every state reachable from the last one: the stable offset never moves again
+    seen, todo = {r.trace.steps[-1].words}, [r.trace.steps[-1].words]
+    while todo:
+        words = todo.pop()
+        for i in model.instances:
+            if ex.enabled(words, i.index):
+                nxt = ex.apply(words, i.index)[0]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+    assert 1 < len(seen) < 10
+    assert {model.layout.show(model.layout.unpack_flat(w))["stable_offset"] for w in seen} == {0}
