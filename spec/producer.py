@@ -144,16 +144,8 @@ def coordinators(p):
     return range(p.coordinator_failovers + 1)
 
 
-def ok_or_dup(e):
-    return (e == Error.NONE) | (e == Error.DUPLICATE_SEQUENCE_NUMBER)
-
-
 def prepare(s):
     return (s.txn_state == TxnState.PrepareCommit) | (s.txn_state == TxnState.PrepareAbort)
-
-
-def complete(s):
-    return (s.txn_state == TxnState.CompleteCommit) | (s.txn_state == TxnState.CompleteAbort)
 
 
 
