@@ -42,9 +42,10 @@ class Env:
     """Z3 terms for the field tags an expression may read: 'pre', 'post' (state variables) and
     'arg' (lifted rule arguments, by name). Memoises per tree node: the trees are DAGs."""
 
-    def __init__(self, pre=None, post=None, arg=None):
+    def __init__(self, pre=None, post=None, arg=None, bv: int | None = None):
         self.tags = {"pre": pre, "post": post}
         self.arg = arg or {}
+        self.bv = bv          # integers are bit-vectors of this width (bounded state spaces)
         self.memo: dict[int, object] = {}
 
 
@@ -61,7 +62,8 @@ def evaluate(e: Expr, env: Env, where: str):
     op, a = e.op, e.args
     if op == "const":
         v = a[0]
-        r = z3.BoolVal(v) if isinstance(v, bool) else z3.IntVal(int(v))
+        r = z3.BoolVal(v) if isinstance(v, bool) else \
+            z3.BitVecVal(int(v), env.bv) if env.bv else z3.IntVal(int(v))
     elif op == "field":
         idx, name, tag = a
         if tag == "arg":
@@ -140,6 +142,19 @@ class System:
         self.inv_exprs = {p.name: model.invariant_expr(p) for p in model.invariants}
         self.tprop_exprs = {p.name: [model.transition_expr(p, inst) for inst in self.insts]
                             for p in model.transition_props}
+        # With the search bounds kept every field is bounded: bit-vectors (bit-blasted to SAT)
+        # are several times faster than integer arithmetic there. The width leaves room for
+        # sums of fields; only a product of large fields could wrap.
+        self.bv = None
+        if keep_search_bounds:
+            widest = max([max(abs(f.type.lo), abs(f.type.hi)).bit_length() for f in self.lay.fields] + [1])
+            self.bv = min(64, max(8, widest + 6))
+
+    def env(self, pre, post=None) -> Env:
+        return Env(pre, post, bv=self.bv)
+
+    def num(self, x: int):
+        return z3.BitVecVal(x, self.bv) if self.bv else z3.IntVal(x)
 
     # -- solvers and states ----------------------------------------------------------------
     @property
@@ -170,7 +185,8 @@ class System:
         out = []
         for f in self.lay.fields:
             name = f"{tag}.{f.name}"
-            out.append(z3.Bool(name) if f.type.kind == "bool" else z3.Int(name))
+            out.append(z3.Bool(name) if f.type.kind == "bool" else
+                       z3.BitVec(name, self.bv) if self.bv else z3.Int(name))
         return out
 
     def _act(self, k: int) -> str:
@@ -203,7 +219,7 @@ class System:
         alts = []
         for words in self.model.initial_words:
             flat = self.lay.unpack_flat(words)
-            alts.append(z3.And(*[v == (z3.BoolVal(bool(x)) if f.type.kind == "bool" else z3.IntVal(x))
+            alts.append(z3.And(*[v == (z3.BoolVal(bool(x)) if f.type.kind == "bool" else self.num(x))
                                  for f, v, x in zip(self.lay.fields, S, flat)]))
         return z3.Or(*alts)
 
@@ -211,12 +227,12 @@ class System:
         return evaluate(self.insts[k].guard, env, self._act(k))
 
     def guards(self, S) -> list:
-        env = Env(S)
+        env = self.env(S)
         return [self.guard(k, env) for k in range(len(self.insts))]
 
     def step(self, S, c, T) -> list:
         """c names the instance that runs from S to T; its guard holds and T is its effect."""
-        env = Env(S)
+        env = self.env(S)
         n = len(self.insts)
         cons = [c >= 0, c < n]
         for k in range(n):
@@ -246,16 +262,16 @@ class System:
     def holds(self, prop: str, S):
         """An invariant (or deadlock freedom) as a Z3 condition on state S."""
         if prop == DEADLOCK:
-            env = Env(S)
+            env = self.env(S)
             enabled = [self.guard(k, env) for k in range(len(self.insts))]
             if self.model.terminal is not None:
                 enabled.append(evaluate(self.model.terminal, env, "the terminal condition"))
             return z3.Or(*enabled)
-        return evaluate(self.inv_exprs[prop], Env(S), f"{self.where_prop[prop]}: property {prop}")
+        return evaluate(self.inv_exprs[prop], self.env(S), f"{self.where_prop[prop]}: property {prop}")
 
     def step_ok(self, prop: str, S, c, T):
         """A transition property on the step S -c-> T."""
-        env = Env(S, T)
+        env = self.env(S, T)
         terms = []
         for k, e in enumerate(self.tprop_exprs[prop]):
             if e is None or (e.op == "const" and e.args[0]):
@@ -275,7 +291,8 @@ class System:
         out = []
         for f, v in zip(self.lay.fields, S):
             x = m.eval(v, model_completion=True)
-            out.append(int(z3.is_true(x)) if f.type.kind == "bool" else x.as_long())
+            out.append(int(z3.is_true(x)) if f.type.kind == "bool" else
+                       x.as_signed_long() if self.bv else x.as_long())
         return out
 
     def first_out_of_range(self, flat) -> FieldInfo | None:
@@ -393,59 +410,76 @@ def _check_props(model: Model, props: list[str] | None) -> list[str]:
 
 def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
         keep_search_bounds: bool = False, timeout_s: float | None = None,
-        check_domain: bool = True) -> BmcResult:
-    """Shortest violations of ``properties`` within ``depth`` steps from the initial states."""
+        check_domain: bool = True, min_depth: int = 0) -> BmcResult:
+    """Shortest violations of ``properties`` within ``depth`` steps from the initial states
+    (looking only at depths from ``min_depth`` on, when given: a quick search for a violation
+    of known length)."""
     props = _check_props(model, properties)
     sy = System(model, keep_search_bounds, timeout_s)
     res = BmcResult(model, props, 0)
     t0 = time.perf_counter()
-    s = sy.solver()
     states = [sy.state("s0")]
     choices: list = []
-    s.add(sy.init(states[0]))
+    path_cons = [sy.init(states[0])]
     pending = list(props)
 
-    def look(d: int):
+    def solve(*extra):
+        # a fresh solver per query: Z3's non-incremental tactics (bit-blasting, preprocessing)
+        # are many times faster here than its incremental core
+        s = sy.solver()
+        s.add(*path_cons, *extra)
+        return s.model() if sy.check(s) else None
+
+    def bad_at(p: str, d: int):
         S = states[d]
-        if check_domain and d > 0 and sy.check(s, sy.out_of_range(S)):
-            path = path_from(sy, s.model(), states, choices)
+        if sy.kind(p) == "transition":
+            return None if d == 0 else z3.Not(sy.step_ok(p, states[d - 1], choices[d - 1], S))
+        return z3.Not(sy.holds(p, S))
+
+    def look(d: int) -> bool:
+        """Check depth d; False when no path has d steps."""
+        if d < min_depth:
+            return True
+        S = states[d]
+        bads = {p: bad_at(p, d) for p in pending}
+        bads = {p: b for p, b in bads.items() if b is not None}
+        domain = sy.out_of_range(S) if check_domain and d > 0 else z3.BoolVal(False)
+        # one call per depth when nothing is wrong there (the common case)
+        if solve(z3.Or(domain, *bads.values())) is None:
+            return d == 0 or solve() is not None
+        m = solve(domain) if check_domain and d > 0 else None
+        if m is not None:
+            path = path_from(sy, m, states, choices)
             f = sy.first_out_of_range(path.states[-1])
             inst = model.instances[path.steps[-1]]
             raise SpecError(f"{sy.where_action[inst.action.name]}: action {inst.label} sets {f.name} to "
                             f"{path.states[-1][f.index]}, outside its range {f.type.lo}..{f.type.hi} "
                             f"(found by bmc at depth {d}): widen the field's Int range or guard the action")
-        for p in list(pending):
-            kind = sy.kind(p)
-            if kind == "transition":
-                if d == 0:
-                    continue
-                bad = z3.Not(sy.step_ok(p, states[d - 1], choices[d - 1], S))
-            else:
-                bad = z3.Not(sy.holds(p, S))
-            if sy.check(s, bad):
-                path = path_from(sy, s.model(), states, choices)
-                res.found[p] = Counterexample(p, kind, path)
+        for p, bad in bads.items():
+            m = solve(bad)
+            if m is not None:
+                res.found[p] = Counterexample(p, sy.kind(p), path_from(sy, m, states, choices))
                 pending.remove(p)
+        return True
 
     try:
         look(0)
         for d in range(1, depth + 1):
-            if not pending:
-                break
+            if props and not pending:
+                break   # every property is violated
             c = z3.Int(f"step{d}")
             T = sy.state(f"s{d}")
-            s.add(*sy.step(states[-1], c, T))
+            path_cons.extend(sy.step(states[-1], c, T))
             # ordinary fields stay in range on the path so far (a domain error is reported above)
-            s.add(*sy.in_range(states[-1]))
+            path_cons.extend(sy.in_range(states[-1]))
             if not check_domain:
-                s.add(*sy.in_range(T))
+                path_cons.extend(sy.in_range(T))
             states.append(T)
             choices.append(c)
-            if not sy.check(s):
+            if not look(d):
                 res.exhaustive = True   # no path has d steps: every behaviour was covered
                 break
             res.depth = d
-            look(d)
     except Inconclusive as e:
         res.inconclusive = f"solver: {e}"
     for p, cx in res.found.items():
@@ -508,7 +542,7 @@ def _houdini(sy: System, k: int, lemmas: list[str], dropped: dict) -> list[str]:
 
 
 def prove(model: Model, prop: str, k_max: int = 3, use_lemmas: bool = True,
-          timeout_s: float | None = None, bmc_depth: int = 10) -> ProofResult:
+          timeout_s: float | None = None, bmc_depth: int = 5) -> ProofResult:
     """Prove ``prop`` for every reachable state with the search bounds lifted, by k-induction
     for k = 1..k_max, assuming the spec's lemmas that are proved first. When it is not
     inductive, bmc looks ``bmc_depth`` steps deep for a real violation before saying so."""
@@ -525,7 +559,7 @@ def prove(model: Model, prop: str, k_max: int = 3, use_lemmas: bool = True,
             res.status, res.counterexample, res.cti_action = "proved", None, None
             res.reason = f"bmc covers every behaviour (none is longer than {b.depth} steps)"
         else:
-            res.reason = f"not inductive; no violation up to depth {b.depth} either"
+            res.reason = f"bmc finds no violation up to depth {b.depth} either"
     return res
 
 

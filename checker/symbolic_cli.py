@@ -49,7 +49,7 @@ def register(sub) -> dict:
     _common(p)
     p.add_argument("--k", type=_positive("--k"), default=3, help="largest k to try (1..K)")
     p.add_argument("--no-lemmas", action="store_true", help="do not assume the spec's lemmas")
-    p.add_argument("--bmc-depth", type=int, default=10,
+    p.add_argument("--bmc-depth", type=int, default=5,
                    help="when not inductive, look this deep for a real violation")
     p.add_argument("--save", action="store_true",
                    help="save violations under --out, counterexamples to induction under --out/induction")
@@ -119,6 +119,8 @@ def cmd_bmc(args, console) -> int:
     saved = {p: _save(cx.trace, args.out) for p, cx in res.found.items()
              if args.save and cx.trace is not None}
     scope = ("exhaustive: no behaviour is longer than %d steps" % res.depth if res.exhaustive else
+             f"every property checked is violated by depth {res.depth}"
+             if len(res.found) == len(res.properties) else
              f"inconclusive: {res.inconclusive}" if res.inconclusive else
              f"bounded: depth {res.depth}")
     bounds = "search bounds kept" if args.keep_search_bounds else "search bounds lifted"
@@ -195,7 +197,7 @@ def cmd_prove(args, console) -> int:
             line += (f" (k={r.k}: every reachable state, search bounds lifted)" if not r.reason
                      else f" ({r.reason})")
         elif r.status == "not-inductive":
-            line += f" at k=1..{r.k}" + (f"; {r.reason}" if r.reason else "")
+            line += (f" at k=1..{r.k}" if r.k > 1 else " at k=1") + (f"; {r.reason}" if r.reason else "")
         elif r.reason:
             line += f": {r.reason}"
         console.print(line, markup=False)

@@ -1,0 +1,384 @@
+"""The symbolic engine against the explicit search, on every shipped spec and on a small epoch
+spec of its own: bmc finds the search's shortest counterexamples and nothing the search does not,
+proofs never contradict the search, traces replay, rule comparison answers with a witness."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.bfs import search
+from checker.loader import load_spec
+from checker.symbolic import bmc, compare, fit_model, prove, rule_call_sites
+from checker.trace import replay, to_json
+from spec import SHIPPED
+from spec.lang import SpecError
+
+ROOT = Path(__file__).resolve().parent.parent
+KCHECK = [sys.executable, "-m", "checker.cli"]
+
+# Small bounds of the tests' own; specs without an entry shrink every parameter to at most 2.
+TEST_PARAMS = {"two_phase": {"N": 2}}
+# bmc proves "no violation at depth d" for every property up to this depth (or the search's
+# depth when smaller). Unsatisfiable unrollings grow costly fast on the Kafka specs (consumer_group:
+# about 1 s at depth 4, 12 s at depth 6, 24 s at depth 7 on this machine), so deeper violations are
+# checked at their own length: bmc must find one there, and it must replay.
+HOLD_DEPTH = 4
+MAX_STATES = 200_000
+TIMEOUT_S = 120
+
+
+def kcheck(*args, timeout=300):
+    return subprocess.run(KCHECK + list(args), capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+
+
+def small_params(name, spec):
+    if name in TEST_PARAMS:
+        return TEST_PARAMS[name]
+    return {p.name: max(p.lo, min(p.default, 2)) for p in spec.params.values()}
+
+
+def cases():
+    out = []
+    for name in sorted(SHIPPED):
+        spec = load_spec(name)
+        for v in spec.variants or [None]:
+            out.append(pytest.param(name, v, id=f"{name}-{v}"))
+    return out
+
+
+def replays(cx) -> bool:
+    tr = cx.trace
+    return tr is not None and replay(tr.model, to_json(tr)).ok
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-checks with the explicit search, over every shipped spec
+
+@pytest.mark.parametrize("name,variant", cases())
+def test_bmc_agrees_with_search(name, variant):
+    spec = load_spec(name)
+    model = spec.instantiate(variant, small_params(name, spec))
+    r = search(model, max_states=MAX_STATES)
+    lengths = {p: len(f.steps) for p, f in r.found.items()}
+    hold_depth = min(r.depth, HOLD_DEPTH)
+    # with the search's caps kept, bmc decides the very same state space as the search: up to
+    # hold_depth it finds exactly the violations the search finds, at the same lengths
+    b = bmc(model, depth=hold_depth, keep_search_bounds=True, timeout_s=TIMEOUT_S)
+    assert b.inconclusive is None
+    assert set(r.properties) == set(b.properties)
+    assert {p: len(c.path.steps) for p, c in b.found.items()} == \
+        {p: n for p, n in lengths.items() if n <= hold_depth}
+    for p, n in lengths.items():
+        if n > hold_depth:
+            cx = bmc(model, [p], depth=n, keep_search_bounds=True, timeout_s=TIMEOUT_S,
+                     min_depth=n).found.get(p)
+            assert cx is not None and len(cx.path.steps) == n, f"{p}: no {n}-step violation"
+        else:
+            cx = b.found[p]
+        assert replays(cx), p
+    # with the caps lifted, the search's violations are still there (at their length), and replay
+    for p, n in lengths.items():
+        cx = bmc(model, [p], depth=n, timeout_s=TIMEOUT_S, min_depth=n).found.get(p)
+        assert cx is not None and replays(cx), p
+
+
+@pytest.mark.parametrize("name,variant", cases())
+def test_prove_never_contradicts_the_search(name, variant):
+    spec = load_spec(name)
+    model = spec.instantiate(variant, small_params(name, spec))
+    r = search(model, max_states=MAX_STATES)
+    for p in r.found:
+        pr = prove(model, p, k_max=1, timeout_s=TIMEOUT_S, bmc_depth=0)
+        assert pr.status in ("violated", "not-inductive"), (p, pr.status)
+
+
+# ---------------------------------------------------------------------------------------------
+# Proofs on two_phase
+
+def test_two_phase_every_property_proved_with_lemmas():
+    model = load_spec("two_phase").instantiate("lamport", {"N": 3})
+    for p in model.spec.properties:
+        pr = prove(model, p, k_max=1)
+        assert pr.status == "proved" and pr.k == 1, (p, pr.status, pr.lemmas_dropped)
+    # deadlock freedom would need the converse lemmas too (a TM that has aborted has sent Abort):
+    # from a state where it has not, nothing is enabled
+    pr = prove(model, "deadlock", k_max=1, bmc_depth=0)
+    assert pr.status == "not-inductive" and replays(pr.counterexample)
+    pr = prove(model, "consistent", k_max=1)
+    assert set(pr.lemmas_used) == {p.name for p in model.invariants if p.lemma}
+
+
+def test_two_phase_consistent_not_inductive_without_lemmas():
+    model = load_spec("two_phase").instantiate("lamport", {"N": 3})
+    pr = prove(model, "consistent", k_max=2, use_lemmas=False, bmc_depth=6)
+    assert pr.status == "not-inductive" and pr.k == 2
+    cx = pr.counterexample
+    assert len(cx.path.steps) == 2 and pr.cti_action == cx.trace.steps[-1].label
+    # the counterexample to induction replays from its (unreachable) first state and ends in a
+    # state that breaks the property
+    assert replays(cx)
+    first = cx.trace.initial_state
+    assert first not in [model.layout.show(model.layout.unpack_flat(w)) for w in model.initial_words]
+
+
+def test_two_phase_broken_variant_violated_and_lemma_dropped():
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 3})
+    pr = prove(model, "consistent", k_max=2, bmc_depth=5)   # the base case sees 1-step violations
+    assert pr.status == "violated" and len(pr.counterexample.path.steps) == 3
+    assert sorted(s.action for s in pr.counterexample.trace.steps) == \
+        ["RMChooseToAbort", "RMRcvCommitMsg", "TMCommit"]
+    assert pr.lemmas_dropped.get("commit-after-all-prepared") == "violated"
+    assert prove(model, "commit-after-all-prepared", k_max=1).status == "violated"
+
+
+# ---------------------------------------------------------------------------------------------
+# A spec of the tests' own, with epochs and a rule with two variants
+
+EPOCHS = '''
+"""A member, its client and a coordinator: the client commits offsets with the last epoch it
+heard of; the coordinator bumps the group epoch."""
+from spec.lang import Spec, Int, Bool, Enum, If
+
+spec = Spec("epochs", __doc__)
+spec.param("max_epoch", 2, lo=1, hi=20)
+Error = spec.outcomes(Enum("Error", "NONE STALE_MEMBER_EPOCH"))
+
+
+@spec.state
+def state(p):
+    return {"group_epoch": Int(1, p.max_epoch, search_bound=True),
+            "member_epoch": Int(0, p.max_epoch, search_bound=True),
+            "client_epoch": Int(0, p.max_epoch, search_bound=True),
+            "committed": Bool}
+
+
+@spec.init
+def init(p):
+    yield {"group_epoch": 1, "member_epoch": 0, "client_epoch": 0, "committed": False}
+
+
+@spec.action
+def Bump(s, p):
+    s.group_epoch = s.group_epoch + 1
+
+
+@spec.action
+def Heartbeat(s, p):
+    s.require(s.member_epoch != s.group_epoch)
+    s.member_epoch = s.group_epoch
+
+
+@spec.action
+def HeartbeatResponse(s, p):
+    s.require(s.client_epoch != s.member_epoch)
+    s.client_epoch = s.member_epoch
+
+
+@spec.action
+def Commit(s, p):
+    decision = s.rule("offset-commit", epoch=s.client_epoch)
+    s.committed = decision == Error.NONE
+    s.respond(decision)
+
+
+@spec.action(e=lambda p: range(0, p.max_epoch + 1))
+def ZombieCommit(s, p, e):
+    s.respond(s.rule("offset-commit", epoch=e))
+
+
+@spec.rule("offset-commit")
+def lenient(s, p, epoch):
+    return If(epoch <= s.member_epoch, Error.NONE, Error.STALE_MEMBER_EPOCH)
+
+
+@spec.rule("offset-commit", variant="strict")
+def strict(s, p, epoch):
+    return If(epoch == s.member_epoch, Error.NONE, Error.STALE_MEMBER_EPOCH)
+
+
+@spec.invariant("member-behind-group", lemma=True)
+def member_behind_group(s, p):
+    """No member epoch is ahead of the group epoch."""
+    return s.member_epoch <= s.group_epoch
+
+
+@spec.invariant("client-behind-member")
+def client_behind_member(s, p):
+    """The client's epoch is never ahead of its member epoch."""
+    return s.client_epoch <= s.member_epoch
+
+
+@spec.invariant("group-epoch-below-three")
+def below_three(s, p):
+    """The group epoch stays below 3."""
+    return s.group_epoch < 3
+
+
+@spec.transition_property("commit-at-member-epoch", actions=["Commit"])
+def commit_at_member_epoch(pre, post, action, args, outcome, p):
+    """A commit is accepted only at the member's current epoch."""
+    return (outcome != Error.NONE) | (pre.client_epoch == pre.member_epoch)
+
+
+spec.variant("lenient", "accepts any epoch up to the member epoch", default=True,
+             violates=["commit-at-member-epoch"])
+spec.variant("strict", "accepts only the member epoch")
+'''
+
+
+@pytest.fixture
+def epochs(tmp_path):
+    f = tmp_path / "epochs.py"
+    f.write_text(EPOCHS)
+    return f
+
+
+def test_keep_bounds_matches_search_and_lifting_finds_more(epochs):
+    spec = load_spec(str(epochs))
+    m = spec.instantiate("lenient", {})
+    r = search(m)
+    assert r.exhaustive and r.cut_by_bounds > 0
+    assert "group-epoch-below-three" not in r.found   # the cap max_epoch=2 hides it
+    kept = bmc(m, depth=r.depth + 2, keep_search_bounds=True)
+    assert kept.exhaustive is False and "group-epoch-below-three" not in kept.found
+    # Heartbeat, then a Commit with the client still at epoch 0
+    assert len(kept.found["commit-at-member-epoch"].path.steps) == len(r.found["commit-at-member-epoch"].steps) == 2
+    lifted = bmc(m, ["group-epoch-below-three"], depth=4)
+    cx = lifted.found["group-epoch-below-three"]
+    assert [s.action for s in cx.trace.steps] == ["Bump", "Bump"]
+    # the trace leaves max_epoch=2: it is replayed in a model with a larger cap, and says so
+    assert cx.trace.model.params.max_epoch == 3 and "max_epoch=3" in cx.note
+    assert replays(cx)
+
+
+def test_fit_model_keeps_a_model_that_fits(epochs):
+    m = load_spec(str(epochs)).instantiate("lenient", {})
+    cx = bmc(m, ["commit-at-member-epoch"], depth=4).found["commit-at-member-epoch"]
+    assert fit_model(m, cx.path)[0] is m and cx.note is None
+
+
+def test_epoch_invariants_proved_for_every_epoch(epochs):
+    m = load_spec(str(epochs)).instantiate("strict", {})
+    for p in ("member-behind-group", "client-behind-member", "commit-at-member-epoch"):
+        assert prove(m, p, k_max=1).status == "proved", p
+    pr = prove(m, "group-epoch-below-three", k_max=2, bmc_depth=3)
+    assert pr.status == "violated" and len(pr.counterexample.path.steps) == 2
+    # lenient: commit-at-member-epoch fails once the client lags its member
+    pr = prove(load_spec(str(epochs)).instantiate("lenient", {}), "commit-at-member-epoch", k_max=1)
+    assert pr.status == "violated" and replays(pr.counterexample)
+
+
+def test_compare_finds_the_lenient_rule_accepts_strictly_more(epochs):
+    spec = load_spec(str(epochs))
+    sites = rule_call_sites(spec.instantiate("lenient", {}), "offset-commit")
+    assert len(sites) == 1 + 3   # Commit's client epoch, ZombieCommit's e = 0..2
+    r = compare(spec, "offset-commit", "lenient", "strict")
+    assert r.relation == "lenient accepts strictly more than strict"
+    assert r.a_rejects_b_accepts is None
+    d = r.b_rejects_a_accepts
+    assert (d.result_a, d.result_b) == ("NONE", "STALE_MEMBER_EPOCH")
+    assert "group-epoch-below-three" in r.assumed   # recorded as holding in both variants
+    # the witness really distinguishes the two rules
+    epoch = d.args["epoch"] if isinstance(d.args["epoch"], int) else d.state["client_epoch"]
+    assert epoch < d.state["member_epoch"]
+    r2 = compare(spec, "offset-commit", "strict", "lenient", lift=["epoch"])
+    assert r2.relation == "lenient accepts strictly more than strict"
+    assert r2.b_rejects_a_accepts is None and r2.a_rejects_b_accepts.args["epoch"] < \
+        r2.a_rejects_b_accepts.state["member_epoch"]
+    same = compare(spec, "offset-commit", "strict", "strict")
+    assert same.relation == "same-acceptance" and same.decisions_differ is None
+
+
+def test_compare_on_consumer_group_offset_commit():
+    """KIP-1251 says the new check is strictly weaker (accepts more) than the strict one."""
+    if "consumer_group" not in SHIPPED:
+        pytest.skip("consumer_group has not landed")
+    spec = load_spec("consumer_group")
+    if "offset-commit" not in spec.rules or not {"kip1251", "strict"} <= set(spec.variants):
+        pytest.skip("consumer_group has no offset-commit rule with kip1251 and strict variants")
+    r = compare(spec, "offset-commit", "kip1251", "strict", timeout_s=TIMEOUT_S)
+    assert r.inconclusive is None
+    assert r.relation == "kip1251 accepts strictly more than strict", r.relation
+    assert r.b_rejects_a_accepts is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+def test_cli_bmc_json_and_save(tmp_path):
+    p = kcheck("bmc", "two_phase", "--variant", "commit-without-prepares", "--param", "N=2",
+               "--property", "consistent", "--depth", "4", "--json", "--save", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["properties"]["consistent"]["status"] == "violated"
+    assert doc["properties"]["consistent"]["trace_length"] == 3
+    saved = tmp_path / "two_phase" / "commit-without-prepares" / "consistent.json"
+    assert saved.exists()
+    r = kcheck("replay", str(saved))
+    assert r.returncode == 0 and "REPRODUCES" in r.stdout
+
+
+def test_cli_bmc_bounded_exit_3_and_exhaustive_exit_0(epochs, tmp_path):
+    p = kcheck("bmc", "two_phase", "--param", "N=2", "--depth", "3")
+    assert p.returncode == 3 and "no violation up to depth 3" in p.stdout
+    # a spec whose every behaviour stops: bmc covers it all
+    stop = tmp_path / "stop.py"
+    stop.write_text('from spec.lang import Spec, Int\nspec = Spec("stop")\n'
+                    '@spec.state\ndef state(p):\n    return {"x": Int(0, 3)}\n'
+                    '@spec.init\ndef init(p):\n    yield {"x": 0}\n'
+                    '@spec.action\ndef Step(s, p):\n    s.require(s.x < 3)\n    s.x = s.x + 1\n'
+                    '@spec.invariant("small")\ndef small(s, p):\n    """x stays below 4."""\n'
+                    '    return s.x < 4\n')
+    p = kcheck("bmc", str(stop), "--depth", "10", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["exhaustive"] is True
+
+
+def test_cli_prove_output_and_codes(epochs):
+    p = kcheck("prove", "two_phase", "--property", "consistent")
+    assert p.returncode == 0 and "PROVED" in p.stdout and "benchmark: consistent:" in p.stdout
+    p = kcheck("prove", "two_phase", "--property", "consistent", "--no-lemmas", "--k", "1",
+               "--bmc-depth", "3", "--json")
+    assert p.returncode == 3
+    res = json.loads(p.stdout)["results"][0]
+    assert res["status"] == "not-inductive" and res["counterexample_to_induction"]["steps"]
+    p = kcheck("prove", str(epochs), "--property", "group-epoch-below-three", "--k", "1")
+    assert p.returncode == 1 and "VIOLATED" in p.stdout and "max_epoch=3" in p.stdout
+
+
+def test_cli_compare(epochs):
+    p = kcheck("compare", str(epochs), "--rule", "offset-commit", "--variants", "strict", "lenient",
+               "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["relation"] == "lenient accepts strictly more than strict"
+    assert doc["strict_accepts_all_lenient_accepts"] is False
+    assert doc["lenient_accepts_all_strict_accepts"] is True
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["bmc", "two_phase", "--depth", "0"], "--depth must be a positive integer"),
+    (["bmc", "two_phase", "--property", "nope"], "unknown property 'nope'"),
+    (["prove", "two_phase", "--variant", "nope"], "unknown variant 'nope'"),
+    (["compare", "two_phase", "--rule", "nope", "--variants", "lamport", "lamport"], "unknown rule 'nope'"),
+    (["bmc", "two_phase", "--timeout", "x"], "--timeout must be a number"),
+])
+def test_cli_bad_input_one_line_exit_2(args, needle):
+    p = kcheck(*args)
+    assert p.returncode == 2 and needle in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_unsupported_construct_names_the_spec_line(tmp_path):
+    f = tmp_path / "odd.py"
+    f.write_text('from spec.lang import Spec, Int, Expr\nspec = Spec("odd")\n'
+                 '@spec.state\ndef state(p):\n    return {"x": Int(0, 3)}\n'
+                 '@spec.init\ndef init(p):\n    yield {"x": 0}\n'
+                 '@spec.action\ndef Step(s, p):\n    s.require(Expr("xor", (s.x < 1, s.x < 2), "bool"))\n'
+                 '    s.x = 1\n')
+    with pytest.raises(SpecError, match=r"odd.py:9: action Step: the symbolic engine cannot "
+                                        r"evaluate operation 'xor'"):
+        bmc(load_spec(str(f)).instantiate(None, {}), depth=2)
+    p = kcheck("bmc", str(f), "--depth", "2")
+    assert p.returncode == 2 and "odd.py:9" in p.stderr and "Traceback" not in p.stderr
