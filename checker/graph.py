@@ -47,15 +47,17 @@ class GraphTooLarge(SpecError):
 
 @dataclass
 class StateGraph:
+    """The graph as arrays (what the checks walk) and, built on first use, as a networkx
+    DiGraph (``graph``: what export and users walk)."""
     model: Model
-    graph: nx.DiGraph
     compiled: Compiled
     fps: np.ndarray           # fingerprint per state index
     words: np.ndarray         # packed states, one column per state index
     depth: np.ndarray         # BFS depth
     parent: np.ndarray        # BFS-tree parent index (-1 for an initial state)
     via: np.ndarray           # instance that reached the state in the BFS tree (-1: initial)
-    enabled: list[int]        # per state: bitmask of instances that can take a step there
+    enabled_bits: np.ndarray  # per state: packed bits (little-endian) of the instances that
+                              # can take a step there
     deadlocked: np.ndarray    # per state: no instance enabled and not terminal (all False when
                               # the spec declares no terminal states)
     src: np.ndarray           # edges in index form, sorted by (src, dst, instance)
@@ -64,7 +66,9 @@ class StateGraph:
     transitions: int = 0
     cut_by_bounds: int = 0
     elapsed_s: float = 0.0
+    initial_count: int = 0    # states 0..initial_count-1 are the initial states
     _offsets: np.ndarray | None = field(default=None, repr=False)
+    _graph: nx.DiGraph | None = field(default=None, repr=False)
 
     @property
     def states(self) -> int:
@@ -73,6 +77,44 @@ class StateGraph:
     @property
     def max_depth(self) -> int:
         return int(self.depth.max()) if len(self.depth) else 0
+
+    def enabled(self, i: int) -> int:
+        """Bitmask of the instances that can take a step in state i."""
+        return int.from_bytes(self.enabled_bits[i].tobytes(), "little")
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """Nodes: fingerprints with ``index``, ``words``, ``depth``, ``enabled``, ``initial``,
+        ``deadlock``; an edge's ``actions``: the instances whose step takes it."""
+        if self._graph is None:
+            self._graph = self._to_networkx()
+        return self._graph
+
+    def _to_networkx(self) -> nx.DiGraph:
+        m = self.model
+        G = nx.DiGraph(spec=m.spec.name, variant=m.variant, params=m.params.as_dict())
+        fpl = [int(x) for x in self.fps.tolist()]
+        G.add_nodes_from((fpl[i], {"index": i, "words": self.state_words(i),
+                                   "depth": int(self.depth[i]), "enabled": self.enabled(i),
+                                   "initial": i < self.initial_count,
+                                   "deadlock": bool(self.deadlocked[i])})
+                         for i in range(len(fpl)))
+        src, dst = self.src, self.dst
+        if len(src):
+            brk = np.flatnonzero((src[1:] != src[:-1]) | (dst[1:] != dst[:-1])) + 1
+            starts, ends = np.r_[0, brk], np.r_[brk, len(src)]
+            al = self.act.tolist()
+            G.add_edges_from((fpl[s], fpl[d], {"actions": tuple(al[a:b])})
+                             for s, d, a, b in zip(src[starts].tolist(), dst[starts].tolist(),
+                                                   starts.tolist(), ends.tolist()))
+        return G
+
+    @property
+    def edges(self) -> int:
+        """Distinct (state, successor) pairs."""
+        if not len(self.src):
+            return 0
+        return 1 + int(((self.src[1:] != self.src[:-1]) | (self.dst[1:] != self.dst[:-1])).sum())
 
     def state_words(self, i: int) -> tuple:
         return tuple(int(x) for x in self.words[:, i])
@@ -99,9 +141,10 @@ class StateGraph:
         return self.trace_to(int(bad[0])) if bad.size else None
 
 
-def build_graph(model: Model, max_nodes: int | None = None, block: int = 1 << 15,
-                compiled: Compiled | None = None) -> StateGraph:
-    """Explore ``model`` breadth-first and keep every state and transition."""
+def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | None = None,
+                block: int = 1 << 15, compiled: Compiled | None = None) -> StateGraph:
+    """Explore ``model`` breadth-first and keep every state and transition. Deadlocks are
+    marked when the spec declares terminal states, or when ``deadlock`` says so."""
     t0 = time.perf_counter()
     comp = compiled or Compiled(model, [])
     W, K = model.layout.words, len(model.instances)
@@ -189,8 +232,7 @@ def build_graph(model: Model, max_nodes: int | None = None, block: int = 1 << 15
     words = np.concatenate(level_S, axis=1)
     depth = np.concatenate([np.full(len(f), d, dtype=np.int32) for d, f in enumerate(level_fp)])
     bits = np.concatenate(en_rows, axis=0) if en_rows else np.zeros((0, 1), dtype=np.uint8)
-    enabled = [int.from_bytes(row.tobytes(), "little") for row in bits]
-    if model.spec.check_deadlock:
+    if model.spec.check_deadlock if deadlock is None else deadlock:
         stuck = ~np.concatenate(any_guard)
         if terminal:
             stuck &= ~np.concatenate(terminal)
@@ -203,22 +245,9 @@ def build_graph(model: Model, max_nodes: int | None = None, block: int = 1 << 15
     order = np.lexsort((act, dst, src))
     src, dst, act = src[order], dst[order], act[order]
 
-    G = nx.DiGraph(spec=model.spec.name, variant=model.variant, params=model.params.as_dict())
-    fpl = [int(x) for x in fps.tolist()]
-    G.add_nodes_from((fpl[i], {"index": i, "words": tuple(int(x) for x in words[:, i]),
-                               "depth": int(depth[i]), "enabled": enabled[i],
-                               "initial": i < len(level_fp[0]), "deadlock": bool(stuck[i])})
-                     for i in range(len(fpl)))
-    if len(src):
-        brk = np.flatnonzero((src[1:] != src[:-1]) | (dst[1:] != dst[:-1])) + 1
-        starts, ends = np.r_[0, brk], np.r_[brk, len(src)]
-        al = act.tolist()
-        G.add_edges_from((fpl[s], fpl[d], {"actions": tuple(al[a:b])})
-                         for s, d, a, b in zip(src[starts].tolist(), dst[starts].tolist(),
-                                               starts.tolist(), ends.tolist()))
-    return StateGraph(model, G, comp, fps, words, depth, np.concatenate(parents),
-                      np.concatenate(vias), enabled, stuck, src, dst, act, transitions, cut,
-                      time.perf_counter() - t0)
+    return StateGraph(model, comp, fps, words, depth, np.concatenate(parents),
+                      np.concatenate(vias), bits, stuck, src, dst, act, transitions, cut,
+                      time.perf_counter() - t0, len(level_fp[0]))
 
 
 def _absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -288,11 +317,15 @@ def _instances(mask: int) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # Fair components
 
-def fair_components(H: nx.DiGraph, enabled, fair: int) -> list[set]:
+def fair_components(H: nx.DiGraph, enabled, fair: int, out_actions=None) -> list[set]:
     """The strongly connected components of H that hold a fair cycle under weak fairness of
     the instances in the bitmask ``fair``. ``enabled(node)`` is the bitmask of instances that
-    can take a step there; an edge's ``actions`` are the instances it stands for. A single node
-    counts (the behaviour may stutter there) when no fair instance is enabled at it."""
+    can take a step there; ``out_actions(node)`` yields the (instance, successor) steps leaving
+    it (by default read from the edges' ``actions``). A single node counts (the behaviour may
+    stutter there) when no fair instance is enabled at it."""
+    if out_actions is None:
+        def out_actions(u):
+            return ((k, v) for v, d in H.adj[u].items() for k in d["actions"])
     out = []
     for C in nx.strongly_connected_components(H):
         always = fair
@@ -303,10 +336,9 @@ def fair_components(H: nx.DiGraph, enabled, fair: int) -> list[set]:
         if always:
             taken = 0
             for u in C:
-                for v, d in H.adj[u].items():
+                for k, v in out_actions(u):
                     if v in C:
-                        for k in d["actions"]:
-                            taken |= 1 << k
+                        taken |= 1 << k
             if always & ~taken:
                 continue
         out.append(C)
@@ -338,21 +370,39 @@ def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
     p_ok = compile_condition(model, P, prop.name + ".P")(sg.words) if sg.states else np.zeros(0, bool)
     q_ok = compile_condition(model, Q, prop.name + ".Q")(sg.words) if sg.states else np.zeros(0, bool)
     not_q = ~q_ok
-    G = sg.graph
-    fpl = sg.fps.tolist()
-    H = G.subgraph([fpl[i] for i in np.flatnonzero(not_q).tolist()])
-    en = sg.enabled
-    comps = fair_components(H, lambda f: en[G.nodes[f]["index"]], fair)
-    res = ProgressResult(prop.name, prop.kind, "holds", fair_components=len(comps),
+    n = sg.states
+    nbytes = sg.enabled_bits.shape[1]
+    fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8) if nbytes else \
+        np.zeros(0, dtype=np.uint8)
+    fair_enabled = (sg.enabled_bits & fair_bytes).any(axis=1) if nbytes else np.zeros(n, bool)
+    # where no fair instance is enabled the behaviour may stop for ever: a fair component alone
+    stop = not_q & ~fair_enabled
+    # elsewhere a fair cycle needs at least two states; states without a predecessor or a
+    # successor among the candidates lie on no cycle and are trimmed before the SCC analysis
+    moving = sg.src != sg.dst
+    alive = not_q & fair_enabled
+    while True:
+        e = alive[sg.src] & alive[sg.dst] & moving
+        keep = alive & (np.bincount(sg.src[e], minlength=n) > 0) & (np.bincount(sg.dst[e], minlength=n) > 0)
+        if (keep == alive).all():
+            break
+        alive = keep
+    e[1:] &= (sg.src[1:] != sg.src[:-1]) | (sg.dst[1:] != sg.dst[:-1])   # one edge a pair
+    H = nx.DiGraph()
+    H.add_nodes_from(np.flatnonzero(alive).tolist())
+    H.add_edges_from(zip(sg.src[e].tolist(), sg.dst[e].tolist()))
+    comps = fair_components(H, sg.enabled, fair, sg.out_edges)
+    res = ProgressResult(prop.name, prop.kind, "holds", fair_components=len(comps) + int(stop.sum()),
                          not_q_states=int(not_q.sum()))
-    if not comps:
+    if not res.fair_components:
         return res
-    comp_id = np.full(sg.states, -1, dtype=np.int64)
+    comp_id = np.full(n, -1, dtype=np.int64)
     for c, C in enumerate(comps):
-        comp_id[[G.nodes[f]["index"] for f in C]] = c
+        comp_id[list(C)] = c
+    comp_id[stop] = len(comps) + np.arange(int(stop.sum()))
     in_b = comp_id >= 0
     # distance to a fair component, moving through not-Q states only
-    dist = np.full(sg.states, -1, dtype=np.int64)
+    dist = np.full(n, -1, dtype=np.int64)
     dist[in_b] = 0
     inside = not_q[sg.src] & not_q[sg.dst]
     es, ed = sg.src[inside], sg.dst[inside]
@@ -363,7 +413,7 @@ def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
             break
         d += 1
         dist[new] = d
-        front = np.zeros(sg.states, dtype=bool)
+        front = np.zeros(n, dtype=bool)
         front[new] = True
     cand = np.flatnonzero(p_ok & not_q & (dist >= 0))
     if not cand.size:
@@ -388,7 +438,7 @@ def _fair_loop(sg: StateGraph, e: int, comp_id: np.ndarray, fair: int) -> list[i
     obligation (disabled at a visited state, or taken); empty when the behaviour may stop at e.
     Greedy: go to the nearest state or edge that discharges an obligation, then return."""
     c = comp_id[e]
-    en = sg.enabled
+    en = _Enabled(sg)
     rem = fair & en[e]
     loop: list[int] = []
     cur = e
@@ -426,6 +476,17 @@ def _fair_loop(sg: StateGraph, e: int, comp_id: np.ndarray, fair: int) -> list[i
         for k, v in bfs(lambda u, k, v: "node" if v == e else None):
             loop.append(k)
     return loop
+
+
+class _Enabled:
+    def __init__(self, sg):
+        self.sg, self.cache = sg, {}
+
+    def __getitem__(self, i):
+        v = self.cache.get(i)
+        if v is None:
+            v = self.cache[i] = self.sg.enabled(i)
+        return v
 
 
 def _path(prev: dict, v) -> list[tuple[int, int]]:

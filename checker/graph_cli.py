@@ -34,6 +34,8 @@ def register(sub) -> dict:
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--max-nodes", type=_positive("--max-nodes"), default=2_000_000,
                    help="refuse graphs with more states than this (default 2,000,000)")
+    p.add_argument("--deadlock", action="store_true",
+                   help="report states with no successor even if the spec declares no terminal states")
     p.add_argument("--json", action="store_true")
     p.add_argument("--save", action="store_true",
                    help="save lassos and deadlocks under counterexamples/<spec>/<variant>/")
@@ -54,7 +56,7 @@ def cmd_graph(args, console) -> int:
         except OSError as e:
             raise BadInput(f"cannot write {args.output}: {e.strerror}") from None
         console.print(f"{model.spec.name}/{model.variant}: {sg.states:,} states, "
-                      f"{sg.graph.number_of_edges():,} edges written to {args.output} ({args.format})",
+                      f"{sg.edges:,} edges written to {args.output} ({args.format})",
                       markup=False)
     else:
         sys.stdout.write(text)
@@ -71,7 +73,8 @@ def _run(spec, variant, params, args):
     from checker.trace import Executor, build
     model = spec.instantiate(variant, params)
     names = args.property or list(spec.progress)
-    sg = build_graph(model, args.max_nodes)
+    check_deadlock = spec.check_deadlock or args.deadlock
+    sg = build_graph(model, args.max_nodes, check_deadlock)
     verdicts, traces = {}, {}
     for name in names:
         prop = spec.progress[name]
@@ -81,7 +84,7 @@ def _run(spec, variant, params, args):
         if r.lasso is not None:
             traces[name] = lasso_trace(sg, name, r.lasso)
             verdicts[name]["trigger_index"] = r.lasso.trigger_index
-    if spec.check_deadlock and not args.property:
+    if check_deadlock and not args.property:
         d = sg.deadlock()
         verdicts["deadlock"] = {"kind": "deadlock", "fair": [], "doc":
                                 "no reachable state without a successor",
@@ -123,7 +126,7 @@ def _graph_line(sg) -> str:
     bounds = sorted({f.base for f in sg.model.layout.fields if f.type.search_bound})
     cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
            f"counted as enabled for fairness" if sg.cut_by_bounds else "")
-    return (f"state graph: {sg.states:,} states, {sg.graph.number_of_edges():,} edges "
+    return (f"state graph: {sg.states:,} states, {sg.edges:,} edges "
             f"({sg.transitions:,} transitions), depth {sg.max_depth}, built in {sg.elapsed_s:.2f}s{cut}")
 
 
@@ -145,7 +148,7 @@ def _result_json(sg, verdicts, traces) -> dict:
                        "loop_index": tr.loop_index if tr is not None else None,
                        "trace": to_json(tr) if tr is not None else None}
     return {"spec": m.spec.name, "variant": m.variant, "parameters": m.params.as_dict(),
-            "states": sg.states, "edges": sg.graph.number_of_edges(), "transitions": sg.transitions,
+            "states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
             "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
             "elapsed_s": round(sg.elapsed_s, 3), "properties": props}
 
