@@ -172,7 +172,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
             masks = comp.guards(S)
             en = np.zeros((m, K), dtype=bool)
             anyg = np.zeros(m, dtype=bool)
-            cS, cpar, cact = [], [], []
+            cS, cfp, cpar, cact = [], [], [], []
             for k, mask in enumerate(masks):
                 if mask is False:
                     continue
@@ -197,6 +197,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
                 e_dfp.append(fpT)
                 e_act.append(np.full(idx.size, k, dtype=np.int32))
                 cS.append(T)
+                cfp.append(fpT)
                 cpar.append(idx + base + start)
                 cact.append(np.full(idx.size, k, dtype=np.int32))
             en_rows.append(np.packbits(en, axis=1, bitorder="little"))
@@ -205,7 +206,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
                 terminal.append(np.broadcast_to(comp.terminal(S), (m,)).copy())
             if cS:
                 T = np.concatenate(cS, axis=1)
-                u, first = np.unique(fingerprint(T), return_index=True)
+                u, first = np.unique(np.concatenate(cfp), return_index=True)
                 fresh = _absent(visited, u) & _absent(lfp, u)
                 u, first = u[fresh], first[fresh]
                 lfp = _merge(lfp, u)
