@@ -192,7 +192,7 @@ def _run_one(spec, variant, params, args, console):
                 raise BadInput(f"unknown property '{p}' for spec {spec.name}; properties: "
                                f"{', '.join(spec.properties)}")
     live, update = _progress_display(console) if not args.json else (None, None)
-    if getattr(args, "spark", None) or getattr(args, "slices", None):
+    if getattr(args, "spark", None) or getattr(args, "slices", None) or getattr(args, "partition", None):
         from checker.spark_cli import check_on_spark
         res = check_on_spark(model, props, args, console)
     elif live:

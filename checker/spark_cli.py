@@ -1,4 +1,5 @@
-"""Commands for Spark: `kcheck check ... --spark [MASTER] --slices N` and `kcheck sweep`."""
+"""Commands for Spark: `kcheck check ... --spark [MASTER] --slices N [--partition slices|ownership]`
+and `kcheck sweep`."""
 from __future__ import annotations
 
 import itertools
@@ -22,7 +23,13 @@ def register(subparsers) -> dict:
                             help="explore on Spark: local[*] by default, spark://host:port for a cluster")
         if "--slices" not in have:
             ck.add_argument("--slices", type=_positive("--slices"), metavar="N",
-                            help="with --spark: slices of the state space (default: Spark's cores)")
+                            help="with --spark: slices of the state space, or owners with --partition "
+                                 "ownership (default: Spark's cores)")
+        if "--partition" not in have:
+            ck.add_argument("--partition", choices=["slices", "ownership"], default=None,
+                            help="with --spark: 'slices' of the initial states or of a frontier, "
+                                 "each searched whole (the default), or 'ownership': each state "
+                                 "explored once, by the owner of its fingerprint, level by level")
         if "--verbose" not in have:
             ck.add_argument("--verbose", action="store_true", help="with --spark: Spark's own log")
 
@@ -76,21 +83,44 @@ def _progress(console: Console, verbose: bool, what: str):
     return None, None
 
 
+def _level_progress(verbose: bool):
+    """Like _progress, per level of the ownership mode."""
+    err = Console(stderr=True, highlight=False)
+    if err.is_terminal or verbose:
+        live = None
+        if err.is_terminal:
+            from rich.live import Live
+            live = Live(console=err, transient=True, refresh_per_second=4)
+
+        def update(depth, distinct, frontier):
+            msg = f"level {depth}: {distinct:,} distinct states, {frontier:,} new"
+            live.update(msg) if live else err.print(msg, markup=False)
+        return live, update
+    return None, None
+
+
 def check_on_spark(model, props, args, console):
     """`kcheck check --spark`: the SearchResult the single-process search would give."""
     from checker import spark
     if not args.spark:
-        raise SparkError("--slices needs --spark")
+        raise SparkError("--partition needs --spark" if getattr(args, "partition", None)
+                         else "--slices needs --spark")
     if getattr(args, "max_states", None):
         raise SparkError("--max-states bounds the single-process search; with --spark use --max-depth")
-    live, update = _progress(console, args.verbose, "slices")
     kw = dict(properties=props, max_depth=args.max_depth, deadlock=args.deadlock or None,
-              master=args.spark, slices=args.slices, verbose=args.verbose, progress=update)
+              master=args.spark, verbose=args.verbose)
+    if getattr(args, "partition", None) == "ownership":
+        from checker import spark_owner
+        live, update = _level_progress(args.verbose)
+        run = lambda: spark_owner.check(model, owners=args.slices, progress=update, **kw)
+    else:
+        live, update = _progress(console, args.verbose, "slices")
+        run = lambda: spark.check(model, slices=args.slices, progress=update, **kw)
     if live:
         with live:
-            res = spark.check(model, **kw)
+            res = run()
     else:
-        res = spark.check(model, **kw)
+        res = run()
     line = res.distribution.line()
     if args.json:
         Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)

@@ -1,0 +1,138 @@
+"""The ownership mode (checker/spark_owner.py) against the single-process search: every shipped
+spec and variant gives the same verdicts, distinct-state counts, transitions, depth and the very
+same traces (every level here fits one bfs block); no state is explored twice; the stopping
+rules, a retried task, more owners than cores, and the command line."""
+import json
+
+import numpy as np
+import pytest
+
+from checker import bfs, spark, spark_owner
+from checker.cli import main
+from checker.loader import load_spec
+from checker.trace import build
+from spec import SHIPPED
+
+MASTER = "local[2,2]"      # two threads; a failed task is tried once more
+STATES = 20_000            # the single-process budget per variant, as in tests/test_spark.py
+SPARK_LEVELS = 2           # levels built by the owners per variant (each costs a Spark job)
+
+
+@pytest.fixture(scope="module")
+def sc():
+    yield spark.session(MASTER)
+    spark.stop_session()
+
+
+def _test_bounds(model):
+    r = bfs.search(model, max_states=STATES)
+    if r.stop_reason != "max-states":
+        return None, r
+    depth = max(1, r.depth - 1)
+    return depth, bfs.search(model, max_depth=depth)
+
+
+def assert_same(model, single, own):
+    assert own.distinct_states == single.distinct_states
+    assert (own.exhaustive, own.stop_reason, own.depth) == \
+        (single.exhaustive, single.stop_reason, single.depth)
+    assert (own.transitions, own.cut_by_bounds) == (single.transitions, single.cut_by_bounds)
+    assert sorted(own.found) == sorted(single.found)
+    for p, f in single.found.items():
+        g = own.found[p]
+        assert (g.kind, g.initial, g.steps) == (f.kind, f.initial, f.steps), p
+        tr = build(model, p, g.kind, g.initial, g.steps)       # replays: every step enabled
+        assert len(tr) == len(f.steps)
+
+
+CASES = [(name, v) for name in SHIPPED for v in load_spec(name).variants]
+
+
+def test_driver_alone_matches_single_process():
+    """The numpy core the owners run, here all in the driver (no Spark). (Each test below runs
+    the first levels of its bounds in the driver too.)"""
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
+    own = spark_owner.check(model, master=None, prefix_states=10 ** 9)
+    assert own.distribution.in_driver
+    assert_same(model, bfs.search(model), own)
+
+
+@pytest.mark.parametrize("name,variant", CASES)
+def test_ownership_matches_single_process(sc, name, variant):
+    """The last levels of each variant's test bounds built by the owners on Spark."""
+    model = load_spec(name).instantiate(variant)
+    max_depth, single = _test_bounds(model)
+    depth = single.depth if max_depth is None else max_depth
+    own = spark_owner.check(model, max_depth=max_depth, master=MASTER, owners=2,
+                            prefix_depth=max(0, depth - SPARK_LEVELS))
+    assert_same(model, single, own)
+    d = own.distribution
+    if not d.in_driver:
+        assert 1 <= d.spark_levels <= SPARK_LEVELS + 1     # +1: the level that finds nothing
+        assert sum(d.owner_states) == own.distinct_states    # each state held by one owner
+
+
+def test_every_level_on_spark_with_more_owners_than_cores(sc):
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 2})
+    single = bfs.search(model, deadlock=True)
+    own = spark_owner.check(model, deadlock=True, master=MASTER, owners=3, prefix_depth=0)
+    assert_same(model, single, own)
+    d = own.distribution
+    assert d.prefix_depth == 0 and d.spark_levels == single.depth + 1   # the last finds none
+    assert len(d.owner_states) == 3 and all(n > 0 for n in d.owner_states)
+    assert sum(d.owner_states) == single.distinct_states
+    assert d.levels[0] == 1 and sum(d.levels) == single.distinct_states
+    # the traces end past the driver's prefix: the driver looked them up in the owners' stores
+    assert d.lookup_jobs >= 1 and 0 < d.sent_away < d.sent
+
+
+def test_stops_where_the_single_process_search_stops(sc):
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
+    props = ["consistent", "commit-after-all-prepared"]
+    single = bfs.search(model, props, deadlock=False)
+    assert single.stop_reason == "all-violated"
+    assert_same(model, single, spark_owner.check(model, props, deadlock=False, master=MASTER,
+                                                 owners=2, prefix_depth=0))
+    single = bfs.search(model, max_depth=4)
+    assert_same(model, single, spark_owner.check(model, max_depth=4, master=MASTER, owners=2,
+                                                 prefix_depth=2))
+
+
+def test_failed_task_is_retried_with_the_same_answer(sc):
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 3})
+    single = bfs.search(model)
+    own = spark_owner.check(model, master=MASTER, owners=2, prefix_depth=6, fail_once_at=7)
+    assert_same(model, single, own)
+
+
+def test_owner_of_spreads_one_word_states():
+    # a one-word state is its own fingerprint: consecutive values must not land on one owner
+    counts = np.bincount(spark_owner.owner_of(np.arange(4096, dtype=np.uint64), 4), minlength=4)
+    assert counts.min() > 800
+
+
+def test_merge_keeps_the_least_action_then_parent():
+    S = np.array([[7, 7, 7, 9]], dtype=np.uint64)
+    cands = [(np.array([7, 9], np.uint64), S[:, [0, 3]], np.array([50, 1], np.uint64),
+              np.array([3, 0], np.int32)),
+             (np.array([7, 7], np.uint64), S[:, [1, 2]], np.array([40, 60], np.uint64),
+              np.array([2, 2], np.int32))]
+    (fp, words, par, act), visited = spark_owner.merge(np.array([9], np.uint64), cands)
+    assert fp.tolist() == [7] and par.tolist() == [40] and act.tolist() == [2]
+    assert visited.tolist() == [7, 9]
+
+
+def test_cli_ownership_equals_single_process(sc, capsys):
+    argv = ["check", "two_phase", "--variant", "commit-without-prepares", "--param", "N=3", "--json"]
+    assert main(argv) == 1
+    single = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--spark", MASTER, "--partition", "ownership", "--slices", "2"]) == 1
+    own = json.loads(capsys.readouterr().out)
+    keys = ("distinct_states", "transitions", "depth", "exhaustive", "stop_reason", "properties")
+    assert {k: own[k] for k in keys} == {k: single[k] for k in keys}
+
+
+def test_partition_without_spark_is_one_line_and_exit_2(capsys):
+    assert main(["check", "two_phase", "--partition", "ownership"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--partition needs --spark" in err and len(err.splitlines()) == 1
