@@ -89,10 +89,12 @@ def _absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def search(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
            max_states: int | None = None, deadlock: bool | None = None,
-           progress=None, block: int = 1 << 15, initial: list[tuple] | None = None) -> SearchResult:
+           progress=None, block: int = 1 << 15, initial: list[tuple] | None = None,
+           on_level=None) -> SearchResult:
     """Explore ``model`` breadth-first. ``progress(depth, distinct, frontier)`` is called per
     block when given. ``initial`` replaces the spec's initial states (packed words), e.g. with a
-    slice of them. Ctrl-C stops the search and returns what was found."""
+    slice of them. ``on_level(depth, fingerprints)`` receives each level's sorted fingerprints
+    (the distributed search merges them). Ctrl-C stops the search and returns what was found."""
     spec = model.spec
     all_props = list(spec.properties)
     props = all_props if properties is None else list(properties)
@@ -143,6 +145,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 pending.discard(name)
 
     res.distinct_states = frontier.shape[1]
+    if on_level is not None:
+        on_level(0, visited)
     check_invariants(frontier, 0)
     depth = 0
     try:
@@ -231,7 +235,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 init_w, steps = trace_to(depth, deadlocked)
                 res.found[DEADLOCK] = Found(DEADLOCK, "deadlock", init_w, steps)
                 pending.discard(DEADLOCK)
-            if not chunks_fp:
+            if not len(level_fp):
                 frontier = frontier[:, :0]
                 if res.stop_reason:
                     break
@@ -243,6 +247,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
             del chunks_S, chunks_par, chunks_act, chunks_fp
             visited = _merge(visited, level_fp)
             depth += 1
+            if on_level is not None:
+                on_level(depth, level_fp)
             res.depth = depth
             res.distinct_states = len(visited)
             check_invariants(frontier, depth)

@@ -74,17 +74,23 @@ def successors(model: Model, state: tuple[int, ...]):
     return out
 
 
-def explore(model: Model):
-    """Reachable states (as flat value tuples) by plain BFS; -> (distinct states, transitions)."""
-    start = [tuple(model.layout.unpack_flat(w)) for w in model.initial_words]
-    seen = set(start)
-    queue = deque(start)
-    transitions = 0
-    while queue:
-        s = queue.popleft()
-        for _k, nxt, _o in successors(model, s):
-            transitions += 1
-            if nxt is not None and nxt not in seen:
-                seen.add(nxt)
-                queue.append(nxt)
-    return seen, transitions
+def explore(model: Model, max_states: int | None = None):
+    """Reachable states (as flat value tuples) by plain BFS, level by level; with ``max_states``
+    it stops after the first level that passes it. -> (states, transitions, levels expanded,
+    exhaustive)."""
+    level = [tuple(model.layout.unpack_flat(w)) for w in model.initial_words]
+    seen = set(level)
+    transitions = depth = 0
+    while level:
+        if max_states is not None and len(seen) > max_states:
+            return seen, transitions, depth, False
+        nxt_level = []
+        for s in level:
+            for _k, nxt, _o in successors(model, s):
+                transitions += 1
+                if nxt is not None and nxt not in seen:
+                    seen.add(nxt)
+                    nxt_level.append(nxt)
+        level = nxt_level
+        depth += 1
+    return seen, transitions, depth, True

@@ -218,41 +218,13 @@ def _model(ref: str, variant: str, params: dict) -> Model:
 
 
 class _LevelRecorder:
-    """The fingerprints of every level bfs.search adds, without a copy of its visited set.
-
-    bfs.search keeps ``visited`` (its docstring: the sorted fingerprints of every state seen) to
-    itself and offers no per-level hook, so this reads it from the search's frame: at the first
-    progress call of each level, and once more after the search returns (a level the search
-    stopped at is never expanded, so no progress call sees it). A level is the difference
-    between two readings."""
+    """The fingerprints of every level bfs.search adds, from its on_level hook."""
 
     def __init__(self):
-        self.frame = None
-        self.seen = np.zeros(0, dtype=np.uint64)
         self.levels: list[np.ndarray] = []
 
-    def _read(self, visited):
-        if visited is None or len(visited) == len(self.seen):
-            return
-        self.levels.append(np.setdiff1d(visited, self.seen, assume_unique=True))
-        self.seen = visited
-
-    def progress(self, depth, distinct, left):
-        if self.frame is None:
-            f = sys._getframe(1)
-            while f is not None and f.f_code is not bfs.search.__code__:
-                f = f.f_back
-            if f is None:
-                raise RuntimeError("kcheck: the progress callback was not called by bfs.search")
-            self.frame = f
-        self._read(self.frame.f_locals.get("visited"))
-
-    def finish(self, roots_fp: np.ndarray) -> list[np.ndarray]:
-        if self.frame is None:       # stopped before expanding a level: the roots alone
-            return [roots_fp]
-        self._read(self.frame.f_locals.get("visited"))
-        self.frame = None
-        return self.levels
+    def on_level(self, depth, fingerprints):
+        self.levels.append(np.array(fingerprints, copy=True))
 
 
 def _fail_if_asked(task):
@@ -275,9 +247,8 @@ def run_slice(task: dict):
     roots = task["roots"]
     rec = _LevelRecorder()
     res = bfs.search(model, task["properties"], task["max_depth"], None, task["deadlock"],
-                     rec.progress, initial=roots)
-    words = np.array(roots, dtype=np.uint64).reshape(-1, model.layout.words).T
-    levels = rec.finish(np.unique(fingerprint(words)))
+                     initial=roots, on_level=rec.on_level)
+    levels = rec.levels
     if sum(len(u) for u in levels) != res.distinct_states:
         raise RuntimeError(f"kcheck: slice {task['slice']}: recorded {sum(len(u) for u in levels)} "
                            f"fingerprints for {res.distinct_states} states (checker/bfs.py changed?)")

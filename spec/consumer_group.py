@@ -620,7 +620,7 @@ def eventually_converges(s, p):
     def reconciled(m):
         return Or(s.member_epoch[m] < 0, And(
             s.member_state[m] == MemberState.STABLE, s.member_epoch[m] == s.target_epoch,
-            s.client_epoch[m] == s.member_epoch[m], ~s.response_in_flight[m],
+            s.client_epoch[m] == s.member_epoch[m],
             Forall(_partitions(p), lambda q: And(
                 (s.holds[_slot(p, m, q)] == Hold.ASSIGNED) == (s.target_owner[q] == m),
                 s.client_owns[_slot(p, m, q)] == (s.target_owner[q] == m)))))

@@ -731,7 +731,7 @@ spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last ackn
              "the log start, restart sequences at 0 with the same epoch; the broker drops a producer's "
              "state with its segments and answers UNKNOWN_PRODUCER_ID (no epoch bump of any kind)",
              violates=["no-duplicate", "fenced-stays-fenced", "no-hanging-transaction",
-                       "marker-epoch-monotonic", "acknowledged-is-appended"],
+                       "marker-epoch-monotonic", "acknowledged-is-appended", "every-transaction-ends"],
              findings={
                  "no-duplicate": "seed problem 1: a batch whose response was lost is appended again "
                  "once DeleteRecords dropped the producer's state, either as the same sequence 0 "
@@ -761,8 +761,11 @@ spec.variant("no-last-epoch", "InitProducerId bumps with the current epoch but k
              })
 spec.variant("pre-kip890", "transaction version 1: no partition verification, no epoch bump at "
              "EndTxn (KIP-360's client bump after an abortable error remains)",
-             violates=["fenced-stays-fenced", "no-hanging-transaction"],
+             violates=["fenced-stays-fenced", "no-hanging-transaction", "every-transaction-ends"],
              findings={
+                 "every-transaction-ends": "the hanging transaction as a progress violation: a "
+                 "lasso in which a late produce after the abort's markers leaves a transaction "
+                 "that no marker ever closes (kcheck progress producer --variant pre-kip890)",
                  "no-hanging-transaction": "KAFKA-12671: a produce that timed out on the client "
                  "and arrives after the abort's markers, at the same epoch, opens a transaction no "
                  "marker will close (scenario kafka-12671); the shortest trace is a zombie whose "

@@ -435,15 +435,17 @@ DEADLOCK = ("a consumer whose transactional commit waits in the purgatory is blo
             "for a record of the other deadlock the same way); only expelling the blocked member "
             "(max.poll.interval.ms, transaction.timeout.ms) breaks it, throwing its work away")
 
+# every variant that can deadlock also breaks the progress property every-record-committed:
+# the stuck state is a behaviour that stops with records uncommitted (kcheck progress)
 spec.variant("draft", "the design as the seed writes it", default=True,
-             violates=["deadlock"], findings={"deadlock": DEADLOCK})
+             violates=["deadlock", "every-record-committed"], findings={"deadlock": DEADLOCK})
 spec.variant("no-gap-amending", "a consumer commits the whole range it fetched, not what it processed",
              violates=["no-loss"],
              findings={"no-loss": "the fetched range holds the other consumers' keys, interleaved "
                                   "with its own, so committing it moves the stable offset over "
                                   "records nobody processed"})
 spec.variant("no-fetch-filter", "fetch does not filter records already committed individually",
-             violates=["at-least-once", "deadlock"],
+             violates=["at-least-once", "deadlock", "every-record-committed"],
              findings={"at-least-once": "after a rebalance the consumer fetches from the stable "
                                         "offset and processes again the records committed in "
                                         "ranges above it",
@@ -454,7 +456,7 @@ spec.variant("no-purgatory", "transactional individual commits become visible at
                                     "range before the stable offset reaches it"})
 spec.variant("purgatory-first-offset", "a transactional commit leaves the purgatory once the "
              "stable offset reaches its first offset (the seed's example cannot tell the two apart)",
-             violates=["txn-order", "deadlock"],
+             violates=["txn-order", "deadlock", "every-record-committed"],
              findings={"txn-order": "under key sharing a consumer's batch is several ranges "
                                     "interleaved with another consumer's records; releasing it when "
                                     "the stable offset reaches its first range makes the later "
@@ -462,7 +464,7 @@ spec.variant("purgatory-first-offset", "a transactional commit leaves the purgat
                        "deadlock": DEADLOCK})
 spec.variant("keep-fetched-on-move", "a consumer keeps its fetched, unprocessed records when its "
              "key range moves (the seed does not say what revocation does to them)",
-             violates=["key-range-exclusive", "at-least-once", "deadlock"],
+             violates=["key-range-exclusive", "at-least-once", "deadlock", "every-record-committed"],
              findings={"key-range-exclusive": "a record fetched under the old range is handed to "
                                               "the application after the range moved to another "
                                               "consumer",
@@ -471,7 +473,7 @@ spec.variant("keep-fetched-on-move", "a consumer keeps its fetched, unprocessed 
                        "deadlock": DEADLOCK})
 spec.variant("lso-drop-only", "the LSO in a commit response only drops local ranges below it; "
              "the consumer does not also treat the offsets below it as committed",
-             violates=["at-least-once", "deadlock"],
+             violates=["at-least-once", "deadlock", "every-record-committed"],
              findings={"at-least-once": "a consumer whose position is below the LSO forgets the "
                                         "committed ranges there and fetches and processes them "
                                         "again",

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from checker import bfs, spark
@@ -55,17 +54,10 @@ def _end(model, f):
     return (words, f.steps[-1]) if f.kind == "transition" else words
 
 
-def _deepest_level(model, r):
-    """bfs's depth counts one more, empty, level when the last level still has steps."""
-    if r.stop_reason is not None or r.depth == 0:
-        return r.depth
-    return r.depth - (bfs.search(model, max_depth=r.depth - 1).distinct_states == r.distinct_states)
-
-
 def assert_same(model, single, dist):
     assert dist.distinct_states == single.distinct_states
     assert (dist.exhaustive, dist.stop_reason) == (single.exhaustive, single.stop_reason)
-    assert dist.depth == _deepest_level(model, single)
+    assert dist.depth == single.depth
     assert sorted(dist.found) == sorted(single.found)
     one_block = max(dist.distribution.levels or [0]) <= spark.BLOCK
     for p, f in single.found.items():
