@@ -437,6 +437,12 @@ DEADLOCK = ("a consumer whose transactional commit waits in the purgatory is blo
 
 # every variant that can deadlock also breaks the progress property every-record-committed:
 # the stuck state is a behaviour that stops with records uncommitted (kcheck progress)
+# The lemmas (below) that carry the draft's proofs of at-least-once and key-range-exclusive
+# fail, with them, in the variants that break those properties: recorded with the variant.
+REFETCH = ("after a rebalance the unfiltered fetch puts back into the buffer a record that was "
+           "processed and committed in a range above the stable offset before it: the step "
+           "before at-least-once breaks")
+KEPT = "the buffer kept across the move holds a record of the consumer's old key range"
 spec.variant("draft", "the design as the seed writes it", default=True,
              violates=["deadlock", "every-record-committed"], findings={"deadlock": DEADLOCK})
 spec.variant("no-gap-amending", "a consumer commits the whole range it fetched, not what it processed",
@@ -445,8 +451,10 @@ spec.variant("no-gap-amending", "a consumer commits the whole range it fetched, 
                                   "with its own, so committing it moves the stable offset over "
                                   "records nobody processed"})
 spec.variant("no-fetch-filter", "fetch does not filter records already committed individually",
-             violates=["at-least-once", "deadlock", "every-record-committed"],
-             findings={"at-least-once": "after a rebalance the consumer fetches from the stable "
+             violates=["at-least-once", "deadlock", "every-record-committed",
+                       "fetched-is-new-or-redelivered"],
+             findings={"fetched-is-new-or-redelivered": REFETCH,
+                       "at-least-once": "after a rebalance the consumer fetches from the stable "
                                         "offset and processes again the records committed in "
                                         "ranges above it",
                        "deadlock": DEADLOCK})
@@ -464,8 +472,23 @@ spec.variant("purgatory-first-offset", "a transactional commit leaves the purgat
                        "deadlock": DEADLOCK})
 spec.variant("keep-fetched-on-move", "a consumer keeps its fetched, unprocessed records when its "
              "key range moves (the seed does not say what revocation does to them)",
-             violates=["key-range-exclusive", "at-least-once", "deadlock", "every-record-committed"],
-             findings={"key-range-exclusive": "a record fetched under the old range is handed to "
+             violates=["key-range-exclusive", "at-least-once", "deadlock", "every-record-committed",
+                       "fetched-in-key-range", "only-stable-members-buffer",
+                       "fetched-below-position", "fetched-is-new-or-redelivered",
+                       "processed-is-behind-its-owner"],
+             findings={"fetched-in-key-range": KEPT,
+                       "only-stable-members-buffer": "a consumer that revoked and rejoined still "
+                                                     "holds its fetched records",
+                       "fetched-below-position": "the new generation restarts the position at the "
+                                                 "stable offset, below the records still buffered",
+                       "fetched-is-new-or-redelivered": "the kept record, once processed, is "
+                                                        "fetched again from the stable offset the "
+                                                        "new generation restarted at",
+                       "processed-is-behind-its-owner": "a record kept across the rebalance is "
+                                                        "processed above the position the new "
+                                                        "generation restarted at (the stable "
+                                                        "offset), uncommitted and not re-deliverable",
+                       "key-range-exclusive": "a record fetched under the old range is handed to "
                                               "the application after the range moved to another "
                                               "consumer",
                        "at-least-once": "the kept record is processed, then fetched again from the "
@@ -473,8 +496,13 @@ spec.variant("keep-fetched-on-move", "a consumer keeps its fetched, unprocessed 
                        "deadlock": DEADLOCK})
 spec.variant("lso-drop-only", "the LSO in a commit response only drops local ranges below it; "
              "the consumer does not also treat the offsets below it as committed",
-             violates=["at-least-once", "deadlock", "every-record-committed"],
-             findings={"at-least-once": "a consumer whose position is below the LSO forgets the "
+             violates=["at-least-once", "deadlock", "every-record-committed",
+                       "fetched-is-new-or-redelivered"],
+             findings={"fetched-is-new-or-redelivered": "a record committed in a range before "
+                                                        "the rebalance is fetched again once the LSO "
+                                                        "of a commit response drops that local range "
+                                                        "(the LSO itself does not filter the fetch)",
+                       "at-least-once": "a consumer whose position is below the LSO forgets the "
                                         "committed ranges there and fetches and processes them "
                                         "again",
                        "deadlock": DEADLOCK})
@@ -527,6 +555,92 @@ def at_least_once(pre, post, action, args, outcome, p):
     """A record is processed again only if it was uncommitted when a crash or a rebalance started a new generation."""
     o = args["o"]
     return Or(pre.times_processed[o] == 0, pre.redelivery_allowed[o])
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemmas: auxiliary invariants that `kcheck prove` proves first and then assumes (see the notes'
+# "Proofs" section for what each property needs)
+
+@spec.invariant("fetched-in-key-range", lemma=True)
+def fetched_in_key_range(s, p):
+    """A consumer's fetch buffer holds only records whose key hash is in its current key range."""
+    return Forall(consumers(p), lambda c: Forall(offsets(p), lambda o: Or(
+        Not(f(s, "fetched", c)[o]),
+        And(f(s, "key_low", c) <= key_hash(p, o), key_hash(p, o) <= f(s, "key_high", c)))))
+
+
+@spec.invariant("only-stable-members-buffer", lemma=True)
+def only_stable_members_buffer(s, p):
+    """A consumer that is dead or rejoining has an empty fetch buffer."""
+    return Forall(consumers(p), lambda c: Or(
+        f(s, "phase", c) == Phase.STABLE, Forall(offsets(p), lambda o: Not(f(s, "fetched", c)[o]))))
+
+
+@spec.invariant("pending-commit-was-processed", lemma=True)
+def pending_commit_was_processed(s, p):
+    """Every offset a consumer holds as processed-not-committed has been processed at least once."""
+    return Forall(consumers(p), lambda c: Forall(offsets(p), lambda o: Or(
+        Not(f(s, "processed", c)[o]), s.times_processed[o] >= 1)))
+
+
+@spec.invariant("committed-range-was-processed", lemma=True)
+def committed_range_was_processed(s, p):
+    """Every offset in a committed range above the stable offset has been processed at least once."""
+    return Forall(offsets(p), lambda o: Or(Not(s.committed_range[o]), s.times_processed[o] >= 1))
+
+
+@spec.invariant("committed-range-was-committed", lemma=True)
+def committed_range_was_committed(s, p):
+    """Every offset in a committed range above the stable offset was named by an applied commit."""
+    return Forall(offsets(p), lambda o: Or(Not(s.committed_range[o]), s.ever_committed[o]))
+
+
+def in_key_range(s, p, c, o):
+    return And(f(s, "key_low", c) <= key_hash(p, o), key_hash(p, o) <= f(s, "key_high", c))
+
+
+@spec.invariant("stable-key-ranges-disjoint", lemma=True)
+def stable_key_ranges_disjoint(s, p):
+    """No key hash lies in the ranges of two stable members, even while a rebalance is pending."""
+    return Forall(range(p.hash_max + 1), lambda h: Count(*[
+        (f(s, "phase", c) == Phase.STABLE) & (f(s, "key_low", c) <= h) & (h <= f(s, "key_high", c))
+        for c in consumers(p)]) <= 1)
+
+
+@spec.invariant("fetched-below-position", lemma=True)
+def fetched_below_position(s, p):
+    """A consumer's buffered records lie below its fetch position."""
+    return Forall(consumers(p), lambda c: Forall(offsets(p), lambda o: Or(
+        Not(f(s, "fetched", c)[o]), o < f(s, "position", c))))
+
+
+@spec.invariant("fetched-is-new-or-redelivered", lemma=True)
+def fetched_is_new_or_redelivered(s, p):
+    """A buffered record has never been processed, or was uncommitted when its generation started."""
+    return Forall(consumers(p), lambda c: Forall(offsets(p), lambda o: Or(
+        Not(f(s, "fetched", c)[o]), s.times_processed[o] == 0, s.redelivery_allowed[o])))
+
+
+@spec.invariant("processed-is-behind-its-owner", lemma=True)
+def processed_is_behind_its_owner(s, p):
+    """A record processed in this generation lies, for the stable member whose key range holds it, below its position or among what it knows to be committed."""
+    return Forall(consumers(p), lambda c: Forall(offsets(p), lambda o: Or(
+        f(s, "phase", c) != Phase.STABLE, Not(in_key_range(s, p, c, o)),
+        s.times_processed[o] == 0, s.redelivery_allowed[o],
+        o < f(s, "position", c), o < f(s, "known_stable", c), f(s, "known_committed", c)[o])))
+
+
+@spec.invariant("known-stable-offset-not-ahead", lemma=True)
+def known_stable_offset_not_ahead(s, p):
+    """The last stable offset a consumer learnt is never ahead of the coordinator's."""
+    return Forall(consumers(p), lambda c: f(s, "known_stable", c) <= s.stable_offset)
+
+
+@spec.invariant("known-committed-is-committed", lemma=True)
+def known_committed_is_committed(s, p):
+    """An offset a consumer holds as committed in its local ranges is committed at the coordinator."""
+    return Forall(consumers(p), lambda c: Forall(offsets(p), lambda o: Or(
+        Not(f(s, "known_committed", c)[o]), committed_now(s, o))))
 
 
 @spec.terminal
