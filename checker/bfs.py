@@ -165,33 +165,16 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
             for start in range(0, n, block):
                 S = frontier[:, start:start + block]
                 m = S.shape[1]
-                masks = comp.guards(S)
                 enabled = np.zeros(m, dtype=bool) if check_deadlock and DEADLOCK in pending else None
                 cS, cpar, cact = [], [], []
-                for k, mask in enumerate(masks):
-                    if mask is False:
-                        continue
-                    idx = np.arange(m) if mask is True else np.flatnonzero(mask)
-                    if not idx.size:
-                        continue
-                    sub = S[:, idx]
-                    T, out, ok = comp.effects[k](sub)
+                for k, idx, sub, T, out, ok in comp.successors(S):
                     res.transitions += idx.size
                     if enabled is not None:
                         enabled[idx] = True
-                    for name, tp in comp.tprops_by_instance.get(k, ()):
-                        if name in res.found:
-                            continue
-                        good = tp(sub, T, out)
-                        if good is True:
-                            continue
-                        bad = np.flatnonzero(~np.broadcast_to(good, (idx.size,)))
-                        if ok is not None and bad.size:
-                            bad = bad[ok[bad]]   # a step cut by a search bound is not explored
-                        if bad.size:
-                            cand = (start + int(idx[bad[0]]), k)
-                            if name not in tviol or cand < tviol[name]:
-                                tviol[name] = cand
+                    for name, i in comp.step_violations(k, sub, T, out, ok, res.found):
+                        cand = (start + int(idx[i]), k)
+                        if name not in tviol or cand < tviol[name]:
+                            tviol[name] = cand
                     if ok is not None:
                         res.cut_by_bounds += int(idx.size - ok.sum())
                         idx, T = idx[ok], T[:, ok]

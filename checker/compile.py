@@ -158,6 +158,36 @@ class Compiled:
                                    if want is None or p.name in want})
         self.terminal = ns.get("terminal")
 
+    def successors(self, S: np.ndarray):
+        """Every enabled action instance on the block S, in instance order:
+        (k, positions in S, their states, successors, outcome, within-bounds mask or None).
+        The one expansion step that the search, the state graph and Spark share."""
+        m = S.shape[1]
+        for k, mask in enumerate(self.guards(S)):
+            if mask is False:
+                continue
+            idx = np.arange(m) if mask is True else np.flatnonzero(mask)
+            if not idx.size:
+                continue
+            sub = S[:, idx]
+            T, out, ok = self.effects[k](sub)
+            yield k, idx, sub, T, out, ok
+
+    def step_violations(self, k: int, sub, T, out, ok, skip=()):
+        """For the transition properties that judge instance k: (name, position in sub of the
+        first violating step). A step cut by a search bound is not explored, so not judged."""
+        for name, tp in self.tprops_by_instance.get(k, ()):
+            if name in skip:
+                continue
+            good = tp(sub, T, out)
+            if good is True:
+                continue
+            bad = np.flatnonzero(~np.broadcast_to(good, (sub.shape[1],)))
+            if ok is not None and bad.size:
+                bad = bad[ok[bad]]
+            if bad.size:
+                yield name, int(bad[0])
+
     def _effect_source(self, inst: ActionInstance) -> str:
         lay = self.model.layout
         g = _Gen(lay, {"pre": "S"})

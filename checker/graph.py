@@ -169,18 +169,10 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
         for start in range(0, n, block):
             S = frontier[:, start:start + block]
             m = S.shape[1]
-            masks = comp.guards(S)
             en = np.zeros((m, K), dtype=bool)
             anyg = np.zeros(m, dtype=bool)
             cS, cfp, cpar, cact = [], [], [], []
-            for k, mask in enumerate(masks):
-                if mask is False:
-                    continue
-                idx = np.arange(m) if mask is True else np.flatnonzero(mask)
-                if not idx.size:
-                    continue
-                sub = S[:, idx]
-                T, _out, ok = comp.effects[k](sub)
+            for k, idx, sub, T, _out, ok in comp.successors(S):
                 transitions += idx.size
                 anyg[idx] = True
                 moved = (T != sub).any(axis=0)

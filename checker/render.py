@@ -25,7 +25,7 @@ def trace_table(tr: Trace, title: str | None = None) -> Table:
     t.add_column("#", justify="right")
     t.add_column("action (request)")
     t.add_column("outcome")
-    t.add_column("changed fields")
+    t.add_column("changed fields", max_width=120, overflow="fold")
     t.add_row("0", "initial state", "", Text(_initial_summary(tr)))
     for i, s in enumerate(tr.steps, start=1):
         mark = f"{i}" + (" ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else "")
@@ -90,12 +90,18 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
 
 
 def print_matrix(console: Console, spec, results: list[SearchResult], traces: dict, diffs: list[str]):
-    props = results[0].properties if results else []
+    # lemmas (auxiliary invariants for the proofs) share one column: they are checked like any
+    # invariant, but the matrix is about the protocol's properties
+    all_props = results[0].properties if results else []
+    lemmas = [p for p in all_props if p in spec.properties and spec.properties[p].lemma]
+    props = [p for p in all_props if p not in lemmas]
     t = Table(title=f"{spec.name}: verdicts by variant ({params_str(results[0].model.params.as_dict())})"
               if results else spec.name, title_justify="left")
     t.add_column("variant")
     for p in props:
         t.add_column(p)
+    if lemmas:
+        t.add_column(f"lemmas ({len(lemmas)})")
     t.add_column("states")
     for r in results:
         v = r.model.variant
@@ -106,6 +112,14 @@ def print_matrix(console: Console, spec, results: list[SearchResult], traces: di
             if (r.status(p) == "violated") != expected and r.status(p) != "bounded":
                 cell += " (≠ record)"
             cells.append(cell)
+        if lemmas:
+            record = spec.variants[v].expected_violations if spec.variants else set()
+            broken = [p for p in lemmas if r.status(p) == "violated"]
+            cells.append("all hold" if not broken and r.exhaustive else
+                         "no violation (bounded)" if not broken else
+                         "VIOLATED: " + ", ".join(
+                             f"{p} ({len(traces.get(v, {})[p])} steps)" + ("" if p in record else " (≠ record)")
+                             for p in broken))
         note = "" if r.exhaustive else " (stopped: all violated)" if r.stop_reason == "all-violated" \
             else f" ({r.stop_reason})"
         t.add_row(v, *cells, f"{r.distinct_states:,}{note}")

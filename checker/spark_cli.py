@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from checker.cli import _positive
 from checker.spark import SparkError
 
 
@@ -50,20 +51,6 @@ def register(subparsers) -> dict:
                     help="save each minimal counterexample under counterexamples/<spec>/<variant>/")
     sw.add_argument("--out", default="counterexamples", help="where --save writes")
     return {"sweep": cmd_sweep}
-
-
-def _positive(name):
-    import argparse
-
-    def conv(s):
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
-        return v
-    return conv
 
 
 def _progress(console: Console, verbose: bool, what: str):

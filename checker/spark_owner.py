@@ -103,6 +103,7 @@ def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock
     """Expands the states S (columns, sorted by fingerprint ``fps``) as bfs.search does one
     level: counts, transition properties still pending (``tprops``), deadlocks."""
     words = S.shape[0]
+    judged_elsewhere = set(comp.tprop_names) - set(tprops)   # already violated, or not asked
     out_fp, out_S, out_par, out_act = [], [], [], []
     ex = Expansion(_EMPTY, np.zeros((words, 0), dtype=np.uint64), _EMPTY, np.zeros(0, np.int32))
     for start in range(0, S.shape[1], block):
@@ -111,30 +112,14 @@ def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock
         m = B.shape[1]
         enabled = np.zeros(m, dtype=bool) if deadlock and ex.deadlock is None else None
         cS, cpar, cact = [], [], []
-        for k, mask in enumerate(comp.guards(B)):
-            if mask is False:
-                continue
-            idx = np.arange(m) if mask is True else np.flatnonzero(mask)
-            if not idx.size:
-                continue
-            sub = B[:, idx]
-            T, outcome, ok = comp.effects[k](sub)
+        for k, idx, sub, T, outcome, ok in comp.successors(B):
             ex.transitions += idx.size
             if enabled is not None:
                 enabled[idx] = True
-            for name, tp in comp.tprops_by_instance.get(k, ()):
-                if name not in tprops:
-                    continue
-                good = tp(sub, T, outcome)
-                if good is True:
-                    continue
-                bad = np.flatnonzero(~np.broadcast_to(good, (idx.size,)))
-                if ok is not None and bad.size:
-                    bad = bad[ok[bad]]   # a step cut by a search bound is not explored
-                if bad.size:
-                    cand = (int(Bfp[idx[bad[0]]]), k)
-                    if name not in ex.tviol or cand < ex.tviol[name]:
-                        ex.tviol[name] = cand
+            for name, i in comp.step_violations(k, sub, T, outcome, ok, judged_elsewhere):
+                cand = (int(Bfp[idx[i]]), k)
+                if name not in ex.tviol or cand < ex.tviol[name]:
+                    ex.tviol[name] = cand
             if ok is not None:
                 ex.cut += int(idx.size - ok.sum())
                 idx, T = idx[ok], T[:, ok]

@@ -1,0 +1,52 @@
+"""Refresh the README's real-output blocks by running the commands they name.
+
+A block is an HTML comment naming the command, then a fenced block that this script rewrites:
+
+    <!-- kcheck-output: check two_phase --all-variants -->
+    ```text
+    ...
+    ```
+
+`<!-- bench-output -->` runs benchmarks/bench.py. Run: .venv/bin/python scripts/readme.py
+(it takes a few minutes: it runs every command on this machine).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = re.compile(r"(<!-- (kcheck-output: (?P<cmd>[^>]*?)|bench-output) -->\n```text\n)(.*?)(```)", re.S)
+
+
+def run(cmd: str | None) -> str:
+    if cmd is None:
+        argv = [sys.executable, str(ROOT / "benchmarks/bench.py")]
+        shown = ""
+    else:
+        argv = [str(ROOT / ".venv/bin/kcheck"), *cmd.split()]
+        shown = f"$ kcheck {cmd}\n"
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    out = "\n".join(line.rstrip() for line in p.stdout.rstrip().splitlines())
+    return shown + out + "\n"
+
+
+def main() -> None:
+    path = ROOT / "README.md"
+    text = path.read_text()
+    only = sys.argv[1:]
+
+    def repl(m: re.Match) -> str:
+        cmd = m.group("cmd")
+        if only and not any(o in (cmd or "bench") for o in only):
+            return m.group(0)
+        print(f"running: {cmd or 'benchmarks/bench.py'}", file=sys.stderr)
+        return m.group(1) + run(cmd) + m.group(5)
+
+    path.write_text(BLOCK.sub(repl, text))
+
+
+if __name__ == "__main__":
+    main()

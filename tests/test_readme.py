@@ -1,0 +1,69 @@
+"""The README cannot drift from the code: its two commands are CI's, its example spec runs, and
+every verdict matrix it shows agrees with the specs' records (which the main job and the spec
+tests check against real searches)."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.loader import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def test_readme_opens_with_exactly_two_commands_and_ci_runs_the_second():
+    first = re.search(r"```sh\n(.*?)```", README, re.S)
+    assert README.index(first.group(0)) < README.index("## ")
+    commands = [line for line in first.group(1).splitlines() if line.strip()]
+    assert len(commands) == 2
+    assert "kcheck check all" in commands[0]
+    assert "pytest" in commands[1]
+    assert commands[1] in (ROOT / ".ci/run").read_text()
+
+
+def test_the_example_spec_runs(tmp_path):
+    code = re.search(r"```python\n(\"\"\"A counter.*?)```", README, re.S).group(1)
+    path = tmp_path / "cas_counter.py"
+    path.write_text(code)
+    p = subprocess.run([sys.executable, "-m", "checker.cli", "check", str(path), "--all-variants"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "VIOLATED" in p.stdout and "holds" in p.stdout
+
+
+def _matrices():
+    for m in re.finditer(r"<!-- kcheck-output: check (\w+) --all-variants -->\n```text\n(.*?)```",
+                         README, re.S):
+        yield m.group(1), m.group(2)
+
+
+def _rows(block: str):
+    header, rows = None, []
+    for line in block.splitlines():
+        if line.startswith("┃"):
+            header = [c.strip() for c in line.strip("┃").split("┃")]
+        elif line.startswith("│") and header:
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            if cells[0]:
+                rows.append(cells)
+            else:   # a wrapped cell continues the row above
+                rows[-1] = [a + (" " + b if b else "") for a, b in zip(rows[-1], cells)]
+    return header, rows
+
+
+@pytest.mark.parametrize("name,block", list(_matrices()), ids=lambda x: x if isinstance(x, str) and "\n" not in x else "")
+def test_readme_matrix_agrees_with_the_record(name, block):
+    spec = load_spec(name)
+    header, rows = _rows(block)
+    assert header and rows, "the README block holds no matrix: run scripts/readme.py"
+    props = [h for h in header[1:-1] if not h.startswith("lemmas")]
+    assert {r[0] for r in rows} == set(spec.variants)
+    for row in rows:
+        record = spec.variants[row[0]].expected_violations
+        for prop, cell in zip(props, row[1:1 + len(props)]):
+            assert cell.startswith("VIOLATED") == (prop in record), (row[0], prop, cell)
+            assert "≠ record" not in cell
+        assert not any("≠ record" in c for c in row)
