@@ -16,7 +16,7 @@ See spec/consumer_group_notes.md for what is modelled, what is not, and the find
 """
 from itertools import combinations, product
 
-from spec.lang import (FALSE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not, Or, Spec)
+from spec.lang import (FALSE, TRUE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not, Or, Spec)
 
 spec = Spec("consumer_group", __doc__)
 spec.param("members", 2, lo=1, hi=3, doc="member slots (a slot is one consumer; it may leave and rejoin)")
@@ -611,6 +611,121 @@ def client_owns_held(s, p):
     return Forall(_members(p), lambda m: Or(~(s.member_epoch[m] >= 0), Forall(
         _partitions(p), lambda q: Or(~s.client_owns[_slot(p, m, q)],
                                      s.holds[_slot(p, m, q)] != Hold.NONE))))
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemmas: auxiliary invariants that `kcheck prove` proves first and then assumes, so that the
+# properties above are proved for every epoch (the search checks them like any invariant).
+# See "Proofs" in spec/consumer_group_notes.md.
+
+def _is_static_expr(p, m):
+    return TRUE if _is_static(p, m) else FALSE
+
+
+def _held(s, p, m, q):
+    return s.holds[_slot(p, m, q)] != Hold.NONE
+
+
+@spec.invariant("epochs-start-at-one", lemma=True)
+def epochs_start_at_one(s, p):
+    """The target assignment epoch is at least 1 and at most the group epoch."""
+    return And(s.target_epoch >= 1, s.target_epoch <= s.group_epoch)
+
+
+@spec.invariant("member-epoch-behind-target", lemma=True)
+def member_epoch_behind_target(s, p):
+    """A member epoch is -1 (no record), -2 (a static member that left) or between 1 and the target assignment epoch."""
+    return Forall(_members(p), lambda m: Or(
+        s.member_epoch[m] == LEFT, And(_is_static_expr(p, m), s.member_epoch[m] == STATIC_LEFT),
+        And(s.member_epoch[m] >= 1, s.member_epoch[m] <= s.target_epoch)))
+
+
+@spec.invariant("assigned-no-later-than-member-epoch", lemma=True)
+def assigned_no_later_than_member_epoch(s, p):
+    """Every partition a member in the group holds was assigned at or before its member epoch."""
+    return Forall(_members(p), lambda m: Or(s.member_epoch[m] < 0, Forall(_partitions(p), lambda q: Or(
+        ~_held(s, p, m, q), s.assignment_epoch[_slot(p, m, q)] <= s.member_epoch[m]))))
+
+
+@spec.invariant("no-record-holds-nothing", lemma=True)
+def no_record_holds_nothing(s, p):
+    """A slot without a member record holds no partition, is in no target assignment and keeps no reconciliation state."""
+    return Forall(_members(p), lambda m: Or(s.member_epoch[m] != LEFT, And(
+        s.member_state[m] == MemberState.STABLE, s.revocation_epoch[m] == -1,
+        Forall(_partitions(p), lambda q: And(
+            s.holds[_slot(p, m, q)] == Hold.NONE, s.assignment_epoch[_slot(p, m, q)] == 0,
+            s.held_since[_slot(p, m, q)] == 0, s.target_owner[q] != m)))))
+
+
+@spec.invariant("static-leave-keeps-assigned", lemma=True)
+def static_leave_keeps_assigned(s, p):
+    """A static member that left with epoch -2 keeps only assigned partitions, at assignment epochs no later than the target's, and its client is out of the group with nothing in flight."""
+    return Forall(_members(p), lambda m: Or(s.member_epoch[m] != STATIC_LEFT, And(
+        s.client_epoch[m] == LEFT, ~s.response_in_flight[m],
+        Forall(_partitions(p), lambda q: And(
+            s.holds[_slot(p, m, q)] != Hold.PENDING_REVOCATION,
+            s.assignment_epoch[_slot(p, m, q)] <= s.target_epoch)))))
+
+
+@spec.invariant("client-follows-member", lemma=True)
+def client_follows_member(s, p):
+    """The client of a member in the group knows its member epoch, or is behind it only while a heartbeat response is in flight."""
+    return Forall(_members(p), lambda m: Or(s.member_epoch[m] < 0, And(
+        s.client_epoch[m] >= 0, s.client_epoch[m] <= s.member_epoch[m], ~s.response_error[m],
+        Or(s.response_in_flight[m], s.client_epoch[m] == s.member_epoch[m]))))
+
+
+@spec.invariant("error-response-only-when-removed", lemma=True)
+def error_response_only_when_removed(s, p):
+    """An error heartbeat response is in flight only to a client whose member record is gone."""
+    return Forall(_members(p), lambda m: Or(~s.response_error[m], And(
+        s.response_in_flight[m], s.member_epoch[m] == LEFT)))
+
+
+@spec.invariant("client-epoch-behind-target", lemma=True)
+def client_epoch_behind_target(s, p):
+    """A client's epoch is -1, 0 (joining) or an epoch the target assignment has reached, and a client outside the group owns nothing."""
+    return Forall(_members(p), lambda m: And(
+        s.client_epoch[m] >= LEFT, s.client_epoch[m] <= s.target_epoch,
+        Or(s.client_epoch[m] > 0, Forall(_partitions(p), lambda q: And(
+            ~s.client_owns[_slot(p, m, q)], ~s.lost[_slot(p, m, q)])))))
+
+
+@spec.invariant("pending-only-while-unrevoked", lemma=True)
+def pending_only_while_unrevoked(s, p):
+    """A member in the group holds partitions pending revocation only in UNREVOKED_PARTITIONS."""
+    return Forall(_members(p), lambda m: Or(
+        s.member_epoch[m] < 0, s.member_state[m] == MemberState.UNREVOKED_PARTITIONS,
+        Forall(_partitions(p), lambda q: s.holds[_slot(p, m, q)] != Hold.PENDING_REVOCATION)))
+
+
+@spec.invariant("owned-since-client-epoch", lemma=True)
+def owned_since_client_epoch(s, p):
+    """A partition the client of a member in the group owns is held by the member, assigned at or before the client's epoch."""
+    return Forall(_members(p), lambda m: Or(s.member_epoch[m] < 0, Forall(_partitions(p), lambda q: Or(
+        ~s.client_owns[_slot(p, m, q)], And(_held(s, p, m, q),
+                                            s.assignment_epoch[_slot(p, m, q)] <= s.client_epoch[m])))))
+
+
+@spec.invariant("in-flight-commits-are-transactional", lemma=True)
+def in_flight_commits_are_transactional(s, p):
+    """Every commit in flight is a TxnOffsetCommit at an epoch its client had, and an empty commit slot is no owner's commit."""
+    return Forall(_commit_slots(p), lambda c: Or(
+        And(s.commit_request[c] == Request.NONE, ~s.commit_owner[c]),
+        And(s.commit_request[c] == Request.TXN_OFFSET_COMMIT, s.commit_epoch[c] >= 1,
+            s.commit_epoch[c] <= s.target_epoch)))
+
+
+@spec.invariant("owner-commit-within-hold", lemma=True)
+def owner_commit_within_hold(s, p):
+    """A commit whose sender has held the partition since its epoch names the member's current id, and its epoch lies between the partition's assignment epoch and the member epoch."""
+    def fits(c, m, q):
+        i = _slot(p, m, q)
+        return Or((s.commit_member[c] != m) | (s.commit_partition[c] != q), And(
+            s.member_epoch[m] >= 1, s.member_id[m] == s.commit_member_id[c], s.holds[i] != Hold.NONE,
+            s.assignment_epoch[i] <= s.commit_epoch[c], s.commit_epoch[c] <= s.member_epoch[m]))
+    return Forall(_commit_slots(p), lambda c: Or(~s.commit_owner[c], Forall(
+        [(m, q) for m in _members(p) for q in _partitions(p)], lambda mq: fits(c, *mq))))
 
 
 @spec.always_eventually("eventually-converges",
