@@ -704,6 +704,204 @@ def acknowledged_is_appended(pre, post, action, args, outcome, p):
     return ~(outcome == Error.DUPLICATE_SEQUENCE_NUMBER) | (pre.appended[pre.request_record] >= 1)
 
 
+# ---------------------------------------------------------------------------------------------
+# Lemmas: auxiliary invariants that `kcheck prove` proves first and then assumes (the notes'
+# "Proofs" section says which property needs which)
+
+def unfinished(s):
+    return (s.txn_state == TxnState.Ongoing) | prepare(s)
+
+
+@spec.invariant("fenced-by-second-instance", lemma=True)
+def fenced_by_second_instance(s, p):
+    """The first instance is fenced only once the second one holds an epoch."""
+    return ~s.fenced | (s.second_instance == SecondInstance.READY)
+
+
+@spec.invariant("client-epoch-not-ahead", lemma=True)
+def client_epoch_not_ahead(s, p):
+    """The producer's epoch is never ahead of the coordinator's."""
+    return s.epoch <= s.txn_epoch
+
+
+@spec.invariant("request-epoch-not-ahead", lemma=True)
+def request_epoch_not_ahead(s, p):
+    """A produce request on the wire carries an epoch no newer than the producer's."""
+    return ~s.request | (s.request_epoch <= s.epoch)
+
+
+@spec.invariant("broker-epoch-not-ahead", lemma=True)
+def broker_epoch_not_ahead(s, p):
+    """No replica's producer state is at an epoch newer than the coordinator's."""
+    return And(*[s.producer_epoch[r] <= s.txn_epoch for r in replicas(p)])
+
+
+@spec.invariant("open-transaction-is-unfinished", lemma=True)
+def open_transaction_is_unfinished(s, p):
+    """A transaction open at a replica is one the coordinator holds unfinished, with the partition."""
+    return And(*[~s.txn_open[r] | (unfinished(s) & s.txn_partition) for r in replicas(p)])
+
+
+@spec.invariant("zombie-is-behind", lemma=True)
+def zombie_is_behind(s, p):
+    """Once fenced, the first instance's epoch is older than the coordinator's, no transaction is in progress and no last epoch is kept for a retry."""
+    return ~s.fenced | ((s.epoch != NO_EPOCH) & (s.epoch < s.txn_epoch) &
+                        (s.txn_state == TxnState.Empty) & (s.txn_last_epoch == NO_EPOCH))
+
+
+@spec.invariant("epoch-once-initialised", lemma=True)
+def epoch_once_initialised(s, p):
+    """The producer has an epoch exactly when it has left initialisation."""
+    initialising = (s.client == ClientState.UNINITIALIZED) | (s.client == ClientState.INITIALIZING)
+    return initialising == (s.epoch == NO_EPOCH)
+
+
+@spec.invariant("marker-epoch-not-ahead", lemma=True)
+def marker_epoch_not_ahead(s, p):
+    """A marker on the wire carries an epoch, no newer than the coordinator's."""
+    return And(*[~s.marker[c] | ((s.marker_epoch[c] != NO_EPOCH) & (s.marker_epoch[c] <= s.txn_epoch))
+                 for c in coordinators(p)])
+
+
+@spec.invariant("markers-from-known-coordinators", lemma=True)
+def markers_from_known_coordinators(s, p):
+    """Only the current coordinator or an earlier one has a marker on the wire."""
+    return And(*[~s.marker[c] | (c <= s.coordinator_epoch) for c in coordinators(p)])
+
+
+@spec.invariant("entry-coordinator-epoch-not-ahead", lemma=True)
+def entry_coordinator_epoch_not_ahead(s, p):
+    """No replica's producer state names a coordinator epoch newer than the current one."""
+    return And(*[s.entry_coordinator_epoch[r] <= s.coordinator_epoch for r in replicas(p)])
+
+
+@spec.invariant("current-marker-matches-transaction", lemma=True)
+def current_marker_matches_transaction(s, p):
+    """The current coordinator's marker on the wire is for the transaction it is completing, at its epoch."""
+    return And(*[(s.coordinator_epoch != c) | ~s.marker[c] |
+                 (prepare(s) & s.txn_partition & (s.marker_epoch[c] == s.txn_epoch))
+                 for c in coordinators(p)])
+
+
+@spec.invariant("prepared-data-is-older", lemma=True)
+def prepared_data_is_older(s, p):
+    """While the coordinator prepares a transaction, its data open at a replica is at an epoch older than the coordinator's (the bump of transaction version 2)."""
+    return ~prepare(s) | And(*[~s.txn_open[r] | (s.producer_epoch[r] < s.txn_epoch)
+                               for r in replicas(p)])
+
+
+@spec.invariant("end-txn-while-ending", lemma=True)
+def end_txn_while_ending(s, p):
+    """The producer waits for an EndTxn only while committing or aborting, with no batch in flight."""
+    return And((s.end_txn == EndTxnRequest.NO_REQUEST) | ~s.batch,
+        (s.end_txn != EndTxnRequest.COMMIT) | (s.client == ClientState.COMMITTING_TRANSACTION),
+        (s.end_txn != EndTxnRequest.ABORT) | (s.client == ClientState.ABORTING_TRANSACTION))
+
+
+@spec.invariant("batch-in-transaction", lemma=True)
+def batch_in_transaction(s, p):
+    """The producer has a batch awaiting its response only inside a transaction that includes the partition."""
+    return ~s.batch | ((s.client == ClientState.IN_TRANSACTION) & s.partition_in_txn)
+
+
+@spec.invariant("epoch-bump-while-aborting", lemma=True)
+def epoch_bump_while_aborting(s, p):
+    """The producer's own epoch bump runs only as the last step of an abort, after its EndTxn."""
+    return ~s.epoch_bump | ((s.client == ClientState.ABORTING_TRANSACTION) &
+                            (s.end_txn == EndTxnRequest.NO_REQUEST))
+
+
+def rejects_as_retry(s, r, e, q):
+    """Replica r would not append (epoch e, sequence q) again: a newer epoch fences it, or its
+    retained window at that epoch holds the sequence (a duplicate)."""
+    pe = s.producer_epoch[r]
+    return (pe > e) | ((pe == e) & (s.first_seq[r] != -1) & (s.first_seq[r] <= q) & (q <= s.last_seq[r]))
+
+
+@spec.invariant("appended-retry-is-rejected", lemma=True)
+def appended_retry_is_rejected(s, p):
+    """Every replica rejects or deduplicates a retry of a batch that is already in the log, whether on the wire or still to be sent."""
+    in_log = lambda k: Or(*[(k == i) & (s.appended[i] >= 1) for i in range(p.records)])
+    return And(*[And(~s.request | ~in_log(s.request_record) |
+                     rejects_as_retry(s, r, s.request_epoch, s.request_seq),
+                     ~s.batch | ~in_log(s.sent - 1) | rejects_as_retry(s, r, s.epoch, s.batch_seq))
+                 for r in replicas(p)])
+
+
+@spec.invariant("retained-window-is-ordered", lemma=True)
+def retained_window_is_ordered(s, p):
+    """A replica's retained sequence window, when it has one, starts no later than it ends."""
+    return And(*[(s.first_seq[r] == -1) | ((0 <= s.first_seq[r]) & (s.first_seq[r] <= s.last_seq[r]))
+                 for r in replicas(p)])
+
+
+@spec.invariant("request-is-the-batch", lemma=True)
+def request_is_the_batch(s, p):
+    """A request on the wire for the batch the producer awaits carries the batch's epoch and sequence; a request for an earlier batch carries an older epoch."""
+    cur = s.request_record == s.sent - 1
+    return ~s.request | ~s.batch | If(cur, (s.request_epoch == s.epoch) & (s.request_seq == s.batch_seq),
+                                      s.request_epoch < s.epoch)
+
+
+@spec.invariant("request-was-sent", lemma=True)
+def request_was_sent(s, p):
+    """A request on the wire is for a record already handed to the producer, and at an epoch."""
+    return ~s.request | ((s.request_record < s.sent) & (s.request_epoch != NO_EPOCH))
+
+
+@spec.invariant("only-sent-records-appended", lemma=True)
+def only_sent_records_appended(s, p):
+    """Only a record already handed to the producer is in the log."""
+    return And(*[(s.appended[k] == 0) | (k < s.sent) for k in range(p.records)])
+
+
+@spec.invariant("timed-out-request-is-being-aborted", lemma=True)
+def timed_out_request_is_being_aborted(s, p):
+    """While a request the producer no longer awaits is on the wire at the producer's epoch, the producer is aborting that transaction (whose EndTxn bumps the epoch) or has failed."""
+    awaited = s.batch & (s.request_record == s.sent - 1)
+    return ~s.request | awaited | (s.request_epoch < s.epoch) | And(
+        s.partition_in_txn | (s.client == ClientState.FATAL_ERROR),
+        (s.client == ClientState.ABORTABLE_ERROR) | (s.client == ClientState.FATAL_ERROR) |
+        ((s.client == ClientState.ABORTING_TRANSACTION) & ((s.end_txn == EndTxnRequest.ABORT) | s.epoch_bump)))
+
+
+@spec.invariant("replica-epochs-agree", lemma=True)
+def replica_epochs_agree(s, p):
+    """The two in-sync replicas hold the producer at the same epoch, unless one has expired it."""
+    return (s.producer_epoch[0] == s.producer_epoch[1]) | (s.producer_epoch[0] == NO_EPOCH) | \
+        (s.producer_epoch[1] == NO_EPOCH)
+
+
+@spec.invariant("log-not-ahead-of-producer", lemma=True)
+def log_not_ahead_of_producer(s, p):
+    """The log holds no record later than the last one sent, nor later than the one on the wire."""
+    return (s.max_appended < s.sent) & (~s.request | (s.max_appended <= s.request_record))
+
+
+@spec.invariant("stale-markers-are-fenced", lemma=True)
+def stale_markers_are_fenced(s, p):
+    """The last appended marker is from the current coordinator or an earlier one, and a marker still on the wire from an older coordinator finds every replica's producer state at the newer coordinator epoch."""
+    return (s.last_marker_coordinator_epoch <= s.coordinator_epoch) & \
+        And(*[~s.marker[c] | (c >= s.last_marker_coordinator_epoch) |
+                 And(*[(s.producer_epoch[r] != NO_EPOCH) &
+                       (s.entry_coordinator_epoch[r] >= s.last_marker_coordinator_epoch)
+                       for r in replicas(p)])
+                 for c in coordinators(p)])
+
+
+@spec.invariant("transaction-has-epoch", lemma=True)
+def transaction_has_epoch(s, p):
+    """The coordinator has a transaction in any state but Empty only once it has handed out an epoch."""
+    return (s.txn_state == TxnState.Empty) | (s.txn_epoch != NO_EPOCH)
+
+
+@spec.invariant("no-log-start-movement", lemma=True)
+def no_log_start_movement(s, p):
+    """No replica's log start offset passes the producer's offsets (DeleteRecords leaves producer state alone since KAFKA-7190)."""
+    return And(*[~s.log_start_behind[r] & ~s.data_below_log_start[r] & ~s.acked_below_log_start[r]
+                 for r in replicas(p)])
+
+
 def transaction_open(s, p):
     return Or(*[(s.leader == r) & s.txn_open[r] for r in replicas(p)])
 
@@ -719,6 +917,9 @@ def every_transaction_ends(s, p):
 # ---------------------------------------------------------------------------------------------
 # Variants
 
+TV1_NO_BUMP = ("transaction version 1 bumps no epoch at EndTxn, so a prepared transaction's data is "
+               "at the coordinator's current epoch: the lemma states the version-2 bump that the "
+               "marker check (equal epoch with an open transaction is stale) relies on.")
 spec.variant("kip360", "Kafka today: KIP-360 epoch bumps, producer state kept after DeleteRecords "
              "(KAFKA-7190), transaction version 2 (KIP-890 verification and an epoch bump at every "
              "EndTxn)", default=True,
@@ -731,8 +932,29 @@ spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last ackn
              "the log start, restart sequences at 0 with the same epoch; the broker drops a producer's "
              "state with its segments and answers UNKNOWN_PRODUCER_ID (no epoch bump of any kind)",
              violates=["no-duplicate", "fenced-stays-fenced", "no-hanging-transaction",
-                       "marker-epoch-monotonic", "acknowledged-is-appended", "every-transaction-ends"],
+                       "marker-epoch-monotonic", "acknowledged-is-appended", "every-transaction-ends",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "open-transaction-is-unfinished", "prepared-data-is-older",
+                       "appended-retry-is-rejected", "request-is-the-batch",
+                       "timed-out-request-is-being-aborted", "stale-markers-are-fenced",
+                       "no-log-start-movement"],
              findings={
+                 "open-transaction-is-unfinished": "the zombie's sequence-0 write after its state "
+                 "was deleted opens a transaction the coordinator does not hold (seed problem 3).",
+                 "prepared-data-is-older": TV1_NO_BUMP,
+                 "appended-retry-is-rejected": "DeleteRecords drops the producer's state, so the "
+                 "retry of a batch already in the log is accepted again (seed problem 1).",
+                 "request-is-the-batch": "the abort bumps no epoch, so the timed-out request of "
+                 "the aborted transaction is still on the wire at the producer's epoch when the "
+                 "next transaction's batch is sent.",
+                 "timed-out-request-is-being-aborted": "the abort completes without an epoch "
+                 "bump, leaving the timed-out request on the wire at the producer's epoch.",
+                 "stale-markers-are-fenced": "truncateHead drops the entry with its coordinator "
+                 "epoch, so an old coordinator's marker is no longer fenced (as for "
+                 "marker-epoch-monotonic).",
+                 "no-log-start-movement": "DeleteRecords moves the log start offset past the "
+                 "producer's offsets (the lemma states the world after KAFKA-7190).",
+
                  "no-duplicate": "seed problem 1: a batch whose response was lost is appended again "
                  "once DeleteRecords dropped the producer's state, either as the same sequence 0 "
                  "or after the client reset the sequence to 0 (scenario seed-problem-1).",
@@ -761,8 +983,15 @@ spec.variant("no-last-epoch", "InitProducerId bumps with the current epoch but k
              })
 spec.variant("pre-kip890", "transaction version 1: no partition verification, no epoch bump at "
              "EndTxn (KIP-360's client bump after an abortable error remains)",
-             violates=["fenced-stays-fenced", "no-hanging-transaction", "every-transaction-ends"],
+             violates=["fenced-stays-fenced", "no-hanging-transaction", "every-transaction-ends",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "open-transaction-is-unfinished", "prepared-data-is-older"],
              findings={
+                 "open-transaction-is-unfinished": "the hanging transaction itself: a produce "
+                 "accepted without verification opens a transaction at the partition that the "
+                 "coordinator does not hold (the step where no-hanging-transaction breaks).",
+                 "prepared-data-is-older": TV1_NO_BUMP,
+
                  "every-transaction-ends": "the hanging transaction as a progress violation: a "
                  "lasso in which a late produce after the abort's markers leaves a transaction "
                  "that no marker ever closes (kcheck progress producer --variant pre-kip890)",
