@@ -517,20 +517,32 @@ STATIC_LEAVE_20641 = (
     "state with nothing pending revocation (consumerGroupStaticMemberGroupLeave clears the "
     "pending partitions, not the state; the fix, PR #22473, is open)")
 
+# Two lemmas (below) that prove no-zombie-commit in unrevoked-epoch-bump state what KAFKA-19974
+# breaks, so every variant that keeps KAFKA-19974 violates them: recorded, with their traces.
+LEMMAS_BROKEN_BY_19974 = {
+    "released-partition-commit-is-stale": (
+        "KAFKA-19974, 8 steps (the first eight of the no-zombie-commit trace): member 0's heartbeat "
+        "releases p1, for which its commit at epoch 1 is in flight, and puts p0 pending revocation "
+        "while member 0 stays at epoch 1 (before KAFKA-19974 it moves to epoch 2)"),
+    "zombie-commit-is-stale": (
+        "KAFKA-19974, 10 steps: p1 goes to member 1 at epoch 4 while member 0, still at epoch 1, has "
+        "its commit at epoch 1 for p1 in flight; the next step accepts it (no-zombie-commit)"),
+}
+
 spec.variant("kip1251", "the check as Kafka 4.3 ships it: assignment epoch <= epoch <= member epoch",
-             default=True, violates=["no-zombie-commit", "unrevoked-has-pending"],
-             findings={"no-zombie-commit": ZOMBIE_19974, "unrevoked-has-pending": STATIC_LEAVE_20641})
+             default=True, violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974, "unrevoked-has-pending": STATIC_LEAVE_20641})
 spec.variant("strict", "the check before KIP-1251: commit epoch == member epoch",
-             violates=["no-zombie-commit", "no-spurious-fencing", "unrevoked-has-pending"],
-             findings={"no-zombie-commit": ZOMBIE_19974 + "; the strict check accepts it too",
+             violates=["no-zombie-commit", "no-spurious-fencing", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974 + "; the strict check accepts it too",
                        "no-spurious-fencing": "KAFKA-20066: the coordinator bumps the epoch of a member "
                        "that keeps its partition while the heartbeat response is in flight; the "
                        "client's commit at the old epoch is rejected",
                        "unrevoked-has-pending": STATIC_LEAVE_20641})
 spec.variant("revocation-epoch", "the KIP's rejected alternative: one revocation epoch per member "
              "(the member epoch at which a revocation from it last started, -1 for a new member)",
-             violates=["no-zombie-commit", "no-spurious-fencing", "unrevoked-has-pending"],
-             findings={"no-zombie-commit": "a member that left and rejoined under the same member id "
+             violates=["no-zombie-commit", "no-spurious-fencing", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": "a member that left and rejoined under the same member id "
                        "(KIP-1082 ids are the client's) starts with no revocation epoch, so a commit "
                        "it sent before leaving, for a partition that went to another member, is "
                        "accepted (with the revocation epoch starting at the join epoch instead, the "
@@ -540,14 +552,14 @@ spec.variant("revocation-epoch", "the KIP's rejected alternative: one revocation
                        "partition the member kept all along",
                        "unrevoked-has-pending": STATIC_LEAVE_20641})
 spec.variant("no-lower-bound", "commit epoch <= member epoch, without the assignment epoch",
-             violates=["no-zombie-commit", "unrevoked-has-pending"],
-             findings={"no-zombie-commit": "a commit sent before the member left, for a partition "
+             violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": "a commit sent before the member left, for a partition "
                        "that went to another member, is accepted after the member rejoined under "
                        "the same member id at a higher epoch",
                        "unrevoked-has-pending": STATIC_LEAVE_20641})
 spec.variant("static-keeps-epochs", "a static member's leave keeps the assignment epochs",
-             violates=["no-zombie-commit", "unrevoked-has-pending"],
-             findings={"no-zombie-commit": ZOMBIE_19974 + " (the same trace as kip1251: keeping the "
+             violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974 + " (the same trace as kip1251: keeping the "
                        "epochs opens no further zombie, since the rejoin's new member id fences the "
                        "old incarnation's commits)",
                        "unrevoked-has-pending": STATIC_LEAVE_20641})
@@ -726,6 +738,95 @@ def owner_commit_within_hold(s, p):
             s.assignment_epoch[i] <= s.commit_epoch[c], s.commit_epoch[c] <= s.member_epoch[m]))
     return Forall(_commit_slots(p), lambda c: Or(~s.commit_owner[c], Forall(
         [(m, q) for m in _members(p) for q in _partitions(p)], lambda mq: fits(c, *mq))))
+
+
+@spec.invariant("one-holder-per-partition", lemma=True)
+def one_holder_per_partition(s, p):
+    """No partition is held, assigned or pending revocation, by two members at once."""
+    return Forall(_partitions(p), lambda q: Forall(
+        [(a, b) for a in _members(p) for b in _members(p) if a < b],
+        lambda ab: ~(_held(s, p, ab[0], q) & _held(s, p, ab[1], q))))
+
+
+@spec.invariant("lost-only-after-removal", lemma=True)
+def lost_only_after_removal(s, p):
+    """A client still owns a partition that went to another member only after its own member record was removed."""
+    return Forall(_members(p), lambda m: Forall(_partitions(p), lambda q: Or(
+        ~s.lost[_slot(p, m, q)], And(s.client_owns[_slot(p, m, q)], s.member_epoch[m] == LEFT))))
+
+
+def _commits_by(s, p, pred):
+    """pred(c, m, q, i) for every commit slot c in flight, with its sender m, partition q and slot i."""
+    return Forall(_commit_slots(p), lambda c: Forall(
+        [(m, q) for m in _members(p) for q in _partitions(p)], lambda mq: Or(
+            s.commit_request[c] == Request.NONE, s.commit_member[c] != mq[0],
+            s.commit_partition[c] != mq[1], pred(c, mq[0], mq[1], _slot(p, *mq)))))
+
+
+def _current_sender(s, c, m):
+    """The commit's member is in the group under the member id the commit carries."""
+    return And(s.member_epoch[m] >= 1, s.member_id[m] == s.commit_member_id[c])
+
+
+@spec.invariant("commit-member-id-not-ahead", lemma=True)
+def commit_member_id_not_ahead(s, p):
+    """A commit in flight carries a member id no newer than its member's current one."""
+    return _commits_by(s, p, lambda c, m, q, i: s.commit_member_id[c] <= s.member_id[m])
+
+
+@spec.invariant("commit-epoch-not-ahead", lemma=True)
+def commit_epoch_not_ahead(s, p):
+    """A commit in flight from a member still in the group under the same member id carries an epoch at most its member epoch."""
+    return _commits_by(s, p, lambda c, m, q, i: Or(
+        ~_current_sender(s, c, m), s.commit_epoch[c] <= s.member_epoch[m]))
+
+
+@spec.invariant("reconciled-member-follows-target", lemma=True)
+def reconciled_member_follows_target(s, p):
+    """A member at the target epoch has every partition it holds as assigned (not pending revocation) assigned to it in the target assignment."""
+    return Forall(_members(p), lambda m: Or(
+        s.member_epoch[m] != s.target_epoch,
+        Forall(_partitions(p), lambda q: Or(s.holds[_slot(p, m, q)] != Hold.ASSIGNED,
+                                            s.target_owner[q] == m))))
+
+
+@spec.invariant("unrevoked-member-has-pending", lemma=True)
+def unrevoked_member_has_pending(s, p):
+    """A member in the group with a member epoch in UNREVOKED_PARTITIONS holds at least one partition pending revocation (unlike a static member that left, KAFKA-20641)."""
+    return Forall(_members(p), lambda m: Or(
+        s.member_epoch[m] < 1, s.member_state[m] != MemberState.UNREVOKED_PARTITIONS,
+        Exists(_partitions(p), lambda q: s.holds[_slot(p, m, q)] == Hold.PENDING_REVOCATION)))
+
+
+@spec.invariant("unrevoked-at-target-owns-no-pending", lemma=True)
+def unrevoked_at_target_owns_no_pending(s, p):
+    """A member in UNREVOKED_PARTITIONS at the target epoch has no client owning, at that epoch, a partition pending revocation, and no commit in flight at that epoch for one."""
+    def behind(m):
+        return Or(s.member_epoch[m] < 1, s.member_epoch[m] < s.target_epoch,
+                  s.member_state[m] != MemberState.UNREVOKED_PARTITIONS)
+    client = Forall(_members(p), lambda m: Or(behind(m), s.client_epoch[m] != s.member_epoch[m], Forall(
+        _partitions(p), lambda q: Or(~s.client_owns[_slot(p, m, q)],
+                                     s.holds[_slot(p, m, q)] != Hold.PENDING_REVOCATION))))
+    commits = _commits_by(s, p, lambda c, m, q, i: Or(
+        behind(m), ~_current_sender(s, c, m), s.commit_epoch[c] != s.member_epoch[m],
+        s.holds[i] != Hold.PENDING_REVOCATION))
+    return And(client, commits)
+
+
+@spec.invariant("released-partition-commit-is-stale", lemma=True)
+def released_partition_commit_is_stale(s, p):
+    """A commit in flight for a partition its member has since released carries an epoch below the member epoch."""
+    return _commits_by(s, p, lambda c, m, q, i: Or(
+        ~_current_sender(s, c, m), s.holds[i] != Hold.NONE, s.commit_epoch[c] < s.member_epoch[m]))
+
+
+@spec.invariant("zombie-commit-is-stale", lemma=True)
+def zombie_commit_is_stale(s, p):
+    """A zombie commit in flight whose member id is still current carries an epoch below the member epoch and, if the member holds the partition again, below its assignment epoch."""
+    return _commits_by(s, p, lambda c, m, q, i: Or(
+        ~s.commit_zombie[c], ~_current_sender(s, c, m), And(
+            s.commit_epoch[c] < s.member_epoch[m],
+            Or(s.holds[i] == Hold.NONE, s.commit_epoch[c] < s.assignment_epoch[i]))))
 
 
 @spec.always_eventually("eventually-converges",
