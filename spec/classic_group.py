@@ -502,18 +502,24 @@ def Bounce(s, p, m, to):
 # ---------------------------------------------------------------------------------------------
 # Variants
 
+# the lemma cooperative-sticky-only states kip792's configuration (a lemma cannot see the variant)
+RANGE_CONFIGURED = ("a lemma of kip792's proofs: this variant configures consumers with the range "
+                    "assignor, so it does not hold here (by construction, not a protocol fault)")
 spec.variant("kip792", "every consumer on [cooperative-sticky] (COOPERATIVE); the generation in "
              "the subscription: the higher generation keeps a partition, equal ones both lose it",
              default=True)
 spec.variant("pre-kip792", "no generation: ownedPartitions are trusted as sent (the first claim "
              "read keeps a partition claimed twice)")
 spec.variant("double-bounce", "the KIP-429 upgrade: [range] -> [cooperative-sticky, range] -> "
-             "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule")
+             "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule",
+             violates=["cooperative-sticky-only"], findings={"cooperative-sticky-only": RANGE_CONFIGURED})
 spec.variant("single-bounce", "one rolling bounce [range] -> [cooperative-sticky], protocol "
-             "fixed at start-up")
+             "fixed at start-up",
+             violates=["cooperative-sticky-only"], findings={"cooperative-sticky-only": RANGE_CONFIGURED})
 spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-sticky, range] with "
              "KIP-726's dynamic protocol selection (onPartitionsLost when an EAGER assignor is "
-             "chosen)", violates=["single-owner", "revoke-before-assign"], findings={
+             "chosen)", violates=["single-owner", "revoke-before-assign", "cooperative-sticky-only"], findings={
+                 "cooperative-sticky-only": RANGE_CONFIGURED,
                  "revoke-before-assign": "a COOPERATIVE member that kept its partitions joins a "
                  "round in which range is chosen (an old [range] member joined); range ignores "
                  "ownedPartitions and hands them to another member in that same round, as the "
@@ -524,7 +530,8 @@ spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-stick
                  "no-double-commit still holds, because a member that is rebalancing cannot "
                  "commit (generationIfStable), which is KIP-726's own argument"})
 spec.variant("shipped-default", "every consumer on Kafka's default list [range, "
-             "cooperative-sticky], protocol fixed at start-up (so EAGER)")
+             "cooperative-sticky], protocol fixed at start-up (so EAGER)",
+             violates=["cooperative-sticky-only"], findings={"cooperative-sticky-only": RANGE_CONFIGURED})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,3 +581,54 @@ def rebalance_completes(s, p):
     done = (s.group_state == GroupState.Stable) & Forall(members(p), lambda j: Implies(
         s.in_group[j], (s.member_state[j] == STABLE) & Not(s.rejoin_needed[j])))
     return s.group_state == PR, done
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemmas: auxiliary invariants that `kcheck prove` proves first and then assumes (see the notes'
+# "Proofs" section for what each property needs)
+
+@spec.invariant("generations-not-ahead", lemma=True)
+def generations_not_ahead(s, p):
+    """No member holds, has completed or is about to receive a generation newer than the coordinator's."""
+    return Forall(members(p), lambda j: And(
+        s.member_generation[j] <= s.generation, s.completed_generation[j] <= s.generation,
+        s.join_response_generation[j] <= s.generation))
+
+
+@spec.invariant("member-generation-not-behind", lemma=True)
+def member_generation_not_behind(s, p):
+    """A member's generation, and the one its pending JoinGroup response carries, are never older than the last generation it completed."""
+    return Forall(members(p), lambda j: And(
+        (s.member_generation[j] == -1) | (s.member_generation[j] >= s.completed_generation[j]),
+        (s.join_response_generation[j] == -1) |
+        (s.join_response_generation[j] >= s.completed_generation[j])))
+
+
+@spec.invariant("committed-while-owned", lemma=True)
+def committed_while_owned(s, p):
+    """A member's commit for a partition counts only while it owns the partition."""
+    return Forall(members(p), lambda j: Forall(parts(p), lambda q: Implies(
+        s.committed[mp(p, j, q)], s.owned[mp(p, j, q)])))
+
+
+@spec.invariant("joining-member-is-preparing", lemma=True)
+def joining_member_is_preparing(s, p):
+    """A member the coordinator counts as joining (a known member), or whose JoinGroup response is pending (never both), is preparing a rebalance."""
+    return Forall(members(p), lambda j: And(
+        Implies(s.awaiting_join[j] | (s.join_response_generation[j] != -1),
+                s.member_state[j] == PREPARING),
+        Not(s.awaiting_join[j] & (s.join_response_generation[j] != -1)),
+        Implies(s.awaiting_join[j], s.in_group[j] & s.has_member_id[j])))
+
+
+@spec.invariant("cooperative-sticky-only", lemma=True)
+def cooperative_sticky_only(s, p):
+    """Every consumer is configured with [cooperative-sticky] alone, so the group only ever chooses cooperative-sticky (the configuration of kip792 and pre-kip792)."""
+    return And((s.protocol_name == Assignor.none) | (s.protocol_name == COOPERATIVE_STICKY),
+               Forall(members(p), lambda j: (s.assignors[j] == L_NONE) | (s.assignors[j] == L_COOP)))
+
+
+@spec.invariant("members-have-started", lemma=True)
+def members_have_started(s, p):
+    """Every member the coordinator knows runs a started consumer with an assignor list."""
+    return Forall(members(p), lambda j: Implies(s.in_group[j], s.assignors[j] != L_NONE))
