@@ -895,6 +895,37 @@ def transaction_has_epoch(s, p):
     return (s.txn_state == TxnState.Empty) | (s.txn_epoch != NO_EPOCH)
 
 
+def in_log(s, p, k):
+    return Or(*[(k == i) & (s.appended[i] >= 1) for i in range(p.records)])
+
+
+@spec.invariant("sequences-handed-out-in-order", lemma=True)
+def sequences_handed_out_in_order(s, p):
+    """At the producer's epoch, the batch it awaits has the last sequence handed out, and neither a request on the wire nor any replica's retained window goes beyond it (no replica retains sequences at a newer epoch)."""
+    return And(~s.batch | (s.batch_seq == s.next_seq - 1),
+               ~s.request | (s.request_epoch != s.epoch) | (s.request_seq < s.next_seq),
+               And(*[(s.first_seq[r] == -1) | (s.producer_epoch[r] < s.epoch) |
+                     ((s.producer_epoch[r] == s.epoch) & (s.last_seq[r] < s.next_seq))
+                     for r in replicas(p)]))
+
+
+@spec.invariant("window-ends-at-the-batch", lemma=True)
+def window_ends_at_the_batch(s, p):
+    """A replica's retained window at the producer's epoch reaches the awaited batch's sequence only once that batch is in the log."""
+    return ~s.batch | And(*[(s.producer_epoch[r] != s.epoch) | (s.first_seq[r] == -1) |
+                            (s.last_seq[r] != s.batch_seq) | in_log(s, p, s.sent - 1)
+                            for r in replicas(p)])
+
+
+@spec.invariant("window-ends-at-the-request", lemma=True)
+def window_ends_at_the_request(s, p):
+    """A replica's retained window at a request's epoch ends at or below the request's sequence, and reaches it only once that request's record is in the log."""
+    return ~s.request | And(*[(s.producer_epoch[r] != s.request_epoch) | (s.first_seq[r] == -1) |
+                              (s.last_seq[r] < s.request_seq) |
+                              ((s.last_seq[r] == s.request_seq) & in_log(s, p, s.request_record))
+                              for r in replicas(p)])
+
+
 @spec.invariant("no-log-start-movement", lemma=True)
 def no_log_start_movement(s, p):
     """No replica's log start offset passes the producer's offsets (DeleteRecords leaves producer state alone since KAFKA-7190)."""
@@ -917,6 +948,9 @@ def every_transaction_ends(s, p):
 # ---------------------------------------------------------------------------------------------
 # Variants
 
+SEQUENCE_RESET = ("after UNKNOWN_PRODUCER_ID the 2.3 client restarts the partition's sequences at 0 "
+                  "with the same epoch, below sequences a replica that has not seen the new log "
+                  "start offset still retains: the step towards seed problem 2.")
 TV1_NO_BUMP = ("transaction version 1 bumps no epoch at EndTxn, so a prepared transaction's data is "
                "at the coordinator's current epoch: the lemma states the version-2 bump that the "
                "marker check (equal epoch with an open transaction is stale) relies on.")
@@ -937,8 +971,12 @@ spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last ackn
                        "open-transaction-is-unfinished", "prepared-data-is-older",
                        "appended-retry-is-rejected", "request-is-the-batch",
                        "timed-out-request-is-being-aborted", "stale-markers-are-fenced",
-                       "no-log-start-movement"],
+                       "no-log-start-movement", "sequences-handed-out-in-order",
+                       "window-ends-at-the-batch", "window-ends-at-the-request"],
              findings={
+                 "sequences-handed-out-in-order": SEQUENCE_RESET,
+                 "window-ends-at-the-batch": SEQUENCE_RESET,
+                 "window-ends-at-the-request": SEQUENCE_RESET,
                  "open-transaction-is-unfinished": "the zombie's sequence-0 write after its state "
                  "was deleted opens a transaction the coordinator does not hold (seed problem 3).",
                  "prepared-data-is-older": TV1_NO_BUMP,

@@ -18,7 +18,7 @@ VERDICTS = {
     "producer": {
         "no-duplicate": "proved", "in-order": "proved", "fenced-stays-fenced": "proved",
         "no-hanging-transaction": "proved", "marker-epoch-monotonic": "proved",
-        "acknowledged-is-appended": "not-inductive",
+        "acknowledged-is-appended": "proved",
     },
     "classic_group": {
         "single-owner": "not-inductive", "revoke-before-assign": "proved",
