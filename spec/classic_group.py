@@ -41,8 +41,8 @@ scenario tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. 
 true (the member never applied the assignment that took the partition), so it is harmless; see
 spec/classic_group_notes.md.
 """
-from spec.lang import (And, Array, Bool, Count, Enum, Exists, Forall, If, Implies, Int, Max, Not,
-                       Or, Spec)
+from spec.lang import (TRUE, And, Array, Bool, Count, Enum, Exists, Forall, If, Implies, Int, Max,
+                       Not, Or, Spec)
 
 spec = Spec("classic_group", __doc__)
 spec.param("members", 3, lo=1, hi=3, doc="consumers that may join the group")
@@ -502,24 +502,32 @@ def Bounce(s, p, m, to):
 # ---------------------------------------------------------------------------------------------
 # Variants
 
-# the lemma cooperative-sticky-only states kip792's configuration (a lemma cannot see the variant)
-RANGE_CONFIGURED = ("a lemma of kip792's proofs: this variant configures consumers with the range "
-                    "assignor, so it does not hold here (by construction, not a protocol fault)")
 spec.variant("kip792", "every consumer on [cooperative-sticky] (COOPERATIVE); the generation in "
              "the subscription: the higher generation keeps a partition, equal ones both lose it",
              default=True)
 spec.variant("pre-kip792", "no generation: ownedPartitions are trusted as sent (the first claim "
              "read keeps a partition claimed twice)")
 spec.variant("double-bounce", "the KIP-429 upgrade: [range] -> [cooperative-sticky, range] -> "
-             "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule",
-             violates=["cooperative-sticky-only"], findings={"cooperative-sticky-only": RANGE_CONFIGURED})
+             "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule")
 spec.variant("single-bounce", "one rolling bounce [range] -> [cooperative-sticky], protocol "
-             "fixed at start-up",
-             violates=["cooperative-sticky-only"], findings={"cooperative-sticky-only": RANGE_CONFIGURED})
+             "fixed at start-up")
 spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-sticky, range] with "
              "KIP-726's dynamic protocol selection (onPartitionsLost when an EAGER assignor is "
-             "chosen)", violates=["single-owner", "revoke-before-assign", "cooperative-sticky-only"], findings={
-                 "cooperative-sticky-only": RANGE_CONFIGURED,
+             "chosen)", violates=["single-owner", "revoke-before-assign",
+                          # lemmas of the other variants' proofs that KIP-726 breaks
+                          "assignment-respects-owners", "joined-subscription-is-owned",
+                          "protocol-fixed-by-assignors", "range-round-members-own-nothing"], findings={
+                 "protocol-fixed-by-assignors": "KIP-726 by design: a [cooperative-sticky, range] "
+                 "consumer turns COOPERATIVE once the group chose cooperative-sticky",
+                 "range-round-members-own-nothing": "a COOPERATIVE member keeps its partitions "
+                 "into a round in which range is chosen (an old [range] member joined): the "
+                 "revoke-before-assign finding, seen from the members",
+                 "assignment-respects-owners": "the range round gives a COOPERATIVE member's "
+                 "partition to another member while its owner keeps it until it processes its "
+                 "JoinGroup response: the lemma form of the single-owner violation",
+                 "joined-subscription-is-owned": "a COOPERATIVE member that kept its partitions "
+                 "calls onPartitionsLost when it sees range chosen, so during CompletingRebalance "
+                 "it owns nothing while its subscription still claims what it kept",
                  "revoke-before-assign": "a COOPERATIVE member that kept its partitions joins a "
                  "round in which range is chosen (an old [range] member joined); range ignores "
                  "ownedPartitions and hands them to another member in that same round, as the "
@@ -530,8 +538,7 @@ spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-stick
                  "no-double-commit still holds, because a member that is rebalancing cannot "
                  "commit (generationIfStable), which is KIP-726's own argument"})
 spec.variant("shipped-default", "every consumer on Kafka's default list [range, "
-             "cooperative-sticky], protocol fixed at start-up (so EAGER)",
-             violates=["cooperative-sticky-only"], findings={"cooperative-sticky-only": RANGE_CONFIGURED})
+             "cooperative-sticky], protocol fixed at start-up (so EAGER)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,14 +628,76 @@ def joining_member_is_preparing(s, p):
         Implies(s.awaiting_join[j], s.in_group[j] & s.has_member_id[j])))
 
 
-@spec.invariant("cooperative-sticky-only", lemma=True)
-def cooperative_sticky_only(s, p):
-    """Every consumer is configured with [cooperative-sticky] alone, so the group only ever chooses cooperative-sticky (the configuration of kip792 and pre-kip792)."""
-    return And((s.protocol_name == Assignor.none) | (s.protocol_name == COOPERATIVE_STICKY),
-               Forall(members(p), lambda j: (s.assignors[j] == L_NONE) | (s.assignors[j] == L_COOP)))
-
 
 @spec.invariant("members-have-started", lemma=True)
 def members_have_started(s, p):
     """Every member the coordinator knows runs a started consumer with an assignor list."""
     return Forall(members(p), lambda j: Implies(s.in_group[j], s.assignors[j] != L_NONE))
+
+
+@spec.invariant("owners-are-members", lemma=True)
+def owners_are_members(s, p):
+    """Without coordinator timeouts, a consumer that owns a partition is a member of the group."""
+    if p.timeouts:
+        return TRUE   # a timed-out member keeps its partitions until it learns it was removed
+    return Forall(members(p), lambda j: Forall(parts(p), lambda q: Implies(
+        s.owned[mp(p, j, q)], s.in_group[j])))
+
+
+@spec.invariant("assignment-exclusive", lemma=True)
+def assignment_exclusive(s, p):
+    """The assignment the leader stored gives each partition to one member at most."""
+    return Forall(parts(p), lambda q: Count(*[s.assignment[mp(p, j, q)] for j in members(p)]) <= 1)
+
+
+@spec.invariant("assignment-respects-owners", lemma=True)
+def assignment_respects_owners(s, p):
+    """No two consumers own a partition, and the stored assignment never gives a member a partition that another consumer still owns (the lemma form of single-owner that no-double-commit's proof rests on)."""
+    return Forall(parts(p), lambda q: Forall(members(p), lambda j: Forall(
+        [k for k in members(p) if k != j], lambda k: Not(
+            (s.assignment[mp(p, j, q)] | s.owned[mp(p, j, q)]) & s.owned[mp(p, k, q)]))))
+
+
+@spec.invariant("joined-subscription-is-owned", lemma=True)
+def joined_subscription_is_owned(s, p):
+    """A member that joined the rebalance in progress, and every member while the group completes a rebalance, claims in its subscription exactly the partitions it owns."""
+    return Forall(members(p), lambda j: Implies(
+        s.awaiting_join[j] | ((s.group_state == CR) & s.in_group[j]),
+        Forall(parts(p), lambda q: s.subscription_owned[mp(p, j, q)] == s.owned[mp(p, j, q)])))
+
+
+@spec.invariant("member-ids-match-the-group", lemma=True)
+def member_ids_match_the_group(s, p):
+    """Without coordinator timeouts, a consumer holds a member id exactly while the coordinator counts it in the group."""
+    if p.timeouts:
+        return TRUE   # a timed-out member keeps its id until its next request is refused
+    return Forall(members(p), lambda j: s.has_member_id[j] == s.in_group[j])
+
+
+@spec.invariant("protocol-fixed-by-assignors", lemma=True)
+def protocol_fixed_by_assignors(s, p):
+    """A started consumer's rebalance protocol is the one its assignor list fixes at start-up: COOPERATIVE exactly for [cooperative-sticky] alone."""
+    return Forall(members(p), lambda j: (s.assignors[j] == L_NONE) |
+                  ((s.rebalance_protocol[j] == COOPERATIVE) == (s.assignors[j] == L_COOP)))
+
+
+@spec.invariant("eager-member-revoked-before-joining", lemma=True)
+def eager_member_revoked_before_joining(s, p):
+    """An EAGER member owns nothing from its JoinGroup until the round completes (onJoinPrepare revoked everything)."""
+    return Forall(members(p), lambda j: Implies(
+        (s.rebalance_protocol[j] == EAGER) & (s.awaiting_join[j] | ((s.group_state == CR) & s.in_group[j])),
+        Forall(parts(p), lambda q: Not(s.owned[mp(p, j, q)]))))
+
+
+@spec.invariant("range-round-members-own-nothing", lemma=True)
+def range_round_members_own_nothing(s, p):
+    """While the group completes a round in which it chose range, no member owns a partition (range ignores ownedPartitions, so this is what makes it safe)."""
+    return Implies((s.group_state == CR) & (s.protocol_name == RANGE), Forall(
+        members(p), lambda j: Forall(parts(p), lambda q: Not(s.owned[mp(p, j, q)]))))
+
+
+@spec.invariant("members-share-an-assignor", lemma=True)
+def members_share_an_assignor(s, p):
+    """Some assignor is supported by every member of the group (a consumer that shares none is refused with INCONSISTENT_GROUP_PROTOCOL)."""
+    return Or(*[Forall(members(p), lambda j, a=a: Implies(s.in_group[j], list_supports(s.assignors[j], a)))
+                for a in (RANGE, COOPERATIVE_STICKY)])
