@@ -1,5 +1,7 @@
 """The producer spec (spec/producer.py): verdicts at the default bounds, state counts at small
-bounds, shortest-trace lengths, and replay of every saved counterexample and scenario."""
+bounds, shortest-trace lengths, and replay of every saved counterexample and scenario. Verdicts
+cover every safety property, the lemmas (supporting invariants for the proofs) included; progress
+verdicts are tests/test_graph.py's (it checks every variant whose record expects one violated)."""
 import json
 from pathlib import Path
 
@@ -12,27 +14,40 @@ from spec.producer import spec
 ROOT = Path(__file__).resolve().parent.parent
 COUNTEREXAMPLES = sorted((ROOT / "counterexamples" / "producer").glob("*/*.json"))
 SCENARIOS = sorted((ROOT / "tests" / "scenarios" / "producer").glob("*.json"))
+# the issue's properties; the spec's other properties are lemmas
 PROPERTIES = ["no-duplicate", "in-order", "fenced-stays-fenced", "no-hanging-transaction",
               "marker-epoch-monotonic", "acknowledged-is-appended"]
 
-# the verdicts kcheck finds at the default bounds (spec/producer_notes.md explains each)
+# the safety verdicts kcheck finds at the default bounds (spec/producer_notes.md explains each):
+# the issue's properties, then the lemmas that fall with them
 EXPECTED = {
     "kip360": set(),
     "pre-kip360": {"no-duplicate", "fenced-stays-fenced", "no-hanging-transaction",
-                   "marker-epoch-monotonic", "acknowledged-is-appended"},
+                   "marker-epoch-monotonic", "acknowledged-is-appended",
+                   "appended-retry-is-rejected", "no-log-start-movement",
+                   "open-transaction-is-unfinished", "prepared-data-is-older",
+                   "request-is-the-batch", "sequences-handed-out-in-order",
+                   "stale-markers-are-fenced", "timed-out-request-is-being-aborted",
+                   "window-ends-at-the-batch", "window-ends-at-the-request"},
     "no-last-epoch": set(),
-    "pre-kip890": {"fenced-stays-fenced", "no-hanging-transaction"},
+    "pre-kip890": {"fenced-stays-fenced", "no-hanging-transaction",
+                   "open-transaction-is-unfinished", "prepared-data-is-older"},
 }
+# the progress verdicts the record holds, for 'kcheck progress'
+EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
+                     "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"}}
 
 
 def test_names_are_the_issues():
     assert list(spec.variants) == ["kip360", "pre-kip360", "no-last-epoch", "pre-kip890"]
     assert spec.default_variant == "kip360"
-    assert list(spec.properties) == PROPERTIES
+    assert set(PROPERTIES) <= {n for n, p in spec.properties.items() if not p.lemma}
     assert set(spec.rules) == {"init-producer-id", "end-txn", "produce-append", "marker-append"}
     assert "every-transaction-ends" in spec.progress
     for name, v in spec.variants.items():
-        assert v.expected_violations == EXPECTED[name]
+        assert {p for p in v.expected_violations if p in spec.properties} == EXPECTED[name]
+        assert {p for p in v.expected_violations if p not in spec.properties} == EXPECTED_PROGRESS[name]
+        assert EXPECTED_PROGRESS[name] <= set(spec.progress)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +61,8 @@ def test_default_verdicts(default_results, variant):
     # exhaustive, or stopped because every property is violated; never cut by a bound
     assert res.exhaustive or res.stop_reason == "all-violated"
     assert res.cut_by_bounds == 0
-    for prop in PROPERTIES:
+    assert set(res.found) == EXPECTED[variant]
+    for prop in spec.properties:
         want = "violated" if prop in EXPECTED[variant] else "holds"
         assert res.status(prop) == want, (variant, prop)
 
@@ -57,24 +73,43 @@ def test_default_state_counts(default_results):
                       "pre-kip890": 252794}
 
 
+SHORTEST = {
+    ("pre-kip360", "no-duplicate"): 9,
+    ("pre-kip360", "marker-epoch-monotonic"): 10,
+    ("pre-kip360", "no-hanging-transaction"): 10,
+    ("pre-kip360", "fenced-stays-fenced"): 11,
+    ("pre-kip360", "acknowledged-is-appended"): 13,
+    ("pre-kip360", "no-log-start-movement"): 1,
+    ("pre-kip360", "appended-retry-is-rejected"): 7,
+    ("pre-kip360", "prepared-data-is-older"): 8,
+    ("pre-kip360", "timed-out-request-is-being-aborted"): 8,
+    ("pre-kip360", "stale-markers-are-fenced"): 9,
+    ("pre-kip360", "open-transaction-is-unfinished"): 10,
+    ("pre-kip360", "window-ends-at-the-batch"): 10,
+    ("pre-kip360", "window-ends-at-the-request"): 11,
+    ("pre-kip360", "sequences-handed-out-in-order"): 12,
+    ("pre-kip360", "request-is-the-batch"): 13,
+    ("pre-kip890", "no-hanging-transaction"): 10,
+    ("pre-kip890", "fenced-stays-fenced"): 11,
+    ("pre-kip890", "open-transaction-is-unfinished"): 10,
+    ("pre-kip890", "prepared-data-is-older"): 8,
+}
+
+
 def test_shortest_counterexamples(default_results):
     lengths = {(v, p): len(f.steps) for v, r in default_results.items() for p, f in r.found.items()}
-    assert lengths == {
-        ("pre-kip360", "no-duplicate"): 9,
-        ("pre-kip360", "marker-epoch-monotonic"): 10,
-        ("pre-kip360", "no-hanging-transaction"): 10,
-        ("pre-kip360", "fenced-stays-fenced"): 11,
-        ("pre-kip360", "acknowledged-is-appended"): 13,
-        ("pre-kip890", "no-hanging-transaction"): 10,
-        ("pre-kip890", "fenced-stays-fenced"): 11,
-    }
+    assert lengths == SHORTEST
 
 
 @pytest.mark.parametrize("variant,count,violated", [
     ("kip360", 656, set()),
     ("no-last-epoch", 656, set()),
-    ("pre-kip890", 5718, {"no-hanging-transaction", "fenced-stays-fenced"}),
-    ("pre-kip360", 28228, {"no-duplicate", "no-hanging-transaction", "fenced-stays-fenced"}),
+    ("pre-kip890", 5718, {"no-hanging-transaction", "fenced-stays-fenced",
+                          "open-transaction-is-unfinished", "prepared-data-is-older"}),
+    ("pre-kip360", 28228, {"no-duplicate", "no-hanging-transaction", "fenced-stays-fenced",
+                           "appended-retry-is-rejected", "no-log-start-movement",
+                           "open-transaction-is-unfinished", "prepared-data-is-older",
+                           "timed-out-request-is-being-aborted"}),
 ])
 def test_small_bounds(variant, count, violated):
     res = search(spec.instantiate(variant, {"records": 1, "coordinator_failovers": 0}))
@@ -91,7 +126,7 @@ def test_seed_problem_2_needs_a_second_record():
 
 def test_every_violation_is_saved():
     saved = {(p.parent.name, p.stem) for p in COUNTEREXAMPLES}
-    assert saved == {(v, prop) for v, props in EXPECTED.items() for prop in props}
+    assert saved == {(v, prop) for v in EXPECTED for prop in EXPECTED[v] | EXPECTED_PROGRESS[v]}
 
 
 @pytest.mark.parametrize("path", COUNTEREXAMPLES, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -100,6 +135,11 @@ def test_counterexample_replays(path):
     r = replay(spec.instantiate(doc["variant"], doc["params"]), doc)
     assert r.ok, r.message
     assert r.message.startswith(f"reproduces: {doc['property']} violated")
+    if doc["property"] in spec.properties:
+        # saved traces are the shortest the search finds at the default bounds
+        assert len(doc["steps"]) == SHORTEST[doc["variant"], doc["property"]]
+    else:
+        assert doc["property"] in spec.progress and doc["kind"] == "lasso"
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
