@@ -974,6 +974,9 @@ spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last ackn
                        "no-log-start-movement", "sequences-handed-out-in-order",
                        "window-ends-at-the-batch", "window-ends-at-the-request"],
              findings={
+                 "every-transaction-ends": "seed problem 3 as a progress violation: the "
+                 "zombie's write opens a transaction that no marker ever closes (kcheck progress "
+                 "producer --variant pre-kip360).",
                  "sequences-handed-out-in-order": SEQUENCE_RESET,
                  "window-ends-at-the-batch": SEQUENCE_RESET,
                  "window-ends-at-the-request": SEQUENCE_RESET,
