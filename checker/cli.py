@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     console = Console(highlight=False, soft_wrap=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=200)
+        console = Console(highlight=False, width=400)  # a pipe or a file: tables at their natural width
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         parser = build_parser()
