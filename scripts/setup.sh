@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
 if [ "${1:-}" = "--test" ]; then
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-    sh scripts/ensure_java.sh
+    bash scripts/ensure_java.sh
 else
     .venv/bin/python -m pip install -q --disable-pip-version-check -e .
 fi
