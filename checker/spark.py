@@ -574,11 +574,14 @@ def _collect_with_progress(sc, rdd, total: int, acc, progress):
     t = threading.Thread(target=poll, daemon=True)
     t.start()
     try:
-        return rdd.collect()
+        out = rdd.collect()
     finally:
         done.set()
         t.join()
         sc.setJobGroup("", "")
+    # the poller samples; the last word is said once every slice is in
+    progress(total, total, acc.value)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
