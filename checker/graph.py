@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
+from checker.bfs import _absent, _merge
 from checker.compile import Compiled, _Gen, fingerprint
 from checker.trace import Executor, Trace, build
 from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, _call
@@ -241,18 +242,6 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     return StateGraph(model, comp, fps, words, depth, np.concatenate(parents),
                       np.concatenate(vias), bits, stuck, src, dst, act, transitions, cut,
                       time.perf_counter() - t0, len(level_fp[0]))
-
-
-def _absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
-    if not len(sorted_fp):
-        return np.ones(len(u), dtype=bool)
-    pos = np.searchsorted(sorted_fp, u)
-    pos[pos == len(sorted_fp)] = 0
-    return sorted_fp[pos] != u
-
-
-def _merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.insert(a, np.searchsorted(a, b), b) if len(b) else a
 
 
 def _too_large(model: Model, n: int, max_nodes: int | None):
