@@ -124,6 +124,15 @@ def build(model: Model, prop: str | None, kind: str | None, initial: tuple, step
 # ---------------------------------------------------------------------------------------------
 # JSON
 
+def _spec_ref(spec) -> str:
+    """How a trace names its spec: the shipped name, or the path of a user's spec module, so
+    that `kcheck replay` finds it again."""
+    from spec import SHIPPED
+    if spec.name in SHIPPED:
+        return spec.name
+    return str(Path(spec.source_file).resolve())
+
+
 def to_json(tr: Trace) -> dict:
     m = tr.model
     steps = []
@@ -135,7 +144,7 @@ def to_json(tr: Trace) -> dict:
             expect["state"] = {k: v[1] for k, v in s.changes.items()}
         steps.append({"action": s.action, "args": {k: _arg_json(v) for k, v in s.args.items()},
                       "expect": expect})
-    doc = {"kcheck_trace": FORMAT, "spec": m.spec.name, "variant": m.variant,
+    doc = {"kcheck_trace": FORMAT, "spec": _spec_ref(m.spec), "variant": m.variant,
            "params": m.params.as_dict(), "state": tr.initial_state, "steps": steps}
     if tr.property is not None:
         doc["property"] = tr.property

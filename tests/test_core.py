@@ -221,3 +221,12 @@ def test_ctrl_c_prints_what_was_found_and_exits_130():
 def test_python_if_on_state_is_refused_at_build_time():
     with pytest.raises(SpecError, match="use If"):
         load_spec(str(SPECS / "python_if.py")).instantiate(None, {})
+
+
+def test_trace_of_a_user_spec_replays_by_its_path(tmp_path):
+    p = kcheck("check", "tests/specs_core/wide.py", "--param", "limit=5", "--save", "--out", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    saved = tmp_path / "wide" / "default" / "small-sum.json"
+    assert json.loads(saved.read_text())["spec"].endswith("tests/specs_core/wide.py")
+    r = kcheck("replay", str(saved))
+    assert r.returncode == 0 and "REPRODUCES" in r.stdout, r.stdout + r.stderr
