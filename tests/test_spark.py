@@ -14,15 +14,12 @@ import pytest
 from checker import bfs, spark
 from checker.cli import main
 from checker.loader import load_spec
-from checker.trace import Executor, build, load, replay
+from checker.trace import Executor, load, replay
+from spark_support import MASTER, sc, test_bounds  # noqa: F401 (sc is a fixture)
 from spec import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 KCHECK = [sys.executable, "-m", "checker.cli"]
-# two threads, and a failed task is tried once more (local mode retries nothing otherwise)
-MASTER = "local[2,2]"
-# the single-process search's budget per variant at test bounds; larger spaces are cut by depth
-STATES = 20_000
 
 
 def kcheck(*args, timeout=120, env=None):
@@ -30,19 +27,8 @@ def kcheck(*args, timeout=120, env=None):
                           timeout=timeout, env=env)
 
 
-@pytest.fixture(scope="module")
-def sc():
-    yield spark.session(MASTER)
-    spark.stop_session()
 
 
-def _test_bounds(model):
-    """-> (max_depth or None, the single-process result at those bounds)."""
-    r = bfs.search(model, max_states=STATES)
-    if r.stop_reason != "max-states":
-        return None, r
-    depth = max(1, r.depth - 1)
-    return depth, bfs.search(model, max_depth=depth)
 
 
 def _end(model, f):
@@ -74,7 +60,7 @@ CASES = [(name, v) for name in SHIPPED for v in load_spec(name).variants]
 @pytest.mark.parametrize("name,variant", CASES)
 def test_spark_matches_single_process(sc, name, variant):
     model = load_spec(name).instantiate(variant)
-    max_depth, single = _test_bounds(model)
+    max_depth, single = test_bounds(model)
     dist = spark.check(model, max_depth=max_depth, master=MASTER, slices=3)
     assert_same(model, single, dist)
     d = dist.distribution

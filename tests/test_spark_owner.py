@@ -7,29 +7,18 @@ import json
 import numpy as np
 import pytest
 
-from checker import bfs, spark, spark_owner
+from checker import bfs, spark_owner
 from checker.cli import main
 from checker.loader import load_spec
 from checker.trace import build
 from spec import SHIPPED
+from spark_support import MASTER, sc, test_bounds  # noqa: F401 (sc is a fixture)
 
-MASTER = "local[2,2]"      # two threads; a failed task is tried once more
-STATES = 20_000            # the single-process budget per variant, as in tests/test_spark.py
 SPARK_LEVELS = 2           # levels built by the owners per variant (each costs a Spark job)
 
 
-@pytest.fixture(scope="module")
-def sc():
-    yield spark.session(MASTER)
-    spark.stop_session()
 
 
-def _test_bounds(model):
-    r = bfs.search(model, max_states=STATES)
-    if r.stop_reason != "max-states":
-        return None, r
-    depth = max(1, r.depth - 1)
-    return depth, bfs.search(model, max_depth=depth)
 
 
 def assert_same(model, single, own):
@@ -61,7 +50,7 @@ def test_driver_alone_matches_single_process():
 def test_ownership_matches_single_process(sc, name, variant):
     """The last levels of each variant's test bounds built by the owners on Spark."""
     model = load_spec(name).instantiate(variant)
-    max_depth, single = _test_bounds(model)
+    max_depth, single = test_bounds(model)
     depth = single.depth if max_depth is None else max_depth
     own = spark_owner.check(model, max_depth=max_depth, master=MASTER, owners=2,
                             prefix_depth=max(0, depth - SPARK_LEVELS))
