@@ -125,22 +125,12 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     pending = set(props) | ({DEADLOCK} if check_deadlock else set())
 
     def check_invariants(S: np.ndarray, level: int):
-        for name, fn in comp.invariants.items():
+        for name in comp.invariants:
             if name in res.found:
                 continue
-            # block by block: generated code keeps its temporaries until it returns
-            for start in range(0, S.shape[1], block):
-                part = S[:, start:start + block]
-                ok = fn(part)
-                if ok is True:
-                    continue
-                bad = np.flatnonzero(~np.broadcast_to(ok, (part.shape[1],)))
-                if bad.size:
-                    break
-            else:
-                continue
-            if bad.size:
-                init_w, steps = trace_to(level, start + int(bad[0]))
+            i = comp.first_violation(name, S, block)
+            if i is not None:
+                init_w, steps = trace_to(level, i)
                 res.found[name] = Found(name, "invariant", init_w, steps)
                 pending.discard(name)
 

@@ -173,6 +173,20 @@ class Compiled:
             T, out, ok = self.effects[k](sub)
             yield k, idx, sub, T, out, ok
 
+    def first_violation(self, name: str, S: np.ndarray, block: int) -> int | None:
+        """Position in S of the first state that breaks invariant ``name``, or None. Block by
+        block: generated code keeps its temporaries until it returns."""
+        fn = self.invariants[name]
+        for start in range(0, S.shape[1], block):
+            part = S[:, start:start + block]
+            ok = fn(part)
+            if ok is True:
+                continue
+            bad = np.flatnonzero(~np.broadcast_to(ok, (part.shape[1],)))
+            if bad.size:
+                return start + int(bad[0])
+        return None
+
     def step_violations(self, k: int, sub, T, out, ok, skip=()):
         """For the transition properties that judge instance k: (name, position in sub of the
         first violating step). A step cut by a search bound is not explored, so not judged."""

@@ -365,15 +365,8 @@ def _frontier(model: Model, comp: Compiled, want: int, max_depth: int | None):
         n = level.shape[1]
         for start in range(0, n, BLOCK):
             S = level[:, start:start + BLOCK]
-            m = S.shape[1]
             cS, cpar, cact = [], [], []
-            for k, mask in enumerate(comp.guards(S)):
-                if mask is False:
-                    continue
-                idx = np.arange(m) if mask is True else np.flatnonzero(mask)
-                if not idx.size:
-                    continue
-                T, _, ok = comp.effects[k](S[:, idx])
+            for k, idx, _sub, T, _out, ok in comp.successors(S):
                 if ok is not None:
                     idx, T = idx[ok], T[:, ok]
                     if not idx.size:

@@ -168,18 +168,11 @@ def check_invariants(comp: Compiled, S: np.ndarray, fps: np.ndarray, names: set,
                      block: int = BLOCK) -> dict:
     """-> {invariant: least violating fingerprint} over the states S (sorted by fingerprint)."""
     found = {}
-    for name, fn in comp.invariants.items():
-        if name not in names:
-            continue
-        for start in range(0, S.shape[1], block):
-            part = S[:, start:start + block]
-            ok = fn(part)
-            if ok is True:
-                continue
-            bad = np.flatnonzero(~np.broadcast_to(ok, (part.shape[1],)))
-            if bad.size:
-                found[name] = int(fps[start + int(bad[0])])
-                break
+    for name in comp.invariants:
+        if name in names:
+            i = comp.first_violation(name, S, block)
+            if i is not None:
+                found[name] = int(fps[i])
     return found
 
 
