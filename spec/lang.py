@@ -606,6 +606,23 @@ class Variant:
     doc: str
     expected_violations: set[str] = field(default_factory=set)
     findings: dict[str, str] = field(default_factory=dict)
+    # the configuration the variant is checked at when the user gives none (a bug that needs
+    # three members); it overrides the spec's parameter defaults, --param overrides it
+    params: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class KnownBug:
+    """A bug Kafka had in the modelled code, with its fix. ``variant`` is the default with that one
+    fix undone and ``property`` the property the bug breaks there; a bug the spec cannot express
+    has no variant and says in ``not_expressible`` what the spec would need."""
+    jira: str
+    broke: str                      # one sentence: what went wrong
+    fix: str                        # the fix commit (and pull request) in apache/kafka
+    code: str                       # the class and method the fix changed
+    variant: str | None = None
+    property: str | None = None
+    not_expressible: str | None = None
 
 
 @dataclass
@@ -635,6 +652,7 @@ class Spec:
         self.properties: dict[str, Property] = {}
         self.progress: dict[str, Progress] = {}
         self.variants: dict[str, Variant] = {}
+        self.known_bugs: list[KnownBug] = []
         self.default_variant: str | None = None
         self.rules: dict[str, dict[str | None, Callable]] = {}
         self.outcome_enum: Enum | None = None
@@ -716,12 +734,28 @@ class Spec:
         return fn
 
     def variant(self, name: str, doc: str, default: bool = False, violates: Iterable[str] = (),
-                findings: dict[str, str] | None = None):
+                findings: dict[str, str] | None = None, params: dict[str, int] | None = None):
         """A named alternative. ``violates`` records the properties known to be violated in it
-        (the expected verdicts the main job compares against); ``findings`` explains why."""
-        self.variants[name] = Variant(name, doc, set(violates), dict(findings or {}))
+        (the expected verdicts the main job compares against); ``findings`` explains why;
+        ``params`` is the configuration it is checked at by default."""
+        for k in params or {}:
+            if k not in self.params:
+                raise SpecError(f"variant {name}: unknown parameter '{k}' ({_caller_line()}); "
+                                f"parameters: {', '.join(self.params) or 'none'}")
+        self.variants[name] = Variant(name, doc, set(violates), dict(findings or {}), dict(params or {}))
         if default:
             self.default_variant = name
+
+    def known_bug(self, jira: str, broke: str, fix: str, code: str, variant: str | None = None,
+                  property: str | None = None, not_expressible: str | None = None):
+        """Records a known Kafka bug: its pre-fix variant and the property it breaks, or why the
+        spec cannot express it. The names are checked when the spec is loaded (checker.loader)."""
+        if (variant is None) == (not_expressible is None):
+            raise SpecError(f"known_bug {jira}: give either variant= (and property=) or "
+                            f"not_expressible=, not both or neither ({_caller_line()})")
+        if variant is not None and property is None:
+            raise SpecError(f"known_bug {jira}: variant {variant} names no property ({_caller_line()})")
+        self.known_bugs.append(KnownBug(jira, broke, fix, code, variant, property, not_expressible))
 
     def outcomes(self, enum: Enum):
         self.outcome_enum = enum
@@ -751,7 +785,8 @@ class Spec:
         if self.variants and variant not in self.variants:
             raise SpecError(f"unknown variant '{variant}' for spec {self.name}; variants: "
                             f"{', '.join(self.variants)}")
-        return Model(self, variant, self.resolve_params(params or {}))
+        defaults = self.variants[variant].params if variant in self.variants else {}
+        return Model(self, variant, self.resolve_params({**defaults, **(params or {})}))
 
 
 def _doc(fn) -> str:
