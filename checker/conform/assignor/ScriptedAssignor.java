@@ -1,0 +1,90 @@
+// A server-side assignor whose output the conformance driver scripts, so that a saved trace's
+// Join(target=..) / Heartbeat(target=..) become exactly the broker's target assignment.
+//
+// Configured in group.consumer.assignors; the JVM property kcheck.assignor.dir names a directory
+// holding one file per member id: the partitions (comma-separated numbers) of the member's
+// subscribed topic that the next target gives it. A member without a file gets nothing. Each
+// call is appended to calls.log, so the driver can see that the target was computed within the
+// heartbeat it sent. Written against PartitionAssignor / GroupSpec (group-coordinator-api).
+package kcheck;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardOpenOption;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
+import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.PartitionAssignorException;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+
+public class ScriptedAssignor implements ConsumerGroupPartitionAssignor {
+    public static final String NAME = "kcheck-scripted";
+
+    private static final class Assigned implements MemberAssignment {
+        private final Map<Uuid, Set<Integer>> partitions;
+
+        Assigned(Map<Uuid, Set<Integer>> partitions) {
+            this.partitions = partitions;
+        }
+
+        @Override
+        public Map<Uuid, Set<Integer>> partitions() {
+            return partitions;
+        }
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public GroupAssignment assign(GroupSpec group, SubscribedTopicDescriber topics)
+            throws PartitionAssignorException {
+        Path dir = Paths.get(System.getProperty("kcheck.assignor.dir", "."));
+        Map<String, MemberAssignment> out = new HashMap<>();
+        StringBuilder log = new StringBuilder();
+        for (String memberId : new TreeSet<>(group.memberIds())) {
+            Map<Uuid, Set<Integer>> partitions = new HashMap<>();
+            Set<Uuid> subscribed = group.memberSubscription(memberId).subscribedTopicIds();
+            Path file = dir.resolve(memberId);
+            Set<Integer> wanted = new TreeSet<>();
+            if (Files.exists(file)) {
+                try {
+                    for (String p : Files.readString(file, StandardCharsets.UTF_8).trim().split(",")) {
+                        if (!p.isBlank()) wanted.add(Integer.parseInt(p.trim()));
+                    }
+                } catch (IOException | NumberFormatException e) {
+                    throw new PartitionAssignorException("kcheck: cannot read " + file + ": " + e);
+                }
+            }
+            for (Uuid topic : subscribed) {
+                Set<Integer> mine = new HashSet<>();
+                for (int p : wanted) {
+                    if (p < topics.numPartitions(topic)) mine.add(p);
+                }
+                if (!mine.isEmpty()) partitions.put(topic, mine);
+            }
+            out.put(memberId, new Assigned(partitions));
+            log.append(memberId).append('=').append(wanted).append(' ');
+        }
+        try {
+            Files.writeString(dir.resolve("calls.log"), log.toString().trim() + "\n",
+                StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+        } catch (IOException e) {
+            // the log only helps the driver explain a divergence; the assignment stands
+        }
+        return new GroupAssignment(out);
+    }
+}

@@ -1,0 +1,108 @@
+"""Kafka's own jars, by release, from Maven Central: org.apache.kafka:kafka_2.13:VERSION with its
+runtime dependencies, resolved by Maven into ~/.cache/kcheck/kafka/VERSION/libs (never the repo).
+
+A generated pom names the one dependency; ``mvn dependency:copy-dependencies`` copies the runtime
+closure. A version is fetched once: a marker file records a complete copy."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+DEFAULT_VERSION = "4.3.1"
+# the releases the tests and `--which-variant` run: one before KIP-1251 (4.2.x), 4.3.1 (KIP-1251),
+# and the newest
+TESTED_VERSIONS = ("4.2.2", "4.3.1", "4.4.0")
+
+_VERSION = re.compile(r"^\d+\.\d+\.\d+(-[A-Za-z0-9.]+)?$")
+
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kcheck</groupId><artifactId>kafka-jars</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+class KafkaUnavailable(Exception):
+    """Kafka cannot be run here: no Java, no Maven, or Maven cannot resolve the version (one line)."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "kcheck" / "kafka"
+
+
+def check_version(version: str) -> str:
+    """A version string as Maven Central names Kafka releases (4.3.1); 4.x only (KRaft, KIP-848)."""
+    if not _VERSION.match(version) or not version.startswith("4."):
+        raise ValueError(f"unknown Kafka version {version!r}: give a 4.x release such as "
+                         f"{', '.join(TESTED_VERSIONS)}")
+    return version
+
+
+def jar_dir(version: str) -> Path:
+    return cache_root() / version / "libs"
+
+
+def fetch(version: str, quiet: bool = True) -> Path:
+    """The directory of Kafka VERSION's runtime jars, resolved by Maven on first use."""
+    check_version(version)
+    home = cache_root() / version
+    libs, done = home / "libs", home / "complete"
+    if done.exists() and any(libs.glob("kafka_2.13-*.jar")):
+        return libs
+    if shutil.which("java") is None:
+        raise KafkaUnavailable("no 'java' on PATH: Kafka needs Java 17 or newer "
+                               "(scripts/setup.sh --test installs one)")
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaUnavailable("no 'mvn' on PATH: Kafka's jars are resolved with Maven "
+                               "(install maven, or pass --kafka-jars DIR)")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pom.xml").write_text(_POM.format(version=version))
+    if libs.exists():
+        shutil.rmtree(libs)
+    log = home / "maven.log"
+    cmd = [mvn, "-B", "-q", "-f", str(home / "pom.xml"), "dependency:copy-dependencies",
+           f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
+    with open(log, "w") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT)
+    if rc != 0 or not any(libs.glob("kafka_2.13-*.jar")):
+        reason = _maven_reason(log)
+        raise KafkaUnavailable(f"Maven could not resolve org.apache.kafka:kafka_2.13:{version}"
+                               f"{': ' + reason if reason else ''} (log: {log})")
+    done.write_text(version + "\n")
+    return libs
+
+
+def _maven_reason(log: Path) -> str:
+    for line in log.read_text(errors="replace").splitlines():
+        if "[ERROR]" in line and ("Could not" in line or "Failed" in line):
+            return re.sub(r"\x1b\[[0-9;]*m", "", line).replace("[ERROR]", "").strip()[:200]
+    return ""
+
+
+def jars_version(libs: Path) -> str:
+    """The Kafka release of a directory of jars (from kafka_2.13-VERSION.jar or kafka-clients)."""
+    for pattern in ("kafka_2.13-*.jar", "kafka-clients-*.jar"):
+        for jar in sorted(libs.glob(pattern)):
+            m = re.match(r"kafka(?:_2\.13|-clients)-(.+)\.jar$", jar.name)
+            if m and not m.group(1).endswith(("-test", "-sources", "-javadoc")):
+                return m.group(1)
+    raise KafkaUnavailable(f"{libs} holds no kafka_2.13-VERSION.jar or kafka-clients-VERSION.jar")
+
+
+def classpath(libs: Path) -> str:
+    jars = sorted(str(j) for j in Path(libs).glob("*.jar"))
+    if not jars:
+        raise KafkaUnavailable(f"no jars in {libs}")
+    return os.pathsep.join(jars)
