@@ -94,8 +94,10 @@ class Connection:
             left -= len(chunk)
         return b"".join(chunks)
 
-    def send(self, request):
-        """Send one kio request (its class fixes the API key and version); return the response."""
+    def send(self, request, response_type=None):
+        """Send one kio request (its class fixes the API key and version); return the response.
+        ``response_type`` replaces kio's response class where kio cannot decode what Kafka sends
+        (DescribeTransactions' start time is -1 for a transaction that has not started)."""
         self.correlation += 1
         header_type = request.__header_schema__
         header_fields = {"request_api_key": request.__api_key__,
@@ -115,7 +117,7 @@ class Connection:
             raise WireError(f"no answer from {self.host}:{self.port} to "
                             f"{type(request).__name__} v{request.__version__}") from None
         module = importlib.import_module(type(request).__module__.rsplit(".", 1)[0] + ".response")
-        response_type = next(v for k, v in vars(module).items()
+        response_type = response_type or next(v for k, v in vars(module).items()
                              if k.endswith("Response") and isinstance(v, type)
                              and getattr(v, "__api_key__", None) == request.__api_key__
                              and getattr(v, "__type__", None) is not None
