@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import datetime
 import io
-import itertools
 import time
 from dataclasses import dataclass, field
+
+from checker.conform.driver import Adapter, NotDrivable, SpecStep, TraceRun, register_adapter
 
 # ---------------------------------------------------------------------------------------------
 # The mapping, readable without a broker
@@ -89,29 +90,6 @@ def tv2(variant: str) -> bool:
     return variant not in ("pre-kip360", "pre-kip890")
 
 
-def not_drivable(variant: str, steps: list[dict]) -> str | None:
-    """Why a trace of the producer spec cannot be driven on a single 4.x broker, or None.
-
-    ``steps`` are the spec's replayed steps: dicts with 'action', 'args', 'pre' and 'post'
-    (the spec's shown state before and after) and 'outcome'."""
-    if variant in UNREACHABLE_VARIANTS:
-        return f"variant {variant} {UNREACHABLE_VARIANTS[variant]}"
-    for i, st in enumerate(steps, start=1):
-        a, args, pre = st["action"], st["args"], st["pre"]
-        if a in NOT_DRIVABLE:
-            return f"step {i} ({a}): {NOT_DRIVABLE[a]}"
-        if args.get("r", 0) != 0:
-            return (f"step {i} ({a} at replica {args['r']}): the partition's second replica needs "
-                    f"a second broker; the conformance broker is one")
-        if "c" in args and args["c"] != 0:
-            return f"step {i} ({a}): a marker of coordinator epoch {args['c']} needs a coordinator failover"
-        if a in REQUESTS and a != "TxnMarkerArrives" and pre["txn_state"] in PREPARE:
-            return (f"step {i} ({a}) needs the coordinator held in {pre['txn_state']}, but Kafka's "
-                    f"coordinator sends its markers by itself as soon as the prepare is written "
-                    f"(TransactionMarkerChannelManager), so the state cannot be held")
-    return None
-
-
 def spec_outcome_of_produce(kafka_error: str, base_offset: int, appended_offsets: set[int]) -> str:
     """Kafka answers a duplicate batch NONE with the offset of the batch it already holds
     (UnifiedLog.append returns the duplicate's LogAppendInfo); the spec names that
@@ -119,55 +97,6 @@ def spec_outcome_of_produce(kafka_error: str, base_offset: int, appended_offsets
     if kafka_error == "NONE" and base_offset in appended_offsets:
         return "DUPLICATE_SEQUENCE_NUMBER"
     return kafka_error
-
-
-# ---------------------------------------------------------------------------------------------
-# Comparisons: what Kafka shows, field by field, against the spec's state
-
-def compare_transaction(post: dict, described: dict | None) -> list[tuple[str, object, object]]:
-    """DescribeTransactions against the coordinator's fields: txn_state, txn_epoch and whether
-    the partition is in the transaction. A state in flight (the spec still preparing while Kafka
-    may already have completed) is compared at the marker step instead."""
-    if described is None:
-        # Kafka knows no transactional id before the first InitProducerId
-        return [] if post["txn_epoch"] == -1 else [("txn_epoch", post["txn_epoch"], "no transaction")]
-    out = []
-    if post["txn_state"] not in PREPARE:
-        if described["state"] != post["txn_state"]:
-            out.append(("txn_state", post["txn_state"], described["state"]))
-        if bool(described["partitions"]) != post["txn_partition"]:
-            out.append(("txn_partition", post["txn_partition"], bool(described["partitions"])))
-    if described["epoch"] != post["txn_epoch"]:
-        out.append(("txn_epoch", post["txn_epoch"], described["epoch"]))
-    return out
-
-
-def compare_producer_state(post: dict, entry: dict | None) -> list[tuple[str, object, object]]:
-    """DescribeProducers at the leader against replica 0's producer state entry: its epoch
-    (-1: no entry), its last sequence and whether it has a transaction open."""
-    out = []
-    epoch = entry["epoch"] if entry else -1
-    if epoch != post["producer_epoch[0]"]:
-        out.append(("producer_epoch[0]", post["producer_epoch[0]"], epoch))
-    if entry is not None:
-        if entry["last_sequence"] != post["last_seq[0]"]:
-            out.append(("last_seq[0]", post["last_seq[0]"], entry["last_sequence"]))
-        if entry["txn_open"] != post["txn_open[0]"]:
-            out.append(("txn_open[0]", post["txn_open[0]"], entry["txn_open"]))
-    elif post["txn_open[0]"]:
-        out.append(("txn_open[0]", True, False))
-    return out
-
-
-def compare_log(post: dict, appended: list[int]) -> list[tuple[str, object, object]]:
-    """The data records in the partition's log (read back by Fetch, uncommitted included) against
-    `appended` (times each record is in the log, capped at 2 as the spec caps it)."""
-    out = []
-    for k, n in enumerate(appended):
-        want = post.get(f"appended[{k}]")
-        if want is not None and min(n, 2) != want:
-            out.append((f"appended[{k}]", want, min(n, 2)))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,234 +179,337 @@ def read_batches(data: bytes) -> list:
     return out
 
 
-@dataclass
-class HeldRequest:
-    """A produce request the spec's producer put on the wire and the driver holds."""
-    record: int
-    epoch: int
-    sequence: int
-
 
 @dataclass
-class ProducerDriver:
-    """Drives one trace of the producer spec on a broker.
-
-    ``connect`` opens a connection to the broker (an object with ``call(request) -> response``);
-    ``name`` is unique per trace: the topic and the transactional id."""
-    connect: object
-    name: str
-    variant: str
-    settle_timeout: float = 15.0
+class Client:
+    """The producer's client-side state as the driver keeps it, from Kafka's answers only (the
+    spec's TransactionManager and Sender, spec/producer.py): the epoch Kafka handed out, the
+    next sequence, the pending end of the transaction, the request held on the wire."""
+    transaction_version: int = 2
     producer_id: int = -1
-    held: HeldRequest | None = None
-    appended_offsets: dict = field(default_factory=dict)   # base offset -> record
-    wire: list = field(default_factory=list)                # (request, response) per step
+    epoch: int = -1
+    next_seq: int = 0
+    sent: int = 0                     # records handed to the producer
+    batch_seq: int = 0
+    pending_end: bool | None = None   # True: commit, False: abort
+    held: tuple | None = None         # (record, epoch, sequence) of the request on the wire
+    appended_offsets: set = field(default_factory=set)
+    markers_pending: bool = False     # Kafka's coordinator is completing a transaction with markers
+    changed_config: bool = False      # partition verification switched off for this trace
 
-    def __post_init__(self):
-        self.k = _kio()
-        self.versions = TV2_VERSIONS if tv2(self.variant) else TV1_VERSIONS
-        self.conns = {}
-        self.describe_response = describe_transactions_response()
 
-    def conn(self, who: str):
-        """One connection per client: the producer, the second instance, a hidden third one,
-        and the admin reads."""
-        if who not in self.conns:
-            self.conns[who] = self.connect()
-        return self.conns[who]
+class ProducerAdapter(Adapter):
+    """spec/producer.py on a 4.x broker: one topic of one partition (replica 0, the leader) and
+    one transactional id per trace."""
+    spec_name = "producer"
+    broker_settings: dict[str, str] = {}
+    # Kafka 4.x runs both of the spec's live client worlds: transaction version 2 (kip360, and
+    # no-last-epoch, whose rule only a version-1 client can reach) and version 1 (pre-kip890,
+    # run with partition verification off, see VERIFICATION); pre-kip360 is Kafka 2.3. No release
+    # is recorded as running another variant than the trace's.
+    releases: list = []
 
-    def call(self, who: str, request, response_type=None):
-        return self.conn(who).send(request, response_type)
+    def __init__(self, tv1_without_verification: bool = True, settle_timeout: float = 15.0):
+        self.tv1_without_verification = tv1_without_verification
+        self.settle_timeout = settle_timeout
 
-    def coordinator_call(self, who: str, request):
+    # what cannot be driven -------------------------------------------------------------------
+    def action_reason(self, action: str, args: dict) -> str | None:
+        if action in NOT_DRIVABLE:
+            return f"{action}: {NOT_DRIVABLE[action]}"
+        if args.get("r", 0) != 0:
+            return (f"{action} at replica {args['r']}: the partition's second replica needs a "
+                    f"second broker; the conformance broker is one")
+        if args.get("c", 0) != 0:
+            return f"{action} of coordinator epoch {args['c']} needs a coordinator failover"
+        if action not in REQUESTS and action not in CLIENT_SIDE:
+            return f"{action}: the producer adapter has no mapping for it"
+        return None
+
+    def initial_reason(self, params, state: dict) -> str | None:
+        """Requests reach only the spec's initial state: a new transactional id, a new topic."""
+        fresh = {"client": "UNINITIALIZED", "txn_epoch": -1, "txn_state": "Empty", "sent": 0,
+                 "second_instance": "NOT_STARTED", "leader": 0, "coordinator_epoch": 0}
+        for k, v in fresh.items():
+            if state.get(k, v) != v:
+                return (f"the trace starts with {k}={state[k]}; requests reach only a new "
+                        f"transactional id's state ({k}={v})")
+        if any(e != -1 for e in state.get("producer_epoch", [])):
+            return "the trace starts with producer state at the partition; a new topic has none"
+        return None
+
+    # driving ---------------------------------------------------------------------------------
+    def begin(self, run: TraceRun, initial: dict) -> None:
+        variant = getattr(run, "variant", None)
+        if variant in UNREACHABLE_VARIANTS:
+            raise NotDrivable(f"variant {variant} {UNREACHABLE_VARIANTS[variant]}")
+        run.state["client"] = Client(transaction_version=self._version(run))
+        admin = self._conn(run, "admin")
+        admin.create_topic(run.name, 1)
+        admin.find_coordinator(run.name, key_type=1)
+        self._describe = describe_transactions_response()
+        if run.state["client"].transaction_version == 1 and self.tv1_without_verification:
+            set_verification(admin, False)
+            run.state["client"].changed_config = True
+
+    def end(self, run: TraceRun) -> None:
+        client = run.state.get("client")
+        if client is not None and client.changed_config:
+            set_verification(self._conn(run, "admin"), True)
+
+    def drive(self, run: TraceRun, action: str, args: dict) -> dict:
+        c: Client = run.state["client"]
+        lost = args.get("lost", False)
+        obs: dict = {}
+        if action in REQUESTS and action != "TxnMarkerArrives" and c.markers_pending:
+            raise NotDrivable(
+                f"{action} needs the coordinator held in PrepareCommit/PrepareAbort, but Kafka's "
+                f"coordinator sends its markers by itself as soon as the prepare is written "
+                f"(TransactionMarkerChannelManager), so the state cannot be held")
+        before = self._settled(run) if action in REQUESTS else None
+        if action in ("InitProducerId", "SecondInstanceInitProducerId", "EpochBump",
+                      "AbortTimedOutTransaction"):
+            who = {"InitProducerId": "producer", "SecondInstanceInitProducerId": "second",
+                   "EpochBump": "producer", "AbortTimedOutTransaction": "hidden"}[action]
+            pid, epoch = (c.producer_id, c.epoch) if action == "EpochBump" else (-1, -1)
+            err, got_pid, got_epoch = self._init_producer_id(run, who, pid, epoch)
+            if action != "AbortTimedOutTransaction":
+                obs["outcome"] = err
+                if err == "NONE":
+                    obs["response_epoch"] = got_epoch
+            if err == "NONE" and (action == "InitProducerId" or (action == "EpochBump" and not lost)):
+                c.producer_id, c.epoch, c.next_seq = got_pid, got_epoch, 0
+            if c.producer_id == -1 and err == "NONE":
+                c.producer_id = got_pid        # the partition's state is read by producer id
+        elif action == "AddPartitionsToTxn":
+            obs["outcome"] = self._add_partitions(run, c)
+        elif action == "BeginTransaction":
+            c.pending_end = None
+        elif action == "Send":
+            c.batch_seq, c.next_seq, c.sent = c.next_seq, c.next_seq + 1, c.sent + 1
+        elif action == "ProduceRequest":
+            c.held = (c.sent - 1, c.epoch, c.batch_seq)
+        elif action == "Produce":
+            if c.held is None:
+                raise NotDrivable("Produce with no request on the wire")
+            record, epoch, seq = c.held
+            c.held = None
+            err, offset = self._produce(run, c, record, epoch, seq)
+            obs["outcome"] = spec_outcome_of_produce(err, offset, c.appended_offsets)
+            if obs["outcome"] == "NONE":
+                c.appended_offsets.add(offset)
+        elif action in ("DeliveryTimeout", "WriteTxnMarker"):
+            pass
+        elif action == "CommitTransaction":
+            c.pending_end = True
+        elif action == "AbortTransaction":
+            c.pending_end = False
+        elif action == "EndTxn":
+            err, epoch = self._end_txn(run, c)
+            obs["outcome"] = err
+            if err == "NONE" and c.transaction_version == 2:
+                obs["response_epoch"] = epoch
+                if not lost:
+                    c.epoch, c.next_seq = epoch, 0
+        elif action == "TxnMarkerArrives":
+            c.markers_pending = False
+        if action in REQUESTS:
+            after = self._settled(run) if not c.markers_pending else self._describe_transaction(run)
+            # the coordinator began completing a transaction that has partitions: its markers
+            # are on their way (the spec's WriteTxnMarker / TxnMarkerArrives follow)
+            if before and before["state"] == "Ongoing" and before["partitions"] and after and \
+                    after["state"] in PREPARE + ("CompleteCommit", "CompleteAbort"):
+                c.markers_pending = True
+                after = self._describe_transaction(run)
+            obs.update(self._observe(run, c, after))
+        return obs
+
+    def view(self, run: TraceRun, step: SpecStep) -> dict:
+        """The spec's step in the observation keys. The partition's producer state and the
+        coordinator's state name are compared only when the spec has no marker in flight (Kafka
+        may have written it already); the response epoch is the coordinator's epoch after the
+        step."""
+        post, v = step.post, {}
+        if step.outcome is not None:
+            v["outcome"] = step.outcome
+        v["response_epoch"] = post["txn_epoch"]
+        v["txn_epoch"] = post["txn_epoch"]
+        if post["txn_state"] not in PREPARE:
+            v["txn_state"] = post["txn_state"]
+            v["txn_partition"] = post["txn_partition"]
+            v["producer_epoch"] = post["producer_epoch[0]"]
+            v["txn_open"] = post["txn_open[0]"]
+            v["appended"] = [post[f"appended[{k}]"] for k in range(run.params.records)]
+            if post["producer_epoch[0]"] != -1:
+                v["last_seq"] = post["last_seq[0]"]
+        return v
+
+    # observations ----------------------------------------------------------------------------
+    def _observe(self, run: TraceRun, c: Client, described: dict | None) -> dict:
+        obs = {"txn_epoch": described["epoch"] if described else -1,
+               "txn_state": described["state"] if described else "Empty",
+               "txn_partition": bool(described and described["partitions"])}
+        entry = self._describe_producer(run, c) if c.producer_id != -1 else None
+        obs["producer_epoch"] = entry["epoch"] if entry else -1
+        obs["txn_open"] = bool(entry and entry["txn_open"])
+        if entry:
+            obs["last_seq"] = entry["last_sequence"]
+        counts = self._log_records(run)
+        obs["appended"] = [min(counts.get(k, 0), 2) for k in range(run.params.records)]
+        return obs
+
+    # requests --------------------------------------------------------------------------------
+    def _version(self, run: TraceRun) -> int:
+        return 2 if tv2(getattr(run, "variant", "kip360")) else 1
+
+    def _conn(self, run: TraceRun, who: str):
+        conns = run.state.setdefault("connections", {})
+        if who not in conns:
+            conns[who] = run.connect()
+        return conns[who]
+
+    def _coordinator_call(self, run: TraceRun, who: str, request):
         """A request to the transaction coordinator, retried while the coordinator is loading or
         moving, as the producer's client retries it (the spec does not model the loading)."""
         deadline = time.monotonic() + self.settle_timeout
         while True:
-            response = self.call(who, request)
+            response = self._conn(run, who).send(request)
             if error_name(response.error_code) not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
                 return response
-            time.sleep(0.05)
+            time.sleep(0.05)   # the coordinator is loading its partition: poll again
 
-    def close(self):
-        for c in self.conns.values():
-            close = getattr(c, "close", None)
-            if close:
-                close()
-        self.conns.clear()
-
-    # setup -----------------------------------------------------------------------------------
-    def setup(self):
-        """The setup prefix of every trace: its own topic (one partition, one replica: the
-        spec's replica 0, the leader) and a loaded transaction coordinator for its id."""
-        admin = self.conn("admin")
-        admin.create_topic(self.name, 1)
-        admin.find_coordinator(self.name, key_type=1)
-
-    # requests --------------------------------------------------------------------------------
-    def init_producer_id(self, who: str, producer_id: int = -1, epoch: int = -1):
-        m, p, t = self.k["init"], self.k["prim"], self.k["types"]
+    def _init_producer_id(self, run, who: str, producer_id: int, epoch: int):
+        k = _kio()
+        m, p, t = k["init"], k["prim"], k["types"]
         req = m.InitProducerIdRequest(
-            transactional_id=t.TransactionalId(self.name),
+            transactional_id=t.TransactionalId(run.name),
             transaction_timeout=p.i32Timedelta.parse(datetime.timedelta(milliseconds=TXN_TIMEOUT_MS)),
             producer_id=t.ProducerId(producer_id), producer_epoch=p.i16(epoch))
-        resp = self.coordinator_call(who, req)
+        resp = self._coordinator_call(run, who, req)
         return error_name(resp.error_code), int(resp.producer_id), int(resp.producer_epoch)
 
-    def add_partitions(self, epoch: int):
-        m, p, t = self.k["add"], self.k["prim"], self.k["types"]
+    def _add_partitions(self, run, c: Client) -> str:
+        k = _kio()
+        m, p, t = k["add"], k["prim"], k["types"]
         req = m.AddPartitionsToTxnRequest(
-            v3_and_below_transactional_id=t.TransactionalId(self.name),
-            v3_and_below_producer_id=t.ProducerId(self.producer_id),
-            v3_and_below_producer_epoch=p.i16(epoch),
-            v3_and_below_topics=(m.AddPartitionsToTxnTopic(name=t.TopicName(self.name),
+            v3_and_below_transactional_id=t.TransactionalId(run.name),
+            v3_and_below_producer_id=t.ProducerId(c.producer_id),
+            v3_and_below_producer_epoch=p.i16(c.epoch),
+            v3_and_below_topics=(m.AddPartitionsToTxnTopic(name=t.TopicName(run.name),
                                                            partitions=(p.i32(0),)),))
-        resp = self.call("producer", req)
+        resp = self._conn(run, "producer").send(req)
         return error_name(resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
 
-    def produce(self, held: HeldRequest):
-        """The held batch arrives; -> (Kafka's error, base offset). NOT_LEADER/UNKNOWN partition
-        right after the topic was created is retried until the leader is known."""
-        m, p, t = (self.k["produce_tv2"] if tv2(self.variant) else self.k["produce_tv1"],
-                   self.k["prim"], self.k["types"])
-        batch = record_batch(self.producer_id, held.epoch, held.sequence, f"record-{held.record}".encode())
-        req = m.ProduceRequest(transactional_id=t.TransactionalId(self.name), acks=p.i16(-1),
+    def _produce(self, run, c: Client, record: int, epoch: int, seq: int):
+        """The held batch arrives; -> (Kafka's error, base offset)."""
+        k = _kio()
+        m = k["produce_tv2"] if c.transaction_version == 2 else k["produce_tv1"]
+        p, t = k["prim"], k["types"]
+        batch = record_batch(c.producer_id, epoch, seq, f"record-{record}".encode())
+        req = m.ProduceRequest(transactional_id=t.TransactionalId(run.name), acks=p.i16(-1),
                                timeout=p.i32Timedelta.parse(datetime.timedelta(seconds=30)),
-                               topic_data=(m.TopicProduceData(name=t.TopicName(self.name), partition_data=(
+                               topic_data=(m.TopicProduceData(name=t.TopicName(run.name), partition_data=(
                                    m.PartitionProduceData(index=p.i32(0), records=p.Records(batch)),)),))
-        deadline = time.monotonic() + self.settle_timeout
-        while True:
-            resp = self.call("producer", req)
-            part = resp.responses[0].partition_responses[0]
-            err = error_name(part.error_code)
-            if err not in ("NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE") \
-                    or time.monotonic() > deadline:
-                return err, int(part.base_offset)
-            time.sleep(0.05)
+        part = self._conn(run, "producer").send(req).responses[0].partition_responses[0]
+        return error_name(part.error_code), int(part.base_offset)
 
-    def end_txn(self, epoch: int, commit: bool):
-        m, p, t = (self.k["end_tv2"] if tv2(self.variant) else self.k["end_tv1"],
-                   self.k["prim"], self.k["types"])
-        req = m.EndTxnRequest(transactional_id=t.TransactionalId(self.name),
-                              producer_id=t.ProducerId(self.producer_id), producer_epoch=p.i16(epoch),
-                              committed=commit)
-        resp = self.coordinator_call("producer", req)
+    def _end_txn(self, run, c: Client):
+        k = _kio()
+        m = k["end_tv2"] if c.transaction_version == 2 else k["end_tv1"]
+        p, t = k["prim"], k["types"]
+        req = m.EndTxnRequest(transactional_id=t.TransactionalId(run.name),
+                              producer_id=t.ProducerId(c.producer_id), producer_epoch=p.i16(c.epoch),
+                              committed=bool(c.pending_end))
+        resp = self._coordinator_call(run, "producer", req)
         return error_name(resp.error_code), int(getattr(resp, "producer_epoch", -1))
 
     # reads -----------------------------------------------------------------------------------
-    def describe_transaction(self) -> dict | None:
-        m, t = self.k["dtxn"], self.k["types"]
-        resp = self.call("admin", m.DescribeTransactionsRequest(
-            transactional_ids=(t.TransactionalId(self.name),)), self.describe_response)
+    def _describe_transaction(self, run) -> dict | None:
+        k = _kio()
+        m, t = k["dtxn"], k["types"]
+        resp = self._conn(run, "admin").send(m.DescribeTransactionsRequest(
+            transactional_ids=(t.TransactionalId(run.name),)), self._describe)
         st = resp.transaction_states[0]
         err = error_name(st.error_code)
         if err == "TRANSACTIONAL_ID_NOT_FOUND":
             return None
         if err != "NONE":
-            raise RuntimeError(f"DescribeTransactions {self.name}: {err}")
+            raise RuntimeError(f"DescribeTransactions {run.name}: {err}")
         return {"state": st.transaction_state, "epoch": int(st.producer_epoch),
-                "producer_id": int(st.producer_id),
                 "partitions": [(tp.topic, int(x)) for tp in st.topics for x in tp.partitions]}
 
-    def describe_producer(self) -> dict | None:
-        m, p, t = self.k["dprod"], self.k["prim"], self.k["types"]
-        resp = self.call("admin", m.DescribeProducersRequest(topics=(m.TopicRequest(
-            name=t.TopicName(self.name), partition_indexes=(p.i32(0),)),)))
-        part = resp.topics[0].partitions[0]
-        for e in part.active_producers:
-            if int(e.producer_id) == self.producer_id:
+    def _settled(self, run) -> dict | None:
+        """The coordinator's transaction once it is out of PrepareCommit/PrepareAbort (bounded
+        polling: it completes by itself once its markers are written)."""
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            d = self._describe_transaction(run)
+            if d is None or d["state"] not in PREPARE or time.monotonic() > deadline:
+                return d
+            time.sleep(0.02)   # the coordinator is writing its markers: poll again
+
+    def _describe_producer(self, run, c: Client) -> dict | None:
+        k = _kio()
+        m, p, t = k["dprod"], k["prim"], k["types"]
+        resp = self._conn(run, "admin").send(m.DescribeProducersRequest(topics=(m.TopicRequest(
+            name=t.TopicName(run.name), partition_indexes=(p.i32(0),)),)))
+        for e in resp.topics[0].partitions[0].active_producers:
+            if int(e.producer_id) == c.producer_id:
                 return {"epoch": int(e.producer_epoch), "last_sequence": int(e.last_sequence),
                         "txn_open": int(e.current_txn_start_offset) != -1}
         return None
 
-    def log_records(self) -> list[int]:
+    def _log_records(self, run) -> dict[int, int]:
         """Times each record is in the log: Fetch from offset 0, uncommitted included, data
         batches only (markers are control batches)."""
-        m, p, t = self.k["fetch"], self.k["prim"], self.k["types"]
+        k = _kio()
+        m, p, t = k["fetch"], k["prim"], k["types"]
         req = m.FetchRequest(max_wait=p.i32Timedelta.parse(datetime.timedelta(milliseconds=0)),
                              min_bytes=p.i32(0), isolation_level=p.i8(0),
-                             topics=(m.FetchTopic(topic=t.TopicName(self.name), partitions=(
+                             topics=(m.FetchTopic(topic=t.TopicName(run.name), partitions=(
                                  m.FetchPartition(partition=p.i32(0), fetch_offset=p.i64(0),
                                                   partition_max_bytes=p.i32(1 << 20)),)),),
                              forgotten_topics_data=())
-        resp = self.call("admin", req)
-        data = resp.responses[0].partitions[0].records or b""
+        data = self._conn(run, "admin").send(req).responses[0].partitions[0].records or b""
         counts: dict[int, int] = {}
         for b in read_batches(bytes(data)):
             if b.attributes & CONTROL_BATCH:
                 continue
             for r in b.records:
-                k = int(r.value.decode().split("-")[1])
-                counts[k] = counts.get(k, 0) + 1
-        return [counts.get(k, 0) for k in range(max(counts, default=-1) + 1)]
+                rec = int(r.value.decode().split("-")[1])
+                counts[rec] = counts.get(rec, 0) + 1
+        return counts
 
-    def settle(self, want_complete: bool):
-        """Waits (bounded, polling) until the coordinator is out of PrepareCommit/PrepareAbort:
-        its markers are its own business, and a spec state out of Prepare* is compared only once
-        Kafka's is too. -> the last description."""
-        deadline = time.monotonic() + self.settle_timeout
-        while True:
-            d = self.describe_transaction()
-            if d is None or d["state"] not in PREPARE or time.monotonic() > deadline:
-                return d
-            time.sleep(0.02)
 
-    # one spec step ---------------------------------------------------------------------------
-    def step(self, action: str, args: dict, pre: dict, post: dict, outcome) -> list[tuple]:
-        """Drives one spec step; -> the mismatches (field, spec said, Kafka said)."""
-        out: list[tuple] = []
-        said = None                                   # Kafka's outcome, in the spec's names
-        if action == "InitProducerId":
-            said, pid, epoch = self.init_producer_id("producer")
-            if said == "NONE":
-                self.producer_id = pid
-                if epoch != post["epoch"]:
-                    out.append(("epoch", post["epoch"], epoch))
-        elif action == "SecondInstanceInitProducerId":
-            said, pid, epoch = self.init_producer_id("second")
-            if said == "NONE":
-                if self.producer_id == -1:
-                    self.producer_id = pid
-                if epoch != post["txn_epoch"]:
-                    out.append(("txn_epoch", post["txn_epoch"], epoch))
-        elif action == "EpochBump":
-            said, pid, epoch = self.init_producer_id("producer", self.producer_id, pre["epoch"])
-            if said == "NONE" and epoch != post["txn_epoch"]:
-                out.append(("txn_epoch", post["txn_epoch"], epoch))
-        elif action == "AbortTimedOutTransaction":
-            self.init_producer_id("hidden")          # its answer is not the spec's to compare
-        elif action == "AddPartitionsToTxn":
-            said = self.add_partitions(pre["epoch"])
-        elif action == "ProduceRequest":
-            self.held = HeldRequest(post["request_record"], post["request_epoch"], post["request_seq"])
-        elif action == "Produce":
-            held, self.held = self.held, None
-            err, offset = self.produce(held)
-            said = spec_outcome_of_produce(err, offset, set(self.appended_offsets))
-            if err == "NONE" and said == "NONE":
-                self.appended_offsets[offset] = held.record
-        elif action == "EndTxn":
-            said, epoch = self.end_txn(pre["epoch"], pre["end_txn"] == "COMMIT")
-            if said == "NONE" and tv2(self.variant) and epoch != post["txn_epoch"]:
-                out.append(("txn_epoch", post["txn_epoch"], epoch))
-        elif action == "TxnMarkerArrives":
-            self.settle(True)
-        elif action not in CLIENT_SIDE:
-            raise ValueError(f"producer adapter: no mapping for action {action}")
-        if said is not None and outcome is not None and said != outcome:
-            out.insert(0, ("outcome", outcome, said))
-        if action in REQUESTS:
-            out += self.observe(post)
-        return out
+def set_verification(admin, enabled: bool, wait_s: float = 15.0) -> None:
+    """transaction.partition.verification.enable, cluster-wide and dynamic
+    (IncrementalAlterConfigs on the broker default): a version-1 client's produce is verified
+    with the coordinator (KIP-890 part 1) unless it is off. Waits (polling DescribeConfigs)
+    until the broker runs the new value: a dynamic config travels through the metadata log."""
+    from kio.schema.describe_configs.v4 import request as d
+    from kio.schema.incremental_alter_configs.v1 import request as m
+    from kio.static.primitive import i8
+    value = str(enabled).lower()
+    r = admin.send(m.IncrementalAlterConfigsRequest(resources=(m.AlterConfigsResource(
+        resource_type=i8(BROKER_RESOURCE), resource_name="", configs=(m.AlterableConfig(
+            name=VERIFICATION, config_operation=i8(0), value=value),)),),
+        validate_only=False))
+    err = error_name(r.responses[0].error_code)
+    if err != "NONE":
+        raise RuntimeError(f"IncrementalAlterConfigs {VERIFICATION}={value}: {err}")
+    node = str(admin.metadata([]).brokers[0].node_id)
+    deadline = time.monotonic() + wait_s
+    while True:
+        res = admin.send(d.DescribeConfigsRequest(resources=(d.DescribeConfigsResource(
+            resource_type=i8(BROKER_RESOURCE), resource_name=node, configuration_keys=(VERIFICATION,)),)))
+        if any(c.name == VERIFICATION and c.value == value for c in res.results[0].configs):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the broker does not run {VERIFICATION}={value} after {wait_s:.0f}s")
+        time.sleep(0.05)   # the metadata log has not reached the broker yet: poll again
 
-    def observe(self, post: dict) -> list[tuple]:
-        """Kafka's visible state after a request step, against the spec's. While the spec's
-        coordinator prepares, its markers are in flight in the spec but may already be written
-        in Kafka: the partition is compared once the spec's marker has arrived."""
-        if post["txn_state"] in PREPARE:
-            return compare_transaction(post, self.describe_transaction())
-        out = compare_transaction(post, self.settle(True))
-        if self.producer_id != -1:
-            out += compare_producer_state(post, self.describe_producer())
-            out += compare_log(post, self.log_records())
-        return out
+
+VERIFICATION = "transaction.partition.verification.enable"
+BROKER_RESOURCE = 4            # ConfigResource.Type.BROKER
+
+register_adapter("producer", "checker.conform.producer:ProducerAdapter")
