@@ -1,0 +1,492 @@
+"""The conformance adapter for spec/consumer_group.py (KIP-848 consumer groups, KIP-1251).
+
+Each coordinator-side action is a real request: Join / Heartbeat / Leave are
+ConsumerGroupHeartbeat v1 (epoch 0 / the client's epoch / -1 or -2), HandleCommit is OffsetCommit
+v9 (v8 for OFFSET_COMMIT_V8) or TxnOffsetCommit v5, AdminCommit the same without a member.
+FenceMember and StaticMemberExpires are timers in Kafka (session or rebalance timeout); they are
+driven by a ConsumerGroupHeartbeat at epoch -1 on a separate connection, which Kafka handles by
+the same GroupMetadataManager.consumerGroupFenceMember as the timers (the timer itself is not
+exercised). Client-side actions (HeartbeatResponse: the client reads the response held since its
+heartbeat; SendCommit: a commit prepared and held) are the adapter's own state; a transactional
+SendCommit also runs InitProducerId and AddOffsetsToTxn, so HandleCommit is the commit alone.
+
+The scripted assignor (assignor/ScriptedAssignor.java) is given the target a step names
+(Join(target=01): p0 to slot 0's member id, p1 to slot 1's) before the request is sent.
+
+What is compared (docs/conformance.md has the table): the error code of every request; a
+heartbeat's member epoch and assigned partitions; after every step, ConsumerGroupDescribe's group
+epoch, target assignment epoch, each member's epoch and assigned partitions and the target
+assignment; after HeartbeatResponse the client's epoch and owned partitions. Epochs are mapped by
+a constant (the setup prefix's epochs minus the spec's). Not compared: the reconciliation state
+and the partitions pending revocation (only in the coordinator's records in __consumer_offsets),
+the assignment epochs (idem), and the ghost fields (held_since, lost, commit_zombie, commit_owner).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16, i32, i64
+
+from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TraceRun, _version_key,
+                                    register_adapter)
+from checker.conform.wire import WireError, error_name, ms, schema
+
+LEFT, STATIC_LEFT = -1, -2
+REBALANCE_TIMEOUT_MS = 60_000        # long: no rebalance timer fires during a replay
+TRANSACTION_TIMEOUT_MS = 60_000
+
+HB = schema("consumer_group_heartbeat", 1)
+DESCRIBE = schema("consumer_group_describe", 0)
+
+
+def _member_id(run_name: str, m: int, incarnation: int) -> str:
+    """A client-generated member id (KIP-1082) in Kafka's Uuid text form, unique per trace run,
+    slot and incarnation (a static member rejoining under a new id is a new incarnation)."""
+    raw = hashlib.sha256(f"{run_name}/{m}/{incarnation}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=").replace("-", "A")
+
+
+class ConsumerGroupAdapter(Adapter):
+    spec_name = "consumer_group"
+    # KIP-1251 shipped in 4.3 (OffsetMetadataManager / ConsumerGroup.validateOffsetCommit with
+    # the assignment-epoch validator); before it the commit must carry the member epoch.
+    releases = [
+        ("4.0.0", "4.2.99", "strict", "before KIP-1251 the coordinator accepts a commit only at "
+                                      "the member epoch (ConsumerGroup.validateOffsetCommit)"),
+        ("4.3.0", None, "kip1251", "KIP-1251: assignment epoch <= commit epoch <= member epoch"),
+    ]
+
+    # -- what cannot be driven ---------------------------------------------------------------
+    def initial_reason(self, p, s: dict) -> str | None:
+        present = [m for m in range(p.members) if s["member_epoch"][m] != LEFT]
+        if not present:
+            return "the initial group has no member: Kafka keeps no group until a member joins"
+        for m in range(p.members):
+            e = s["member_epoch"][m]
+            if e == STATIC_LEFT:
+                return (f"member {m} starts as a static member that left (epoch -2): reachable by "
+                        f"requests, but the setup prefix builds only active members")
+            if s["classic"][m]:
+                return (f"member {m} starts as a classic-protocol member of a consumer group "
+                        f"(a mixed group after an upgrade): the adapter drives "
+                        f"ConsumerGroupHeartbeat only")
+        T = s["target_epoch"]
+        for m in present:
+            if s["member_epoch"][m] != T or s["member_state"][m] != "STABLE":
+                return (f"member {m} starts at epoch {s['member_epoch'][m]} in "
+                        f"{s['member_state'][m]} while the target is at epoch {T}: the setup "
+                        f"prefix reaches only groups whose members are reconciled")
+            if s["client_epoch"][m] != T or s["response_in_flight"][m] or s["response_error"][m]:
+                return f"member {m}'s client starts out of step with its member (a response in flight)"
+            if s["member_id"][m] != 0:
+                return f"member {m} starts at member id incarnation {s['member_id'][m]}"
+        for m in range(p.members):
+            for q in range(p.partitions):
+                i = m * p.partitions + q
+                mine = s["target_owner"][q] == m
+                if (s["holds"][i] == "ASSIGNED") != mine or s["holds"][i] == "PENDING_REVOCATION":
+                    return "the initial holds are not the target assignment"
+                if s["client_owns"][i] != (s["holds"][i] == "ASSIGNED"):
+                    return f"member {m}'s client owns other partitions than its member holds"
+                if s["holds"][i] == "ASSIGNED" and not (1 <= s["assignment_epoch"][i] <= T):
+                    return f"partition {q} of member {m} has assignment epoch {s['assignment_epoch'][i]}"
+        for q in range(p.partitions):
+            if s["target_owner"][q] != -1 and s["target_owner"][q] not in present:
+                return f"partition {q}'s target owner {s['target_owner'][q]} is not in the group"
+        if any(r != "NONE" for r in s["commit_request"]):
+            return "a commit starts in flight: the setup prefix sends none"
+        if s["group_epoch"] < T or T < 1:
+            return f"group epoch {s['group_epoch']} / target epoch {T}"
+        return None
+
+    def action_reason(self, action: str, args: dict) -> str | None:
+        known = {"Join", "Heartbeat", "HeartbeatResponse", "SendCommit", "HandleCommit",
+                 "AdminCommit", "Leave", "FenceMember", "StaticMemberExpires"}
+        if action not in known:
+            return (f"action {action} has no request in the consumer_group adapter "
+                    f"(checker/conform/consumer_group.py)")
+        if args.get("request") == "TXN_OFFSET_COMMIT_V6":
+            return ("TxnOffsetCommit v6 (KIP-1319): kio 0.6.5 has the schemas up to v5, so the "
+                    "request cannot be encoded")
+        return None
+
+    # -- the setup prefix --------------------------------------------------------------------
+    def begin(self, run: TraceRun, s: dict) -> None:
+        p = run.params
+        st = run.state
+        st.update(group=f"kcheck-{run.name}", topic=f"kcheck-{run.name}", delta=0,
+                  incarnation=[0] * p.members, static_left=[False] * p.members,
+                  in_group=[False] * p.members, client_epoch=[LEFT] * p.members,
+                  owns=[frozenset()] * p.members, held=[None] * p.members,
+                  commits={}, producers={},
+                  # ConsumerGroupMember.asConsumerGroupDescribeMember shows the assigned partitions
+                  # up to 4.2, and the assigned plus those pending revocation from 4.3 on
+                  describes_pending=_version_key(run.broker.version) is None
+                  or _version_key(run.broker.version) >= (4, 3, 0))
+        conn = run.connect()
+        st["topic_id"] = conn.create_topic(st["topic"], p.partitions)
+        host, port = conn.find_coordinator(st["group"])
+        st["coordinator"] = run.connect((host, port)) if (host, port) != run.broker.host_port else conn
+        st["admin"] = conn
+        self._wait_loaded(run)
+        present = [m for m in range(p.members) if s["member_epoch"][m] != LEFT]
+        ghosts = s["group_epoch"] - s["target_epoch"]
+        final = {m: [q for q in range(p.partitions) if s["target_owner"][q] == m] for m in present}
+        # ghosts (members that join with nothing and leave at the end: each leave bumps the group
+        # epoch without a new target, as a removal does), then the members; the last join
+        # computes the initial target, so every partition is assigned at the same epoch
+        ghost_ids = [f"{_member_id(run.name, 99, g)}" for g in range(ghosts)]
+        for g, gid in enumerate(ghost_ids):
+            self._script(run, {gid: []})
+            r = self._heartbeat(run, gid, 0, frozenset(), None)
+            self._ok(r, f"setup: ghost {g} join")
+        joined: list[int] = []
+        for n, m in enumerate(present):
+            last = n == len(present) - 1
+            script = {self._mid(run, k): (final[k] if last else []) for k in joined + [m]}
+            self._script(run, script)
+            r = self._heartbeat(run, self._mid(run, m), 0, frozenset(), self._instance(run, m))
+            self._ok(r, f"setup: member {m} join")
+            joined.append(m)
+            st["in_group"][m] = True
+            st["client_epoch"][m] = int(r.member_epoch)
+            st["owns"][m] = self._assigned(r)
+        for m in present[:-1]:
+            r = self._heartbeat(run, self._mid(run, m), st["client_epoch"][m], st["owns"][m],
+                                self._instance(run, m))
+            self._ok(r, f"setup: member {m} heartbeat")
+            st["client_epoch"][m] = int(r.member_epoch)
+            st["owns"][m] = self._assigned(r)
+        for gid in ghost_ids:
+            self._ok(self._heartbeat(run, gid, LEFT, frozenset(), None), "setup: ghost leave")
+        # Kafka's epochs run ahead of the spec's by a constant (a new group's first epoch, the
+        # ghosts): measure it from the target epoch, then check everything else against it
+        self._describe_raw(run)
+        st["delta"] = int(st["described"].assignment_epoch) - s["target_epoch"]
+        # the prefix must have reached the trace's initial state, as far as Kafka shows it
+        seen = self._describe(run)
+        want = self._coordinator_view(run, s)
+        wrong = [(k, want[k], v) for k, v in seen.items() if k in want and want[k] != v]
+        if wrong:
+            raise RuntimeError("the setup prefix did not reach the initial state: " + "; ".join(
+                f"{k}: spec {a}, Kafka {b}" for k, a, b in wrong))
+
+    # -- one action ----------------------------------------------------------------------------
+    def drive(self, run: TraceRun, action: str, args: dict) -> dict:
+        st = run.state
+        obs: dict = {}
+        m = args.get("m")
+        if action == "Join":
+            if self._is_static(run, m) and st["static_left"][m]:
+                st["incarnation"][m] += 1      # a static member rejoins under a new member id
+                st["static_left"][m] = False
+            self._script_target(run, args["target"], joining=m)
+            r = self._heartbeat(run, self._mid(run, m), 0, frozenset(), self._instance(run, m))
+            st["held"][m] = r
+            st["client_epoch"][m] = 0
+            st["in_group"][m] = r.error_code == ErrorCode.none
+            obs.update(self._response(run, r))
+        elif action == "Heartbeat":
+            self._script_target(run, args["target"])
+            r = self._heartbeat(run, self._mid(run, m), st["client_epoch"][m], st["owns"][m],
+                                self._instance(run, m))
+            st["held"][m] = r
+            obs.update(self._response(run, r))
+        elif action == "HeartbeatResponse":
+            r, st["held"][m] = st["held"][m], None
+            if r is None:
+                raise RuntimeError(f"no heartbeat response held for member {m}")
+            # the spec answers a response whose member was fenced since as the next heartbeat
+            # would (UNKNOWN_MEMBER_ID) one step early: ask Kafka whether the member is still in
+            alive = self._mid(run, m) in self._describe_raw(run)
+            if r.error_code != ErrorCode.none or not alive:
+                st["client_epoch"][m], st["owns"][m] = LEFT, frozenset()
+            else:
+                st["client_epoch"][m] = int(r.member_epoch)
+                if r.assignment is not None:
+                    st["owns"][m] = self._assigned(r)
+            obs[f"client_epoch[{m}]"] = self._to_spec(run, st["client_epoch"][m])
+            obs[f"client_owns[{m}]"] = sorted(st["owns"][m])
+        elif action == "SendCommit":
+            c = args["c"]
+            commit = {"request": args["request"], "member_id": self._mid(run, m),
+                      "instance_id": self._instance(run, m),
+                      "epoch": st["client_epoch"][m], "q": args["q"]}
+            if args["request"].startswith("TXN"):
+                commit["producer"] = self._begin_transaction(run, f"c{c}")
+            st["commits"][c] = commit
+        elif action == "HandleCommit":
+            commit = st["commits"].pop(args["c"], None)
+            if commit is None:
+                raise RuntimeError(f"no commit held in slot {args['c']}")
+            obs["outcome"] = self._commit(run, commit)
+        elif action == "AdminCommit":
+            commit = {"request": args["request"], "member_id": "", "instance_id": None,
+                      "epoch": -1, "q": 0}
+            if args["request"].startswith("TXN"):
+                commit["producer"] = self._begin_transaction(run, "admin")
+            obs["outcome"] = self._commit(run, commit)
+        elif action == "Leave":
+            e = args["epoch"]
+            r = self._heartbeat(run, self._mid(run, m), e, None, self._instance(run, m), leave=True)
+            obs.update(self._response(run, r))
+            st["client_epoch"][m], st["owns"][m] = LEFT, frozenset()
+            st["in_group"][m] = False
+            st["static_left"][m] = e == STATIC_LEFT
+        elif action in ("FenceMember", "StaticMemberExpires"):
+            # the session/rebalance timer's path (consumerGroupFenceMember), taken by request on
+            # a connection of its own; the member's client does not see it
+            fencer = run.connect((st["coordinator"].host, st["coordinator"].port))
+            r = self._heartbeat(run, self._mid(run, m), LEFT, None, self._instance(run, m),
+                                leave=True, conn=fencer)
+            obs["fence.error"] = error_name(r.error_code)
+            st["in_group"][m] = False
+            if action == "StaticMemberExpires":
+                st["static_left"][m] = False
+        else:
+            raise NotDrivable(f"action {action} has no request in the consumer_group adapter")
+        obs.update(self._describe(run))
+        return obs
+
+    # -- the spec's prediction, in the same words ----------------------------------------------
+    def view(self, run: TraceRun, step: SpecStep) -> dict:
+        p, post, a = run.params, step.post, step.args
+        out = {}
+        if step.outcome is not None:
+            out["outcome"] = step.outcome
+        m = a.get("m")
+        if step.action in ("Join", "Heartbeat") and step.outcome == "NONE":
+            out["response.member_epoch"] = post[f"member_epoch[{m}]"]
+            out["response.assigned"] = [q for q in range(p.partitions)
+                                        if post[f"holds[{m * p.partitions + q}]"] == "ASSIGNED"]
+        if step.action == "Leave":
+            out["response.member_epoch"] = a["epoch"]
+        if step.action == "HeartbeatResponse":
+            out[f"client_epoch[{m}]"] = post[f"client_epoch[{m}]"]
+            out[f"client_owns[{m}]"] = [q for q in range(p.partitions)
+                                        if post[f"client_owns[{m * p.partitions + q}]"]]
+        if step.action in ("FenceMember", "StaticMemberExpires"):
+            out["fence.error"] = "NONE"
+        shown = _declared(p, post)
+        out.update(self._coordinator_view(run, shown))
+        return out
+
+    def _coordinator_view(self, run, s: dict) -> dict:
+        """What ConsumerGroupDescribe shows of a spec state (declared names, shown values)."""
+        p = run.params
+        out = {"group_epoch": s["group_epoch"], "target_epoch": s["target_epoch"]}
+        for m in range(p.members):
+            e = s["member_epoch"][m]
+            out[f"member_epoch[{m}]"] = e
+            if e != LEFT:
+                shown = ("ASSIGNED", "PENDING_REVOCATION") if run.state.get("describes_pending") \
+                    else ("ASSIGNED",)
+                out[f"described[{m}]"] = [q for q in range(p.partitions)
+                                          if s["holds"][m * p.partitions + q] in shown]
+        for q in range(p.partitions):
+            out[f"target_owner[{q}]"] = s["target_owner"][q]
+        return out
+
+    # -- requests ------------------------------------------------------------------------------
+    def _heartbeat(self, run, member_id, epoch, owns, instance_id, leave=False, conn=None):
+        st = run.state
+        if leave:
+            req = HB.ConsumerGroupHeartbeatRequest(
+                group_id=st["group"], member_id=member_id, member_epoch=i32(epoch),
+                instance_id=instance_id, topic_partitions=None)
+        else:
+            req = HB.ConsumerGroupHeartbeatRequest(
+                group_id=st["group"], member_id=member_id, member_epoch=i32(epoch),
+                instance_id=instance_id, rebalance_timeout=ms(REBALANCE_TIMEOUT_MS),
+                subscribed_topic_names=(st["topic"],),
+                topic_partitions=(HB.TopicPartitions(topic_id=st["topic_id"],
+                                                     partitions=tuple(i32(q) for q in sorted(owns))),)
+                if owns else ())
+        return (conn or st["coordinator"]).send(req)
+
+    def _response(self, run, r) -> dict:
+        out = {"outcome": error_name(r.error_code)}
+        if r.error_code == ErrorCode.none:
+            out["response.member_epoch"] = self._to_spec(run, int(r.member_epoch))
+            if r.assignment is not None:
+                out["response.assigned"] = sorted(self._assigned(r))
+        return out
+
+    def _assigned(self, r) -> frozenset:
+        if r.assignment is None:
+            return frozenset()
+        return frozenset(int(q) for tp in r.assignment.topic_partitions for q in tp.partitions)
+
+    def _describe_raw(self, run) -> dict:
+        st = run.state
+        r = st["coordinator"].send(DESCRIBE.ConsumerGroupDescribeRequest(
+            group_ids=(st["group"],), include_authorized_operations=False))
+        g = r.groups[0]
+        if g.error_code != ErrorCode.none:
+            return {}
+        st["described"] = g
+        return {mb.member_id: mb for mb in g.members}
+
+    def _wait_loaded(self, run) -> None:
+        """Wait (bounded) while the coordinator loads the group's __consumer_offsets partition."""
+        import time
+        st = run.state
+        deadline = time.monotonic() + 30
+        while True:
+            r = st["coordinator"].send(DESCRIBE.ConsumerGroupDescribeRequest(
+                group_ids=(st["group"],), include_authorized_operations=False))
+            code = r.groups[0].error_code
+            if code not in (ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
+                            ErrorCode.not_coordinator):
+                return
+            if time.monotonic() > deadline:
+                raise WireError(f"the group coordinator is still loading after 30s ({error_name(code)})")
+            time.sleep(0.2)   # polling the coordinator's load, not waiting for an outcome
+
+    def _describe(self, run) -> dict:
+        """Kafka's view of the group (ConsumerGroupDescribe), in the spec's units."""
+        p, st = run.params, run.state
+        members = self._describe_raw(run)
+        g = st.get("described")
+        out = {}
+        if g is None:
+            return out
+        out["group_epoch"] = self._to_spec(run, int(g.group_epoch))
+        out["target_epoch"] = self._to_spec(run, int(g.assignment_epoch))
+        owner = {q: -1 for q in range(p.partitions)}
+        for m in range(p.members):
+            mb = members.get(self._mid(run, m))
+            if mb is None:
+                out[f"member_epoch[{m}]"] = LEFT
+                continue
+            out[f"member_epoch[{m}]"] = self._to_spec(run, int(mb.member_epoch))
+            out[f"described[{m}]"] = sorted(int(q) for tp in mb.assignment.topic_partitions
+                                           for q in tp.partitions)
+            for tp in mb.target_assignment.topic_partitions:
+                for q in tp.partitions:
+                    owner[int(q)] = m
+        for q, m in owner.items():
+            out[f"target_owner[{q}]"] = m
+        return out
+
+    def _begin_transaction(self, run, tag: str) -> dict:
+        """InitProducerId and AddOffsetsToTxn for the group: what a transactional producer does
+        before TxnOffsetCommit (KafkaProducer.sendOffsetsToTransaction)."""
+        st = run.state
+        txn_id = f"{st['group']}-{tag}"
+        if "txn_conn" not in st:
+            host, port = st["admin"].find_coordinator(txn_id, key_type=1)
+            st["txn_conn"] = run.connect((host, port))
+        conn = st["txn_conn"]
+        init = schema("init_producer_id", 4)
+        for _ in range(50):
+            r = conn.send(init.InitProducerIdRequest(transactional_id=txn_id,
+                                                     transaction_timeout=ms(TRANSACTION_TIMEOUT_MS)))
+            if r.error_code == ErrorCode.none:
+                break
+            if r.error_code not in (ErrorCode.coordinator_load_in_progress,
+                                    ErrorCode.concurrent_transactions, ErrorCode.not_coordinator,
+                                    ErrorCode.coordinator_not_available):
+                raise WireError(f"InitProducerId {txn_id}: {error_name(r.error_code)}")
+            import time
+            time.sleep(0.1)   # the transaction coordinator is loading or still ending the last one
+        producer = {"txn_id": txn_id, "pid": r.producer_id, "epoch": r.producer_epoch}
+        add = schema("add_offsets_to_txn", 3)
+        r = conn.send(add.AddOffsetsToTxnRequest(transactional_id=txn_id, producer_id=producer["pid"],
+                                                 producer_epoch=producer["epoch"], group_id=st["group"]))
+        if r.error_code != ErrorCode.none:
+            raise WireError(f"AddOffsetsToTxn {txn_id}: {error_name(r.error_code)}")
+        return producer
+
+    def _commit(self, run, commit) -> str:
+        st = run.state
+        req = commit["request"]
+        offset = i64(len(run.wire_log))
+        if req in ("OFFSET_COMMIT", "OFFSET_COMMIT_V8"):
+            oc = schema("offset_commit", 9 if req == "OFFSET_COMMIT" else 8)
+            r = st["coordinator"].send(oc.OffsetCommitRequest(
+                group_id=st["group"], generation_id_or_member_epoch=i32(commit["epoch"]),
+                member_id=commit["member_id"], group_instance_id=commit["instance_id"],
+                topics=(oc.OffsetCommitRequestTopic(name=st["topic"], partitions=(
+                    oc.OffsetCommitRequestPartition(partition_index=i32(commit["q"]),
+                                                    committed_offset=offset,
+                                                    committed_metadata=""),)),)))
+            return error_name(r.topics[0].partitions[0].error_code)
+        tc = schema("txn_offset_commit", 5)
+        pr = commit["producer"]
+        r = st["coordinator"].send(tc.TxnOffsetCommitRequest(
+            transactional_id=pr["txn_id"], group_id=st["group"], producer_id=pr["pid"],
+            producer_epoch=pr["epoch"], generation_id=i32(commit["epoch"]),
+            member_id=commit["member_id"], group_instance_id=commit["instance_id"],
+            topics=(tc.TxnOffsetCommitRequestTopic(name=st["topic"], partitions=(
+                tc.TxnOffsetCommitRequestPartition(partition_index=i32(commit["q"]),
+                                                   committed_offset=offset,
+                                                   committed_metadata=""),)),)))
+        error = error_name(r.topics[0].partitions[0].error_code)
+        end = schema("end_txn", 3)
+        st["txn_conn"].send(end.EndTxnRequest(transactional_id=pr["txn_id"], producer_id=pr["pid"],
+                                              producer_epoch=pr["epoch"], committed=False))
+        return error
+
+    def end(self, run) -> None:
+        st = run.state
+        if "coordinator" not in st:
+            return
+        for m in range(run.params.members):   # leave, so the group's timers stay quiet
+            if st["in_group"][m]:
+                try:
+                    self._heartbeat(run, self._mid(run, m), LEFT, None, self._instance(run, m), leave=True)
+                except Exception:
+                    pass
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _mid(self, run, m: int) -> str:
+        return _member_id(run.name, m, run.state["incarnation"][m])
+
+    def _is_static(self, run, m: int) -> bool:
+        return m < run.params.static_members
+
+    def _instance(self, run, m: int) -> str | None:
+        return f"{run.state['group']}-instance-{m}" if self._is_static(run, m) else None
+
+    def _to_kafka(self, run, e: int) -> int:
+        return e + run.state["delta"] if e >= 1 else e
+
+    def _to_spec(self, run, e: int) -> int:
+        return e - run.state["delta"] if e >= 1 else e
+
+    def _script(self, run, member_partitions: dict) -> None:
+        run.broker.script_assignment(member_partitions)
+
+    def _script_target(self, run, target: str, joining: int | None = None) -> None:
+        """Give the scripted assignor the target a step names ('-': none is computed)."""
+        if target == "-":
+            return
+        st = run.state
+        slots = {k for k in range(run.params.members) if st["in_group"][k]}
+        if joining is not None:
+            slots.add(joining)
+        slots |= {int(ch) for ch in target}
+        self._script(run, {self._mid(run, k): [q for q, ch in enumerate(target) if int(ch) == k]
+                           for k in sorted(slots)})
+
+    def _ok(self, r, what: str) -> None:
+        if r.error_code != ErrorCode.none:
+            raise RuntimeError(f"{what}: {error_name(r.error_code)} {r.error_message or ''}".strip())
+
+
+def _declared(p, flat: dict) -> dict:
+    """Flat shown values ('member_epoch[1]') back to declared names with lists."""
+    out: dict = {}
+    for k, v in flat.items():
+        if "[" in k:
+            base, idx = k[:-1].split("[")
+            out.setdefault(base, {})[int(idx)] = v
+        else:
+            out[k] = v
+    return {k: ([v[i] for i in sorted(v)] if isinstance(v, dict) else v) for k, v in out.items()}
+
+
+register_adapter("consumer_group", "checker.conform.consumer_group:ConsumerGroupAdapter")
