@@ -84,6 +84,14 @@ class TraceRun:
     wire_log: list = field(default_factory=list)
     state: dict = field(default_factory=dict)
     connections: list = field(default_factory=list)
+    # the spec in the trace's variant: an adapter whose client runs a rule of the spec (the
+    # classic group leader's assignor) or sends per variant (the producer's transaction
+    # version) reads it here
+    model: Any = None
+
+    @property
+    def variant(self) -> str | None:
+        return self.model.variant if self.model is not None else None
 
     def connect(self, host_port=None):
         """A new connection (logged to this trace's wire log); closed at the trace's end."""
@@ -284,7 +292,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
             return Outcome(job.name, model.variant, n, NOT_DRIVABLE, i, why)
     prediction = predict(model, initial, doc["steps"])
 
-    run = TraceRun(broker, f"{_slug(job.name)}-{secrets.token_hex(3)}", model.params)
+    run = TraceRun(broker, f"{_slug(job.name)}-{secrets.token_hex(3)}", model.params, model=model)
     observations: list[dict] = []
     stopped = None                  # (step, reason) where driving stopped early
     try:
