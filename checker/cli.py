@@ -20,7 +20,8 @@ OK, VIOLATED, BAD_INPUT, BOUNDED, INTERRUPTED = 0, 1, 2, 3, 130
 # Modules that add commands: each has register(subparsers) -> {command name: handler}, where a
 # handler is fn(args, console) -> exit code.
 EXTENSIONS: list[str] = ["checker.graph_cli", "checker.symbolic_cli", "checker.spark_cli",
-                         "checker.bugs_cli"]
+                         "checker.bugs_cli",
+                         "checker.conform_cli", "checker.walk"]
 
 
 class BadInput(Exception):

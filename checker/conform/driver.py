@@ -203,6 +203,7 @@ class Outcome:
     step: int | None = None         # 1-based step of a divergence / where driving stopped
     detail: str = ""
     matches: list[str] = field(default_factory=list)   # variants whose every step Kafka matched
+    undecided: list[str] = field(default_factory=list)  # variants that do not enable the trace
     seconds: float = 0.0
     wire_log: str | None = None
     wire: list = field(default_factory=list, repr=False)   # (request, response) lines
@@ -325,7 +326,8 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
     out = Outcome(job.name, model.variant, n, CONFORMS, seconds=time.monotonic() - t0)
     k, diff = _first_mismatch(adapter, run, prediction, observations)
     if all_variants:
-        out.matches = _matching_variants(adapter, run, spec, model, initial, doc, observations)
+        out.matches, out.undecided = _matching_variants(adapter, run, spec, model, initial, doc,
+                                                        observations)
     if k is None and stopped is not None:
         out.kind, out.step, out.detail = stopped[2], stopped[0] or None, stopped[1]
     elif k is not None:
@@ -359,19 +361,23 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
     return out
 
 
-def _matching_variants(adapter, run, spec, model, initial, doc, observations) -> list[str]:
-    """Every variant of the spec whose prediction Kafka matched at every step it drove."""
-    names = []
+def _matching_variants(adapter, run, spec, model, initial, doc, observations):
+    """(every variant whose prediction Kafka matched at every step it drove, every variant that
+    does not enable the trace's steps up to Kafka's first disagreement with it)."""
+    names, undecided = [], []
     for v in spec.variants:
         try:
             other = spec.instantiate(v, doc.get("params", {}))
             pred = predict(other, initial, doc["steps"][:len(observations)])
         except SpecError:
+            undecided.append(v)
             continue
-        k, _ = _first_mismatch(adapter, run, pred, observations)
-        if k is None and len(pred) >= len(observations):
+        k, diff = _first_mismatch(adapter, run, pred, observations)
+        if k is None:
             names.append(v)
-    return names
+        elif diff is None:
+            undecided.append(v)
+    return names, undecided
 
 
 def _slug(name: str) -> str:

@@ -1,0 +1,217 @@
+"""``kcheck conform``: replay a spec's traces on a real Kafka broker and print, per trace, whether
+Kafka conforms, where it diverges (spec said X, Kafka said Y), or why the trace is not drivable.
+
+Exit codes: 0 every drivable trace conforms (or diverges as the release record expects); 1 an
+unexpected divergence (or a broken replay); 2 bad input; 4 the broker could not be started (the
+reason in one line: no Java, Maven cannot resolve the version, the broker exited: its log)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from rich.table import Table
+
+from checker.cli import BadInput, _positive
+from checker.conform import driver
+from checker.conform.driver import BROKER_UNAVAILABLE, OK
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def register(sub) -> dict:
+    c = sub.add_parser("conform", help="replay a spec's traces on a real Kafka broker and compare "
+                                       "every step with the spec")
+    c.add_argument("spec", help="a shipped spec with a conformance adapter (consumer_group, ...)")
+    c.add_argument("files", nargs="*", metavar="FILE",
+                   help="traces to replay (default: the spec's scenarios and the variant's "
+                        "saved counterexamples)")
+    c.add_argument("--variant", help="whose counterexamples to replay by default (default: the "
+                                     "spec's default variant)")
+    src = c.add_mutually_exclusive_group()
+    src.add_argument("--kafka", metavar="VERSION", help="the Kafka release to run (default 4.3.1; "
+                                                        "jars from Maven Central, cached)")
+    src.add_argument("--kafka-jars", metavar="DIR", help="run the Kafka whose jars are in DIR "
+                                                         "(a locally built Kafka)")
+    src.add_argument("--bootstrap", metavar="HOST:PORT", help="use a broker you started")
+    c.add_argument("--walks", type=_positive("--walks"), default=0, metavar="N",
+                   help="also replay N seeded random walks of the spec")
+    c.add_argument("--depth", type=_positive("--depth"), default=12, metavar="D",
+                   help="steps per walk (default 12)")
+    c.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the first walk")
+    c.add_argument("--which-variant", action="store_true",
+                   help="replay the traces of every variant and say which variant's rules "
+                        "this Kafka release runs")
+    c.add_argument("--out", metavar="DIR", default=None,
+                   help="where divergent walks and wire logs go (default: wire logs beside the "
+                        "trace, walks under conformance/SPEC/)")
+    c.add_argument("--json", action="store_true", help="print the results as JSON")
+    return {"conform": cmd_conform}
+
+
+def _jobs(args, spec) -> list[driver.Job]:
+    from checker.trace import TraceError
+    try:
+        if args.files:
+            return [driver.load_job(f, spec.name) for f in args.files]
+        if args.which_variant:
+            paths = sorted((ROOT / "tests" / "scenarios" / spec.name).glob("*.json"))
+            paths += sorted((ROOT / "counterexamples" / spec.name).glob("*/*.json"))
+            return [driver.load_job(p, spec.name) for p in paths]
+        return driver.default_jobs(spec.name, args.variant, spec, ROOT)
+    except TraceError as e:
+        raise BadInput(str(e)) from None
+
+
+def _walk_jobs(args, spec, adapter) -> list[driver.Job]:
+    from checker.walk import random_walk
+    model = spec.instantiate(args.variant, {})
+    jobs = []
+    for i in range(args.walks):
+        seed = args.seed + i
+        doc = random_walk(model, args.depth, seed,
+                          start=lambda s: adapter.initial_reason(model.params, s) is None)
+        jobs.append(driver.Job(f"walk seed={seed} ({model.variant}, {len(doc['steps'])} steps)", doc))
+    return jobs
+
+
+def _rel(name: str) -> str:
+    try:
+        return str(Path(name).resolve().relative_to(ROOT))
+    except ValueError:
+        return name
+
+
+def cmd_conform(args, console) -> int:
+    from checker.conform.broker import Broker, BrokerError, ExternalBroker
+    from checker.conform.kafka import KafkaUnavailable, check_version
+    from checker.loader import load_spec
+    from spec.lang import SpecError
+
+    if args.spec in driver.NEVER_SHIPPED:
+        raise BadInput(driver.NEVER_SHIPPED[args.spec])
+    spec = load_spec(args.spec)
+    try:
+        adapter = driver.adapter_for(spec.name)
+    except SpecError as e:
+        raise BadInput(str(e)) from None
+    if args.variant and args.variant not in spec.variants:
+        raise BadInput(f"unknown variant '{args.variant}' for spec {spec.name}; variants: "
+                       f"{', '.join(spec.variants)}")
+    if args.kafka:
+        try:
+            check_version(args.kafka)
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+    jobs = _jobs(args, spec)
+    if args.walks:
+        jobs += _walk_jobs(args, spec, adapter)
+    if not jobs:
+        raise BadInput(f"no traces to replay for {spec.name}")
+
+    err = console.__class__(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        if args.bootstrap:
+            try:
+                broker = ExternalBroker(args.bootstrap)
+            except ValueError as e:
+                raise BadInput(str(e)) from None
+        else:
+            broker = Broker(args.kafka, jars=args.kafka_jars, extra_settings=adapter.broker_settings)
+        with (console.status(f"starting Kafka {broker.version} ...") if console.is_terminal
+              else _Null()):
+            broker.start()
+    except (BrokerError, KafkaUnavailable) as e:
+        err.print(f"error: the broker could not be started: {e}", markup=False)
+        return BROKER_UNAVAILABLE
+    version = broker.version
+    outcomes: list[driver.Outcome] = []
+    try:
+        if not args.json:
+            console.print(broker.describe() + (f" (started in {broker.started_in_s:.1f}s)"
+                                               if broker.started_in_s else ""), markup=False)
+        status = console.status("") if console.is_terminal else _Null()
+        with status:
+            for n, job in enumerate(jobs, start=1):
+                def progress(name, i, total, n=n):
+                    if console.is_terminal:
+                        status.update(f"[{n}/{len(jobs)}] {_rel(name)}: step {i}/{total}")
+                try:
+                    o = driver.run_trace(broker, adapter, spec, job, version,
+                                         all_variants=args.which_variant, progress=progress)
+                except BrokerError as e:
+                    err.print(f"error: the broker failed: {e}", markup=False)
+                    return BROKER_UNAVAILABLE
+                outcomes.append(o)
+                if o.unexpected:
+                    _save_divergence(args, spec, job, o, version)
+    finally:
+        broker.stop()
+
+    if args.json:
+        print(driver.to_json(outcomes, version))
+    else:
+        _print_table(console, spec, version, outcomes)
+        if args.which_variant:
+            _print_variants(console, spec, version, outcomes)
+    return driver.exit_code(outcomes)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, *a, **k):
+        pass
+
+
+def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:
+    """A divergence keeps its wire log; a divergent walk is saved as a trace file too."""
+    if job.path is not None:
+        base = Path(args.out) / job.path.name if args.out else job.path
+        driver.write_wire_log(o, base.with_suffix(f".kafka-{version}.wire.txt"), version)
+        return
+    out = Path(args.out or f"conformance/{spec.name}")
+    out.mkdir(parents=True, exist_ok=True)
+    name = driver._slug(o.trace)
+    path = out / f"{name}.json"
+    path.write_text(json.dumps(job.doc, indent=2) + "\n")
+    o.trace = str(path)
+    driver.write_wire_log(o, path.with_suffix(f".kafka-{version}.wire.txt"), version)
+
+
+def _print_table(console, spec, version, outcomes) -> None:
+    t = Table(title=f"{spec.name} on Kafka {version}")
+    t.add_column("trace")
+    t.add_column("variant")
+    t.add_column("steps", justify="right")
+    t.add_column("outcome")
+    for o in outcomes:
+        text = o.text() + (f" (wire log: {_rel(o.wire_log)})" if o.wire_log else "")
+        t.add_row(_rel(o.trace), o.variant, str(o.steps), text)
+    console.print(t)
+    counts = driver.summary(outcomes)
+    console.print(", ".join(f"{n} {k}" for k, n in counts.items()) + f" ({len(outcomes)} traces, "
+                  f"{sum(o.seconds for o in outcomes):.1f}s)", markup=False)
+
+
+def _print_variants(console, spec, version, outcomes) -> None:
+    """Per variant (each the default with one rule changed): the traces whose every step Kafka
+    matched, and those it contradicted."""
+    t = Table(title=f"Which variant's rules Kafka {version} runs ({spec.name})")
+    t.add_column("variant")
+    t.add_column("its change")
+    t.add_column("traces agreeing", justify="right")
+    t.add_column("traces contradicting", justify="right")
+    t.add_column("verdict")
+    drivable = [o for o in outcomes if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN)]
+    for name, v in spec.variants.items():
+        agree = sum(1 for o in drivable if name in o.matches)
+        contra = [o for o in drivable if name not in o.matches and name not in o.undecided]
+        verdict = ("runs it" if not contra and agree else
+                   "does not run it" if contra else "not told apart")
+        t.add_row(name, v.doc, str(agree), str(len(contra)), verdict)
+    console.print(t)
