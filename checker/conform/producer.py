@@ -226,6 +226,11 @@ class ProducerAdapter(Adapter):
             return f"{action}: the producer adapter has no mapping for it"
         return None
 
+    def walk_allows(self, pre: dict, action: str) -> bool:
+        """A random walk asks Kafka nothing from a state it cannot hold: while the spec's
+        coordinator prepares, only the markers and the producer's own steps may come next."""
+        return pre["txn_state"] not in PREPARE or action not in REQUESTS or action == "TxnMarkerArrives"
+
     def initial_reason(self, params, state: dict) -> str | None:
         """Requests reach only the spec's initial state: a new transactional id, a new topic."""
         fresh = {"client": "UNINITIALIZED", "txn_epoch": -1, "txn_state": "Empty", "sent": 0,

@@ -1,0 +1,53 @@
+"""One real Kafka broker per release for the whole test session, shared by every `kafka`-marked
+test module (import `kafka_broker` / `broker_for` from here).
+
+The broker runs the settings every adapter asks for (broker.BASE_SETTINGS plus each adapter's
+``broker_settings``), so the consumer_group, classic_group and producer tests can share it. A
+broker that cannot start fails the test with the reason in one line (no Java, Maven cannot
+resolve the release, the broker exited: the log's path); it is never skipped."""
+from __future__ import annotations
+
+import pytest
+
+from checker.conform import driver
+from checker.conform.broker import Broker, BrokerError
+
+# the releases the conformance tests run: the newest and one before KIP-1251
+RELEASES = ("4.3.1", "4.2.2")
+
+_brokers: dict[str, Broker] = {}
+_failed: dict[str, str] = {}
+
+
+def adapter_settings() -> dict[str, str]:
+    """The union of every adapter's broker settings (adapters must not disagree)."""
+    out: dict[str, str] = {}
+    for name in ("consumer_group", "classic_group", "producer"):
+        try:
+            adapter = driver.adapter_for(name)
+        except Exception:          # an adapter not built yet
+            continue
+        for k, v in adapter.broker_settings.items():
+            if out.get(k, v) != v:
+                raise ValueError(f"adapters disagree on broker setting {k}: {out[k]} and {v}")
+            out[k] = v
+    return out
+
+
+def broker_for(version: str) -> Broker:
+    """The session's broker of this release, started on first use and stopped at exit."""
+    if version in _failed:
+        pytest.fail(_failed[version], pytrace=False)
+    if version not in _brokers:
+        try:
+            _brokers[version] = Broker(version, extra_settings=adapter_settings()).start()
+        except BrokerError as e:
+            _failed[version] = f"the Kafka {version} broker could not be started: {e}"
+            pytest.fail(_failed[version], pytrace=False)
+    return _brokers[version]
+
+
+@pytest.fixture(scope="session", params=RELEASES)
+def kafka_broker(request) -> Broker:
+    """A running broker, once per release in RELEASES."""
+    return broker_for(request.param)

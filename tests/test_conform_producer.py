@@ -1,0 +1,201 @@
+"""The producer spec's conformance adapter (checker/conform/producer.py): its mapping without a
+broker, then (marked `kafka`) every scenario and saved counterexample replayed on a real broker of
+each release in conftest_kafka.RELEASES, a check that a rule Kafka does not run is reported as a
+divergence, and short seeded walks."""
+import io
+import random
+from pathlib import Path
+
+import pytest
+
+from checker.conform import driver
+from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, REQUESTS, ProducerAdapter,
+                                      describe_transactions_response, read_batches, record_batch,
+                                      spec_outcome_of_produce)
+from checker.trace import Executor
+from conftest_kafka import kafka_broker  # noqa: F401  (the session's broker per release)
+from spec.producer import spec
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = sorted((ROOT / "tests" / "scenarios" / "producer").glob("*.json")) + \
+    sorted((ROOT / "counterexamples" / "producer").glob("*/*.json"))
+# every trace that a single 4.x broker can drive; it must conform on every release tested
+CONFORMING = {
+    "scenarios/producer/init-fences-ongoing-transaction.json",
+    "scenarios/producer/kafka-12671-kip360.json",
+    "scenarios/producer/kafka-12671.json",
+    "scenarios/producer/kafka-7190-retention-keeps-state.json",
+    "scenarios/producer/late-produce-fenced-by-marker-epoch.json",
+    "scenarios/producer/pre-kip890-bump-retry.json",
+    "scenarios/producer/seed-problem-1-kip360.json",
+    "producer/pre-kip890/prepared-data-is-older.json",
+}
+
+
+def short(path: Path) -> str:
+    return "/".join(path.parts[-3:])
+
+
+def spec_step(model, action, args, words):
+    """The spec's SpecStep for one action from packed state `words`."""
+    ex = Executor(model)
+    inst = model.instance(action, args)
+    nxt, out, _ = ex.apply(words, inst.index)
+    return driver.SpecStep(1, inst.label, action, args, model.show_outcome(out),
+                           driver._flat(model, words), driver._flat(model, nxt)), nxt
+
+
+# ---------------------------------------------------------------------------------------------
+# The mapping, without a broker
+
+def test_every_action_is_mapped_once():
+    """Each spec action is a request, the client's own state, or not drivable (with a reason)."""
+    kinds = [set(REQUESTS), set(CLIENT_SIDE), set(NOT_DRIVABLE)]
+    names = {a.name for a in spec.actions}
+    for name in names:
+        assert sum(name in k for k in kinds) == 1, name
+    assert set().union(*kinds) == names
+
+
+def test_action_reasons():
+    a = ProducerAdapter()
+    assert "second broker" in a.action_reason("LeaderFailover", {})
+    assert "Kafka 2.3" in a.action_reason("DeleteRecords", {"r": 0})
+    assert "timer" in a.action_reason("ExpireProducer", {"r": 0})
+    assert "replica 1" in a.action_reason("Produce", {"r": 1, "lost": False})
+    assert "coordinator epoch 1" in a.action_reason("WriteTxnMarker", {"c": 1})
+    assert a.action_reason("Produce", {"r": 0, "lost": True}) is None
+    assert a.action_reason("TxnMarkerArrives", {"c": 0, "r": 0}) is None
+    assert a.action_reason("Send", {}) is None
+
+
+def test_initial_state_reachable_only_when_fresh():
+    a = ProducerAdapter()
+    model = spec.instantiate("kip360", {})
+    fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+    assert a.initial_reason(model.params, fresh) is None
+    assert "txn_epoch=2" in a.initial_reason(model.params, dict(fresh, txn_epoch=2))
+    assert "producer state" in a.initial_reason(model.params, dict(fresh, producer_epoch=[0, -1]))
+
+
+def test_record_batch_is_a_transactional_v2_batch():
+    """The batch Produce carries: kio's reader checks its CRC32C and reads back every field."""
+    data = record_batch(producer_id=7, epoch=3, sequence=5, value=b"record-1")
+    (batch,) = read_batches(data)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 3, 5)
+    assert batch.attributes & 0x10 and not batch.attributes & 0x20    # transactional, not control
+    assert [r.value for r in batch.records] == [b"record-1"]
+    corrupt = bytearray(data)
+    corrupt[-1] ^= 1
+    with pytest.raises(ValueError, match="Checksum"):
+        read_batches(bytes(corrupt))
+
+
+def test_duplicate_is_none_with_the_original_offset():
+    assert spec_outcome_of_produce("NONE", 4, {0, 4}) == "DUPLICATE_SEQUENCE_NUMBER"
+    assert spec_outcome_of_produce("NONE", 6, {0, 4}) == "NONE"
+    assert spec_outcome_of_produce("INVALID_PRODUCER_EPOCH", 0, {0}) == "INVALID_PRODUCER_EPOCH"
+
+
+def test_describe_transactions_reads_a_start_time_of_minus_one():
+    """Kafka answers transaction_start_time=-1 for a transaction not started; kio's own class
+    refuses it, the adapter's reads it."""
+    from kio.schema.describe_transactions.v0 import response as r
+    from kio.serial import entity_reader, entity_writer
+    from kio.static.primitive import i16, i32Timedelta, i64
+    import datetime
+    ours = describe_transactions_response()
+    state_type = ours.__dataclass_fields__["transaction_states"].type.__args__[0]
+    zero = i32Timedelta.parse(datetime.timedelta(0))
+    resp = ours(throttle_time=zero, transaction_states=(state_type(
+        error_code=r.ErrorCode.none, transactional_id="t", transaction_state="Empty",
+        transaction_timeout=zero, transaction_start_time=i64(-1), producer_id=i64(3),
+        producer_epoch=i16(0), topics=()),))
+    buf = io.BytesIO()
+    entity_writer(ours)(buf, resp)
+    back, _ = entity_reader(ours)(buf.getvalue(), 0)
+    assert back.transaction_states[0].transaction_start_time == -1
+    with pytest.raises(Exception, match="negative"):
+        entity_reader(r.DescribeTransactionsResponse)(buf.getvalue(), 0)
+
+
+def test_view_leaves_the_partition_out_while_markers_are_in_flight():
+    """While the spec's coordinator prepares, Kafka may already have written its marker: only
+    the outcome and the coordinator's epoch are compared."""
+    model = spec.instantiate("kip360", {})
+    words = model.initial_words[0]
+    run = driver.TraceRun(None, "t", model.params, model=model)
+    for action, args in [("InitProducerId", {}), ("BeginTransaction", {}), ("Send", {}),
+                         ("ProduceRequest", {}), ("Produce", {"r": 0, "lost": False}),
+                         ("CommitTransaction", {})]:
+        step, words = spec_step(model, action, args, words)
+    assert ProducerAdapter().view(run, step)["appended"] == [1, 0]
+    step, words = spec_step(model, "EndTxn", {"lost": False}, words)
+    v = ProducerAdapter().view(run, step)
+    assert step.post["txn_state"] == "PrepareCommit"
+    assert v == {"outcome": "NONE", "response_epoch": 1, "txn_epoch": 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# On a real broker
+
+def replay(broker, path, adapter=None, version=None):
+    job = driver.load_job(path, "producer")
+    return driver.run_trace(broker, adapter or ProducerAdapter(), spec, job,
+                            version or broker.version)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("path", TRACES, ids=short)
+def test_trace_on_kafka(kafka_broker, path):
+    """Every scenario and saved counterexample: the drivable ones conform step by step, the
+    others are reported not drivable with the reason."""
+    out = replay(kafka_broker, path)
+    if short(path) in CONFORMING:
+        assert out.kind == driver.CONFORMS, out.text()
+    else:
+        assert out.kind == driver.NOT_DRIVABLE, out.text()
+        assert out.detail
+
+
+@pytest.mark.kafka
+def test_verification_is_why_kafka_12671_no_longer_hangs(kafka_broker):
+    """With Kafka's default (transaction.partition.verification.enable=true) the late produce of
+    KAFKA-12671 is refused at step 12 (KIP-890 part 1): the variant without verification no
+    longer predicts Kafka, and the driver says so at that step."""
+    path = ROOT / "tests" / "scenarios" / "producer" / "kafka-12671.json"
+    out = replay(kafka_broker, path, ProducerAdapter(tv1_without_verification=False))
+    assert out.kind == driver.DIVERGES and out.step == 12, out.text()
+    assert "outcome: spec said NONE, Kafka said INVALID_PRODUCER_EPOCH" in out.detail
+
+
+def walk(model, adapter, depth, seed):
+    """A random walk of the spec (every enabled drivable action instance equally likely, never a
+    request Kafka would answer from a state it cannot hold)."""
+    rng, ex = random.Random(seed), Executor(model)
+    words, steps = model.initial_words[0], []
+    for _ in range(depth):
+        pre = driver._flat(model, words)
+        choices = [inst for inst in model.instances
+                   if adapter.action_reason(inst.action.name, dict(inst.args)) is None
+                   and adapter.walk_allows(pre, inst.action.name)
+                   and ex.enabled(words, inst.index)]
+        if not choices:
+            break
+        inst = rng.choice(choices)
+        words, _, _ = ex.apply(words, inst.index)
+        steps.append({"action": inst.action.name,
+                      "args": {k: getattr(v, "name", v) for k, v in inst.args.items()}})
+    return {"kcheck_trace": 1, "spec": "producer", "variant": model.variant,
+            "params": model.params.as_dict(), "steps": steps}
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("variant,seed", [("kip360", 1), ("kip360", 2), ("pre-kip890", 3)])
+def test_seeded_walk_conforms(kafka_broker, variant, seed):
+    adapter = ProducerAdapter()
+    doc = walk(spec.instantiate(variant, {}), adapter, depth=16, seed=seed)
+    assert len(doc["steps"]) >= 10
+    out = driver.run_trace(kafka_broker, adapter, spec, driver.Job(f"walk-{variant}-{seed}", doc),
+                           kafka_broker.version)
+    assert out.kind == driver.CONFORMS, out.text()
