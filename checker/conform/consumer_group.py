@@ -61,8 +61,7 @@ class ConsumerGroupAdapter(Adapter):
     # -- what cannot be driven ---------------------------------------------------------------
     def initial_reason(self, p, s: dict) -> str | None:
         present = [m for m in range(p.members) if s["member_epoch"][m] != LEFT]
-        if not present:
-            return "the initial group has no member: Kafka keeps no group until a member joins"
+        T = s["target_epoch"]
         for m in range(p.members):
             e = s["member_epoch"][m]
             if e == STATIC_LEFT:
@@ -72,33 +71,32 @@ class ConsumerGroupAdapter(Adapter):
                 return (f"member {m} starts as a classic-protocol member of a consumer group "
                         f"(a mixed group after an upgrade): the adapter drives "
                         f"ConsumerGroupHeartbeat only")
-        T = s["target_epoch"]
+            if s["response_in_flight"][m] or s["response_error"][m]:
+                return f"member {m} starts with a heartbeat response in flight"
+            if s["member_id"][m] != 0:
+                return f"member {m} starts at member id incarnation {s['member_id'][m]}"
         for m in present:
             if s["member_epoch"][m] != T or s["member_state"][m] != "STABLE":
                 return (f"member {m} starts at epoch {s['member_epoch'][m]} in "
                         f"{s['member_state'][m]} while the target is at epoch {T}: the setup "
                         f"prefix reaches only groups whose members are reconciled")
-            if s["client_epoch"][m] != T or s["response_in_flight"][m] or s["response_error"][m]:
-                return f"member {m}'s client starts out of step with its member (a response in flight)"
-            if s["member_id"][m] != 0:
-                return f"member {m} starts at member id incarnation {s['member_id'][m]}"
         for m in range(p.members):
             for q in range(p.partitions):
                 i = m * p.partitions + q
-                mine = s["target_owner"][q] == m
-                if (s["holds"][i] == "ASSIGNED") != mine or s["holds"][i] == "PENDING_REVOCATION":
+                if (s["holds"][i] == "ASSIGNED") != (s["target_owner"][q] == m) \
+                        or s["holds"][i] == "PENDING_REVOCATION":
                     return "the initial holds are not the target assignment"
-                if s["client_owns"][i] != (s["holds"][i] == "ASSIGNED"):
-                    return f"member {m}'s client owns other partitions than its member holds"
-                if s["holds"][i] == "ASSIGNED" and not (1 <= s["assignment_epoch"][i] <= T):
-                    return f"partition {q} of member {m} has assignment epoch {s['assignment_epoch'][i]}"
+                if s["holds"][i] == "ASSIGNED" and s["assignment_epoch"][i] != T:
+                    return (f"partition {q} of member {m} was assigned at epoch "
+                            f"{s['assignment_epoch'][i]}, before the target's {T}: the setup "
+                            f"prefix assigns every partition at the target epoch")
         for q in range(p.partitions):
             if s["target_owner"][q] != -1 and s["target_owner"][q] not in present:
                 return f"partition {q}'s target owner {s['target_owner'][q]} is not in the group"
-        if any(r != "NONE" for r in s["commit_request"]):
-            return "a commit starts in flight: the setup prefix sends none"
         if s["group_epoch"] < T or T < 1:
             return f"group epoch {s['group_epoch']} / target epoch {T}"
+        if not present and s["group_epoch"] != T:
+            return "an empty group whose target epoch is behind its group epoch"
         return None
 
     def action_reason(self, action: str, args: dict) -> str | None:
@@ -131,12 +129,26 @@ class ConsumerGroupAdapter(Adapter):
         st["coordinator"] = run.connect((host, port)) if (host, port) != run.broker.host_port else conn
         st["admin"] = conn
         self._wait_loaded(run)
+        self._wait_topic_known(run)
         present = [m for m in range(p.members) if s["member_epoch"][m] != LEFT]
-        ghosts = s["group_epoch"] - s["target_epoch"]
+        # an empty group that exists: one member joined and left
+        ghosts = max(s["group_epoch"] - s["target_epoch"], 0 if present else 1)
         final = {m: [q for q in range(p.partitions) if s["target_owner"][q] == m] for m in present}
         # ghosts (members that join with nothing and leave at the end: each leave bumps the group
         # epoch without a new target, as a removal does), then the members; the last join
         # computes the initial target, so every partition is assigned at the same epoch
+        # warm-up: a member joins and leaves until the initial target's epoch is within reach
+        # (Kafka's epochs then run ahead of the spec's by delta >= 0, so no epoch maps below 1)
+        warm, cycle, epoch = _member_id(run.name, 97, 0), 0, 0
+        while epoch + ghosts + len(present) < s["target_epoch"]:
+            self._script(run, {warm: []})
+            r = self._heartbeat(run, warm, 0, frozenset(), None)
+            self._ok(r, "setup: warm-up join")
+            self._ok(self._heartbeat(run, warm, LEFT, None, None, leave=True), "setup: warm-up leave")
+            epoch = int(r.member_epoch) + 1
+            cycle += 1
+            if cycle > s["target_epoch"]:
+                raise RuntimeError("setup: the group epoch does not grow with joins and leaves")
         ghost_ids = [f"{_member_id(run.name, 99, g)}" for g in range(ghosts)]
         for g, gid in enumerate(ghost_ids):
             self._script(run, {gid: []})
@@ -164,7 +176,34 @@ class ConsumerGroupAdapter(Adapter):
         # Kafka's epochs run ahead of the spec's by a constant (a new group's first epoch, the
         # ghosts): measure it from the target epoch, then check everything else against it
         self._describe_raw(run)
-        st["delta"] = int(st["described"].assignment_epoch) - s["target_epoch"]
+        g = st["described"]
+        if not present and int(g.assignment_epoch) != int(g.group_epoch):
+            raise NotDrivable(
+                f"the initial group is empty at its target epoch, but on Kafka {run.broker.version} "
+                f"the target epoch stays behind the group epoch when the last member leaves "
+                f"(group epoch {int(g.group_epoch)}, target epoch {int(g.assignment_epoch)}): the "
+                f"spec's default has KAFKA-20442's fix, this release runs variant kafka-20442")
+        st["delta"] = (int(st["described"].assignment_epoch) - s["target_epoch"] if present
+                       else int(st["described"].group_epoch) - s["group_epoch"])
+        # the clients: what each believes (its epoch and partitions) is its own state, which a
+        # scenario may set apart from its member's (a stale or a forged epoch)
+        for m in range(p.members):
+            st["client_epoch"][m] = self._to_kafka(run, s["client_epoch"][m])
+            st["owns"][m] = frozenset(q for q in range(p.partitions)
+                                      if s["client_owns"][m * p.partitions + q])
+        # commits already in flight: prepared as SendCommit prepares them
+        for c, req in enumerate(s["commit_request"]):
+            if req == "NONE":
+                continue
+            if req == "TXN_OFFSET_COMMIT_V6":
+                raise NotDrivable(self.action_reason("HandleCommit", {"request": req}))
+            m = s["commit_member"][c]
+            st["commits"][c] = {"request": req, "member_id": self._mid(run, m),
+                                "instance_id": self._instance(run, m),
+                                "epoch": self._to_kafka(run, s["commit_epoch"][c]),
+                                "q": s["commit_partition"][c]}
+            if req.startswith("TXN"):
+                st["commits"][c]["producer"] = self._begin_transaction(run, f"c{c}")
         # the prefix must have reached the trace's initial state, as far as Kafka shows it
         seen = self._describe(run)
         want = self._coordinator_view(run, s)
@@ -329,6 +368,33 @@ class ConsumerGroupAdapter(Adapter):
         st["described"] = g
         return {mb.member_id: mb for mb in g.members}
 
+    def _wait_topic_known(self, run) -> None:
+        """Wait (bounded) until the group coordinator resolves the new topic: a probe member of a
+        probe group subscribes to it and is given every partition by the scripted assignor;
+        until the coordinator's metadata image has the topic, the subscription resolves to no
+        topic and the probe gets nothing. (The broker's Metadata answer comes first.)"""
+        import time
+        st, p = run.state, run.params
+        probe = _member_id(run.name, 98, 0)
+        group = st["group"]
+        st["group"] = f"{group}-probe"
+        try:
+            self._script(run, {probe: list(range(p.partitions))})
+            deadline, epoch = time.monotonic() + 30, 0
+            while True:
+                r = self._heartbeat(run, probe, epoch, frozenset(), None)
+                if r.error_code == ErrorCode.none:
+                    epoch = int(r.member_epoch)
+                    if self._assigned(r):
+                        break
+                if time.monotonic() > deadline:
+                    raise WireError(f"the group coordinator does not resolve topic {st['topic']} "
+                                    f"after 30s ({error_name(r.error_code)})")
+                time.sleep(0.1)   # polling the coordinator's metadata image, not an outcome
+            self._heartbeat(run, probe, LEFT, None, None, leave=True)
+        finally:
+            st["group"] = group
+
     def _wait_loaded(self, run) -> None:
         """Wait (bounded) while the coordinator loads the group's __consumer_offsets partition."""
         import time
@@ -452,6 +518,9 @@ class ConsumerGroupAdapter(Adapter):
         return f"{run.state['group']}-instance-{m}" if self._is_static(run, m) else None
 
     def _to_kafka(self, run, e: int) -> int:
+        if e >= 1 and e + run.state["delta"] < 1:
+            raise NotDrivable(f"epoch {e} maps to Kafka epoch {e + run.state['delta']} "
+                              f"(the setup prefix's epochs run {run.state['delta']} from the spec's)")
         return e + run.state["delta"] if e >= 1 else e
 
     def _to_spec(self, run, e: int) -> int:
