@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from checker import ci_outputs
 from spec import SHIPPED
 from spec.lang import SpecError
 
@@ -20,7 +21,7 @@ OK, VIOLATED, BAD_INPUT, BOUNDED, INTERRUPTED = 0, 1, 2, 3, 130
 # Modules that add commands: each has register(subparsers) -> {command name: handler}, where a
 # handler is fn(args, console) -> exit code.
 EXTENSIONS: list[str] = ["checker.graph_cli", "checker.symbolic_cli", "checker.spark_cli",
-                         "checker.bugs_cli",
+                         "checker.bugs_cli", "checker.report", "checker.explorer", "checker.scaffold",
                          "checker.conform_cli", "checker.walk"]
 
 
@@ -77,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--save", action="store_true",
                     help="save counterexamples under counterexamples/<spec>/<variant>/")
     ck.add_argument("--out", default="counterexamples", help="where --save writes")
+    ci_outputs.add_options(ck)
 
     rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario")
     rp.add_argument("file")
@@ -100,7 +102,9 @@ def main(argv=None) -> int:
         handlers = {"list": cmd_list, "check": cmd_check, "replay": cmd_replay, **parser.handlers}
         if args.command is None:
             raise BadInput(f"no command given; commands: {', '.join(handlers)} (see 'kcheck --help')")
-        return handlers[args.command](args, console)
+        code = handlers[args.command](args, console)
+        ci_outputs.write(args)   # --junit / --sarif of check, progress, prove
+        return code
     except (BadInput, SpecError) as e:
         err.print(f"kcheck: error: {e}", markup=False)
         return BAD_INPUT
@@ -230,6 +234,7 @@ def cmd_check(args, console) -> int:
         spec = load_spec(name)
         if not all_variants:
             res, traces = _run_one(spec, args.variant, params, args, console)
+            ci_outputs.record_check(args, res, traces, against_record=False)
             saved = {p: _save(tr, args.out) for p, tr in traces.items()} if args.save else {}
             if args.json:
                 print(json.dumps(result_json(res, traces), indent=2))
@@ -239,6 +244,7 @@ def cmd_check(args, console) -> int:
         results, all_traces, diffs = [], {}, []
         for v in spec.variants:
             res, traces = _run_one(spec, v, params, args, console)
+            ci_outputs.record_check(args, res, traces, against_record=True)
             if args.save:
                 for tr in traces.values():
                     _save(tr, args.out)

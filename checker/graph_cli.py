@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
+from checker import ci_outputs
 from checker.cli import BAD_INPUT, OK, VIOLATED, BadInput, _params, _positive  # noqa: F401
 from spec import SHIPPED
 
@@ -40,6 +41,7 @@ def register(sub) -> dict:
     p.add_argument("--save", action="store_true",
                    help="save lassos and deadlocks under counterexamples/<spec>/<variant>/")
     p.add_argument("--out", default="counterexamples", help="where --save writes")
+    ci_outputs.add_options(p)
     return {"graph": cmd_graph, "progress": cmd_progress}
 
 
@@ -213,6 +215,7 @@ def cmd_progress(args, console) -> int:
                                f"properties: {', '.join(spec.progress) or 'none'}")
         if not all_variants:
             sg, verdicts, traces = _run(spec, args.variant, params, args)
+            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=False)
             saved = ({n: _save_trace(tr, verdicts[n]["doc"], args.out) for n, tr in traces.items()}
                      if args.save else {})
             if args.json:
@@ -226,6 +229,7 @@ def cmd_progress(args, console) -> int:
         results, diffs = [], []
         for variant in (spec.variants or [None]):
             sg, verdicts, traces = _run(spec, variant, params, args)
+            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=True)
             if args.save:
                 for n, tr in traces.items():
                     _save_trace(tr, verdicts[n]["doc"], args.out)

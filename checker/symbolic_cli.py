@@ -11,6 +11,7 @@ import json
 from rich.table import Table
 from rich.text import Text
 
+from checker import ci_outputs
 from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, BadInput, _params, _positive, _save
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
@@ -54,6 +55,7 @@ def register(sub) -> dict:
     p.add_argument("--save", action="store_true",
                    help="save violations under --out, counterexamples to induction under --out/induction")
     p.add_argument("--out", default="counterexamples")
+    ci_outputs.add_options(p)
 
     c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?")
     _common(c, with_property=False)
@@ -172,6 +174,7 @@ def cmd_prove(args, console) -> int:
     if args.bmc_depth < 0:
         raise BadInput("--bmc-depth must be 0 or more")
     results = [prove(model, p, args.k, not args.no_lemmas, args.timeout, args.bmc_depth) for p in props]
+    ci_outputs.record_prove(args, model, results)
     docs = []
     codes = []
     for r in results:

@@ -1,0 +1,476 @@
+"""`kcheck report`: one self-contained HTML page per spec, built from the engines' results.
+
+The page carries everything it shows: the verdict matrix (variants x properties, as `check
+--all-variants` and `progress --all-variants` compute them, compared with the spec's record),
+each violation's counterexample as a step table and a sequence diagram, lassos with their loop
+marked, proofs with their lemmas (with --prove), the known-bug table, the saved counterexamples
+replayed against the current spec, and the run's statistics.
+
+Decision (issue 17): the sequence diagram is an SVG that kcheck draws, not Mermaid. Mermaid's
+renderer is about 3 MB of JavaScript; inlining it would make every page that large, and
+linking it would break "one file, no network". The SVG needs no script at all, so the page has
+none: its stylesheet ships inside the package (checker/assets/report.css) and is inlined.
+"""
+from __future__ import annotations
+
+import datetime
+import html
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import SimpleNamespace
+
+from checker.trace import Trace
+from spec.lang import Spec, SpecError
+
+
+def asset(name: str) -> str:
+    """A file shipped in checker/assets (inside the installed package too)."""
+    return resources.files("checker").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# What the report shows, measured
+
+@dataclass
+class VariantRun:
+    variant: str
+    doc: str
+    params: dict
+    search: object                     # checker.bfs.SearchResult
+    traces: dict[str, Trace]           # safety property -> shortest counterexample
+    progress: dict = field(default_factory=dict)         # name -> verdict dict (graph_cli._run)
+    progress_traces: dict[str, Trace] = field(default_factory=dict)
+    graph: object | None = None        # checker.graph.StateGraph, when progress was checked
+    proofs: list = field(default_factory=list)           # checker.symbolic.ProofResult
+    diffs: list[str] = field(default_factory=list)       # differences from the record
+
+
+@dataclass
+class SavedTrace:
+    path: str
+    variant: str | None
+    property: str | None
+    steps: int
+    reproduces: bool
+    message: str
+
+
+@dataclass
+class SpecReport:
+    spec: Spec
+    runs: list[VariantRun]
+    saved: list[SavedTrace]
+    elapsed_s: float
+
+
+def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, prove: bool = False,
+            max_states: int | None = None, max_nodes: int = 2_000_000,
+            saved_dir: str | Path | None = "counterexamples", on_variant=None) -> SpecReport:
+    """Runs the search (and, unless told not to, the progress check) on every variant; reads
+    and replays the spec's saved counterexamples."""
+    import time
+
+    from checker.bfs import search
+    from checker.cli import _compare_record, _traces
+    from checker.graph_cli import _compare_record as _compare_progress
+    from checker.graph_cli import _run as _run_progress
+    t0 = time.perf_counter()
+    runs = []
+    for variant in (spec.variants or [None]):
+        model = spec.instantiate(variant, params)
+        if on_variant:
+            on_variant(model.variant)
+        res = search(model, None, None, max_states)
+        run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
+                         model.params.as_dict(), res, _traces(res))
+        run.diffs = _compare_record(spec, res)
+        if progress and (spec.progress or spec.check_deadlock):
+            opts = SimpleNamespace(property=None, max_nodes=max_nodes, deadlock=False)
+            run.graph, run.progress, run.progress_traces = _run_progress(spec, model.variant, params, opts)
+            run.diffs += _compare_progress(spec, model.variant, run.progress)
+        if prove:
+            from checker.symbolic import prove as prove_one
+            for p in spec.properties:
+                if not spec.properties[p].lemma and res.status(p) != "violated":
+                    run.proofs.append(prove_one(model, p))
+        runs.append(run)
+    saved = replay_saved(spec, saved_dir) if saved_dir else []
+    return SpecReport(spec, runs, saved, time.perf_counter() - t0)
+
+
+def replay_saved(spec: Spec, saved_dir: str | Path) -> list[SavedTrace]:
+    """Every counterexample saved for this spec under saved_dir/<spec>/<variant>/, replayed."""
+    from checker.trace import TraceError, load, replay
+    out = []
+    root = Path(saved_dir) / spec.name
+    for path in sorted(root.glob("*/*.json")):
+        try:
+            doc = load(path)
+            model = spec.instantiate(doc.get("variant"), doc.get("params", {}))
+            r = replay(model, doc)
+            ok, msg = r.ok, r.message
+        except (TraceError, SpecError) as e:
+            doc = doc if isinstance(locals().get("doc"), dict) else {}
+            ok, msg = False, str(e)
+        out.append(SavedTrace(str(path), doc.get("variant"), doc.get("property"),
+                              len(doc.get("steps", [])), ok, msg))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fmt(v) -> str:
+    from checker.render import _fmt as fmt
+    if isinstance(v, list):
+        return "[" + ", ".join(map(fmt, v)) + "]"
+    return fmt(v)
+
+
+def _anchor(variant: str, prop: str) -> str:
+    return "cx-" + "".join(c if c.isalnum() else "-" for c in f"{variant}-{prop}")
+
+
+def _steps(n: int) -> str:
+    return f"{n} step{'' if n == 1 else 's'}"
+
+
+def _cell(status: str, trace: Trace | None, expected: bool, variant: str, prop: str) -> str:
+    differs = (status == "violated") != expected and status != "bounded"
+    if status == "violated":
+        what = "lasso, " if trace is not None and trace.loop_index is not None else ""
+        text = f'<a href="#{_anchor(variant, prop)}">VIOLATED ({what}{_steps(len(trace))})</a>'
+    else:
+        text = {"holds": "holds", "bounded": "no violation (bounded)"}.get(status, status)
+    cls = f"verdict {status}" + (" differs" if differs else "")
+    rec = ' <span class="record">≠ record</span>' if differs else \
+        (' <span class="recorded">recorded</span>' if expected and status == "violated" else "")
+    return (f'<td class="{cls}" data-variant="{_e(variant)}" data-property="{_e(prop)}" '
+            f'data-status="{_e(status)}" data-matches-record="{str(not differs).lower()}">{text}{rec}</td>')
+
+
+def _matrix(rep: SpecReport) -> str:
+    spec = rep.spec
+    runs = rep.runs
+    safety = list(runs[0].search.properties) if runs else []
+    lemmas = [p for p in safety if p in spec.properties and spec.properties[p].lemma]
+    safety = [p for p in safety if p not in lemmas]
+    # the search checks deadlock too when the spec declares terminal states: one column for it
+    prog = [p for p in runs[0].progress if p not in safety] if runs else []
+    head = "".join(f'<th title="{_e(spec.properties[p].doc if p in spec.properties else "")}">{_e(p)}</th>'
+                   for p in safety)
+    head += "".join(f'<th class="progress" title="{_e(runs[0].progress[p]["doc"])}">{_e(p)}</th>'
+                    for p in prog)
+    if lemmas:
+        head += f"<th>lemmas ({len(lemmas)})</th>"
+    rows = []
+    for r in runs:
+        exp = spec.variants[r.variant].expected_violations if spec.variants else set()
+        cells = [_cell(r.search.status(p), r.traces.get(p), p in exp, r.variant, p) for p in safety]
+        cells += [_cell(r.progress[p]["status"], r.progress_traces.get(p), p in exp, r.variant, p)
+                  for p in prog]
+        if lemmas:
+            broken = [p for p in lemmas if r.search.status(p) == "violated"]
+            bad = [p for p in broken if p not in exp]
+            text = ("all hold" if not broken and r.search.exhaustive else
+                    "no violation (bounded)" if not broken else
+                    "VIOLATED: " + ", ".join(f'<a href="#{_anchor(r.variant, p)}">{_e(p)}</a>' for p in broken))
+            cls = "holds" if not broken else "violated"
+            cells.append(f'<td class="verdict {cls}{" differs" if bad else ""}" data-variant="{_e(r.variant)}" '
+                         f'data-property="lemmas" data-status="{cls}" '
+                         f'data-matches-record="{str(not bad).lower()}">{text}</td>')
+        default = " (default)" if r.variant == spec.default_variant else ""
+        rows.append(f'<tr><th class="variant" title="{_e(r.doc)}">{_e(r.variant)}{default}</th>'
+                    + "".join(cells) + "</tr>")
+    diffs = [d for r in runs for d in r.diffs]
+    record = ('<p class="record-ok" id="record">Every verdict matches the spec\'s record.</p>' if not diffs else
+              '<div class="record-bad" id="record"><p>Verdicts that differ from the spec\'s record:</p><ul>'
+              + "".join(f"<li>{_e(d)}</li>" for d in diffs) + "</ul></div>")
+    return (f'<table id="matrix" class="matrix"><thead><tr><th>variant</th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>{record}')
+
+
+def _properties(spec: Spec, runs: list[VariantRun]) -> str:
+    rows = [f"<tr><td>{_e(p.name)}</td><td>{_e(p.kind)}{' (lemma)' if p.lemma else ''}</td><td>{_e(p.doc)}</td></tr>"
+            for p in spec.properties.values()]
+    prog = runs[0].progress if runs else {}
+    rows += [f"<tr><td>{_e(n)}</td><td>{_e(v['kind'])}; fair: {_e(', '.join(v['fair']) or '-')}</td>"
+             f"<td>{_e(v['doc'])}</td></tr>" for n, v in prog.items()]
+    return ("<table><thead><tr><th>property</th><th>kind</th><th>meaning</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
+def _variants(spec: Spec) -> str:
+    rows = []
+    for v in spec.variants.values():
+        findings = "".join(f"<li><b>{_e(p)}</b>: {_e(t)}</li>" for p, t in v.findings.items())
+        rows.append(f"<tr><td>{_e(v.name)}{' (default)' if v.name == spec.default_variant else ''}</td>"
+                    f"<td>{_e(v.doc)}</td><td>{_e(', '.join(sorted(v.expected_violations)) or '-')}</td>"
+                    f"<td>{'<ul>' + findings + '</ul>' if findings else ''}</td></tr>")
+    return ("<table><thead><tr><th>variant</th><th>what it changes</th><th>recorded violations</th>"
+            "<th>findings</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _stats(rep: SpecReport) -> str:
+    from checker.render import stats_line
+    rows = []
+    for r in rep.runs:
+        s = r.search
+        g = r.graph
+        graph = (f"{g.states:,} states, {g.edges:,} edges, built in {g.elapsed_s:.2f}s" if g is not None
+                 else "not built")
+        rows.append(f"<tr><td>{_e(r.variant)}</td><td>{_e(', '.join(f'{k}={v}' for k, v in r.params.items()))}</td>"
+                    f"<td>{_e(stats_line(s))}</td><td>{_e(graph)}</td></tr>")
+    return ('<table id="stats"><thead><tr><th>variant</th><th>parameters</th><th>breadth-first search</th>'
+            '<th>state graph (progress)</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+            f"<p>The whole report took {rep.elapsed_s:.2f}s to compute.</p>")
+
+
+def step_rows(tr: Trace) -> str:
+    """The step table's rows: the initial state, then each step's request, outcome and the
+    fields it changed (before → after)."""
+    init = ", ".join(f"{k}={_fmt(v)}" for k, v in tr.initial_state.items())
+    rows = [f'<tr class="step" data-step="0"><td>0</td><td>initial state</td><td></td>'
+            f'<td class="fields">{_e(init)}</td></tr>']
+    for i, s in enumerate(tr.steps, start=1):
+        in_loop = tr.loop_index is not None and i - 1 >= tr.loop_index
+        mark = " ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else ""
+        changes = "".join(f'<span class="change"><b>{_e(k)}</b>: {_e(_fmt(a))} → {_e(_fmt(b))}</span>'
+                          for k, (a, b) in s.changes.items()) or '<span class="nochange">(no change)</span>'
+        out = "" if s.outcome is None else _fmt(s.outcome)
+        rows.append(f'<tr class="step{" loop" if in_loop else ""}" data-step="{i}"><td>{i}{mark}</td>'
+                    f'<td>{_e(s.label)}</td><td class="outcome">{_e(out)}</td><td class="fields">{changes}</td></tr>')
+    return "".join(rows)
+
+
+def sequence_svg(tr: Trace) -> str:
+    """The counterexample as a sequence diagram: one lifeline per actor (as the spec's actions
+    name them), one arrow per step labelled with the request and its outcome; a lasso's loop is
+    bracketed on the left."""
+    from checker.render import _actors
+    m = tr.model
+    arrows, actors = [], []
+    for i, s in enumerate(tr.steps, start=1):
+        src, dst = _actors(m.instance(s.action, s.args))
+        for a in (src, dst):
+            if a not in actors:
+                actors.append(a)
+        label = f"{i}. {s.label}" + (f" → {_fmt(s.outcome)}" if s.outcome is not None else "")
+        arrows.append((src, dst, label))
+    if not actors:
+        actors = ["system"]
+    col, top, row, left = 190, 50, 34, 70
+    longest = max((len(a[2]) for a in arrows), default=10)
+    width = left + col * (len(actors) - 1) + max(col, int(longest * 6.6) + 20)
+    height = top + row * (len(arrows) + 1) + 10
+    x = {a: left + col * i for i, a in enumerate(actors)}
+    parts = [f'<svg class="sequence" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="sequence diagram">',
+             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+             'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
+    for a in actors:
+        parts.append(f'<line class="lifeline" x1="{x[a]}" y1="{top - 8}" x2="{x[a]}" y2="{height - 6}"/>'
+                     f'<rect class="actor" x="{x[a] - 60}" y="6" width="120" height="28" rx="4"/>'
+                     f'<text class="actor" x="{x[a]}" y="25" text-anchor="middle">{_e(a)}</text>')
+    if tr.loop_index is not None and tr.loop_index < len(arrows):
+        y0 = top + row * tr.loop_index + 4
+        y1 = top + row * len(arrows) + 12
+        parts.append(f'<path class="loop" d="M14,{y0} L8,{y0} L8,{y1} L14,{y1}"/>'
+                     f'<text class="loop" x="4" y="{y0 - 4}">↺ loop</text>')
+    for i, (src, dst, label) in enumerate(arrows):
+        y = top + row * (i + 1)
+        if src == dst:
+            parts.append(f'<rect class="note" x="{x[src] - 8}" y="{y - 16}" width="{int(len(label) * 6.6) + 16}" '
+                         f'height="22" rx="3"/><text class="step" x="{x[src]}" y="{y}">{_e(label)}</text>')
+        else:
+            x0, x1 = x[src], x[dst]
+            parts.append(f'<line class="message" x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" marker-end="url(#arrow)"/>'
+                         f'<text class="step" x="{min(x0, x1) + 6}" y="{y - 6}">{_e(label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, verdict: dict | None = None) -> str:
+    doc = (spec.properties[prop].doc if prop in spec.properties else
+           verdict["doc"] if verdict else "no reachable state without a successor")
+    v = spec.variants.get(variant)
+    finding = v.findings.get(prop) if v else None
+    recorded = v is not None and prop in v.expected_violations
+    kind = "lasso" if tr.loop_index is not None else tr.kind or ""
+    loop = ""
+    if tr.loop_index is not None:
+        from checker.graph_cli import _loop_sentence
+        loop = f'<p class="loop-note">{_e(_loop_sentence(tr))}</p>'
+    replay = f"kcheck check {spec.name} --variant {variant} --save, then kcheck replay counterexamples/{spec.name}/{variant}/{prop}.json"
+    return (f'<section class="counterexample" id="{_anchor(variant, prop)}" data-variant="{_e(variant)}" '
+            f'data-property="{_e(prop)}"><h3>{_e(variant)}: {_e(prop)} violated in {_steps(len(tr))} '
+            f'({_e(kind)}){"" if recorded else " — not in the record"}</h3>'
+            f'<p><b>{_e(prop)}</b>: {_e(doc)}</p>'
+            + (f'<p class="finding"><b>Finding</b>: {_e(finding)}</p>' if finding else "")
+            + loop
+            + f'<table class="steps"><thead><tr><th>#</th><th>action (request)</th><th>outcome</th>'
+              f'<th>changed fields</th></tr></thead><tbody>{step_rows(tr)}</tbody></table>'
+            + f'<div class="diagram">{sequence_svg(tr)}</div>'
+            + f'<p class="replay">Reproduce: <code>{_e(replay)}</code></p></section>')
+
+
+def _counterexamples(rep: SpecReport) -> str:
+    out = []
+    for r in rep.runs:
+        for p, tr in r.traces.items():
+            out.append(_counterexample(rep.spec, r.variant, p, tr))
+        for p, tr in r.progress_traces.items():
+            out.append(_counterexample(rep.spec, r.variant, p, tr, r.progress.get(p)))
+    return "".join(out) or "<p>No property is violated in any variant.</p>"
+
+
+def _proofs(rep: SpecReport) -> str:
+    rows = []
+    for r in rep.runs:
+        for pr in r.proofs:
+            why = pr.reason or ""
+            if pr.status == "not-inductive" and pr.cti_action:
+                why = (why + "; " if why else "") + f"counterexample to induction ends with {pr.cti_action}"
+            rows.append(f'<tr data-variant="{_e(r.variant)}" data-property="{_e(pr.property)}">'
+                        f'<td>{_e(r.variant)}</td><td>{_e(pr.property)}</td>'
+                        f'<td class="verdict {_e(pr.status)}">{_e(pr.status.upper())}</td><td>{pr.k}</td>'
+                        f'<td>{_e(", ".join(pr.lemmas_used) or "-")}</td><td>{_e(why)}</td>'
+                        f'<td>{pr.elapsed_s:.2f}s</td></tr>')
+    if not rows:
+        return "<p>Not run (kcheck report --prove runs k-induction on every property the search did not violate).</p>"
+    return ('<table id="proofs"><thead><tr><th>variant</th><th>property</th><th>verdict</th><th>k</th>'
+            '<th>lemmas assumed</th><th>note</th><th>time</th></tr></thead><tbody>' + "".join(rows)
+            + "</tbody></table>")
+
+
+def _known_bugs(rep: SpecReport) -> str:
+    spec = rep.spec
+    if not spec.known_bugs:
+        return "<p>The spec records no known Kafka bug.</p>"
+    by_variant = {r.variant: r for r in rep.runs}
+    rows = []
+    for b in spec.known_bugs:
+        if b.variant is None:
+            seen = f"not expressible: {b.not_expressible}"
+        else:
+            r = by_variant.get(b.variant)
+            st = None
+            if r is not None:
+                st = r.progress[b.property]["status"] if b.property in r.progress else r.search.status(b.property)
+            seen = {"violated": f"rediscovered: {b.property} is violated in {b.variant}",
+                    "holds": f"NOT rediscovered: {b.property} holds in {b.variant}",
+                    "bounded": f"not rediscovered within the bounds in {b.variant}"}.get(st, "not checked")
+        rows.append(f'<tr><td>{_e(b.jira)}</td><td>{_e(b.broke)}</td><td>{_e(b.code)}</td><td>{_e(b.fix)}</td>'
+                    f'<td>{_e(b.variant or "-")}</td><td>{_e(b.property or "-")}</td><td>{_e(seen)}</td></tr>')
+    return ('<table id="known-bugs"><thead><tr><th>JIRA</th><th>what went wrong</th><th>code</th><th>fix</th>'
+            '<th>pre-fix variant</th><th>property</th><th>in this run</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def _saved(rep: SpecReport) -> str:
+    if not rep.saved:
+        return "<p>No saved counterexample for this spec.</p>"
+    rows = [f'<tr><td><code>{_e(s.path)}</code></td><td>{_e(s.variant)}</td><td>{_e(s.property)}</td>'
+            f'<td>{s.steps}</td><td class="verdict {"holds" if s.reproduces else "violated"}">'
+            f'{"reproduces" if s.reproduces else "DOES NOT REPRODUCE"}</td><td>{_e(s.message)}</td></tr>'
+            for s in rep.saved]
+    return ('<table id="saved"><thead><tr><th>file</th><th>variant</th><th>property</th><th>steps</th>'
+            '<th>replay</th><th>message</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
+
+
+def render_html(rep: SpecReport) -> str:
+    spec = rep.spec
+    from checker.render import params_str
+    params = rep.runs[0].params if rep.runs else {}
+    intro = spec.doc.split("\n\n")[0] if spec.doc else ""
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>kcheck report: {_e(spec.name)}</title>
+<style>{asset("report.css")}</style></head>
+<body>
+<header><h1>kcheck report: {_e(spec.name)}</h1>
+<p class="intro">{_e(intro)}</p>
+<p class="meta">Parameters: {_e(params_str(params))} (a variant may declare its own; see the statistics).
+Generated {when} by <code>kcheck report</code> from the engines' results.</p></header>
+<nav><a href="#verdicts">Verdicts</a> <a href="#counterexamples">Counterexamples</a>
+<a href="#proofs-section">Proofs</a> <a href="#bugs">Known bugs</a> <a href="#saved-section">Saved traces</a>
+<a href="#statistics">Statistics</a></nav>
+<section id="verdicts"><h2>Verdicts by variant</h2>{_matrix(rep)}
+<details><summary>Properties</summary>{_properties(spec, rep.runs)}</details>
+<details><summary>Variants</summary>{_variants(spec)}</details></section>
+<section id="counterexamples"><h2>Counterexamples</h2>{_counterexamples(rep)}</section>
+<section id="proofs-section"><h2>Proofs (k-induction)</h2>{_proofs(rep)}</section>
+<section id="bugs"><h2>Known Kafka bugs</h2>{_known_bugs(rep)}</section>
+<section id="saved-section"><h2>Saved counterexamples, replayed</h2>{_saved(rep)}</section>
+<section id="statistics"><h2>Statistics</h2>{_stats(rep)}</section>
+</body></html>
+"""
+
+
+def render_index(pages: list[tuple[str, str, bool]]) -> str:
+    items = "".join(f'<li><a href="{_e(f)}">{_e(n)}</a>: '
+                    f'{"every verdict matches the record" if ok else "verdicts DIFFER from the record"}</li>'
+                    for n, f, ok in pages)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kcheck reports</title>'
+            f'<style>{asset("report.css")}</style></head><body><h1>kcheck reports</h1><ul>{items}</ul></body></html>\n')
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+def register(sub) -> dict:
+    from checker.cli import _positive
+    r = sub.add_parser("report", help="write a self-contained HTML report per spec (verdict matrix, "
+                                      "counterexamples with diagrams, proofs, known bugs, statistics)")
+    r.add_argument("spec", nargs="?", default="all",
+                   help="a shipped spec name, 'all' (the default), or the path of a spec module")
+    r.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the pages to")
+    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    r.add_argument("--max-states", type=_positive("--max-states"))
+    r.add_argument("--no-progress", action="store_true", help="skip the progress properties (state graph)")
+    r.add_argument("--prove", action="store_true", help="also run k-induction on every property not violated")
+    r.add_argument("--saved", default="counterexamples", metavar="DIR",
+                   help="where saved counterexamples are read from (default counterexamples)")
+    return {"report": cmd_report}
+
+
+def cmd_report(args, console) -> int:
+    from checker.cli import OK, VIOLATED, BadInput, _params
+    from checker.loader import load_spec
+    from spec import SHIPPED
+    params = _params(args.param)
+    names = list(SHIPPED) if args.spec == "all" else [args.spec]
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"-o {args.output}: exists and is not a directory; give a directory to write the pages to")
+    specs = [load_spec(n) for n in names]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"-o {args.output}: cannot create the directory ({e.strerror})") from None
+    pages = []
+    for spec in specs:
+        rep = collect(spec, params, progress=not args.no_progress, prove=args.prove,
+                      max_states=args.max_states, saved_dir=args.saved,
+                      on_variant=lambda v, s=spec: console.print(f"{s.name}/{v} ...", markup=False)
+                      if console.is_terminal else None)
+        page = out / f"{spec.name}.html"
+        page.write_text(render_html(rep), encoding="utf-8")
+        ok = not any(r.diffs for r in rep.runs)
+        pages.append((spec.name, page.name, ok))
+        n_cx = sum(len(r.traces) + len(r.progress_traces) for r in rep.runs)
+        console.print(f"{page}: {len(rep.runs)} variant(s), {n_cx} counterexample(s), "
+                      f"{'matches the record' if ok else 'DIFFERS from the record'} ({rep.elapsed_s:.1f}s)",
+                      markup=False)
+    if len(pages) > 1:
+        (out / "index.html").write_text(render_index(pages), encoding="utf-8")
+        console.print(f"{out / 'index.html'}: index of {len(pages)} reports", markup=False)
+    return OK if all(ok for _, _, ok in pages) else VIOLATED
+

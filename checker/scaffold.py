@@ -1,0 +1,5 @@
+"""placeholder until written"""
+
+
+def register(sub) -> dict:
+    return {}
