@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--test" ]; then
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
     bash scripts/ensure_java.sh
+    # the browser tests (report, explorer) drive Debian's chromium headless through Playwright;
+    # Playwright's own browser download cannot work here, so it is never run
+    if ! command -v chromium >/dev/null 2>&1; then
+        apt-get update -q && apt-get install -y -q chromium
+    fi
 else
     .venv/bin/python -m pip install -q --disable-pip-version-check -e .
 fi
