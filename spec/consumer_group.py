@@ -25,6 +25,17 @@ spec.param("partitions", 2, lo=1, hi=3, doc="partitions of the one subscribed to
 spec.param("static_members", 1, lo=0, hi=3, doc="the first N slots are static members (group.instance.id)")
 spec.param("max_epoch", 4, lo=1, hi=100, doc="epoch cap of the explicit search (group, member and member-id epochs)")
 spec.param("commits_in_flight", 1, lo=0, hi=3, doc="offset commits that may be in flight at once")
+# New behaviours, off at the defaults so that the shipped verdicts and state counts stay as they were
+spec.param("lost_responses", 0, lo=0, hi=1, doc="1: a heartbeat response may be lost; the client "
+           "retries with its old epoch (GroupMetadataManager's previous-epoch rule applies)")
+spec.param("subscription_changes", 0, lo=0, hi=1, doc="1: a member's heartbeat may carry a changed "
+           "subscription, which bumps the group epoch")
+spec.param("partition_epochs", 0, lo=0, hi=1, doc="1: the coordinator's partition epoch map "
+           "(ConsumerGroup.currentPartitionEpoch) is state of its own, as the pre-KAFKA-16147 "
+           "bookkeeping needs; 0: it is read off the members' holds, which is what the fixed "
+           "bookkeeping keeps it equal to")
+spec.param("metadata_changes", 0, lo=0, hi=1, doc="1: the subscribed topic's metadata may change "
+           "(partitions added), which bumps the group epoch")
 
 Error = spec.outcomes(Enum("Error", "NONE STALE_MEMBER_EPOCH ILLEGAL_GENERATION UNKNOWN_MEMBER_ID "
                                     "FENCED_MEMBER_EPOCH UNSUPPORTED_VERSION"))
@@ -100,6 +111,11 @@ def state(p):
         "lost": Array(Bool, mp),           # client owns it but it went to another member since
         "commit_zombie": Array(Bool, c),   # the partition went to another member since it was owned
         "commit_owner": Array(Bool, c),    # the sender has held it without interruption since the epoch
+        # ConsumerGroupMember.previousMemberEpoch: read only when a response can be lost, so it is
+        # state only then (at the defaults the state space is the shipped one)
+        **({"previous_epoch": Array(Int(-1, E, search_bound=True), p.members)} if p.lost_responses else {}),
+        # partitions whose entry in the partition epoch map was dropped while a member holds them
+        **({"partition_epoch_lost": Array(Bool, p.partitions)} if p.partition_epochs else {}),
     }
 
 
@@ -111,7 +127,7 @@ def _group(p, owners, epoch, classic, present):
     for q, m in enumerate(owners):
         holds[_slot(p, m, q)] = Hold.ASSIGNED
     held = [h == Hold.ASSIGNED for h in holds]
-    return {
+    group = {
         "group_epoch": epoch, "target_epoch": epoch, "target_owner": list(owners),
         "member_id": [0] * p.members,
         "member_epoch": [epoch if m in present else LEFT for m in _members(p)],
@@ -126,6 +142,12 @@ def _group(p, owners, epoch, classic, present):
         "held_since": [epoch if h else 0 for h in held], "lost": [False] * mp,
         "commit_zombie": [False] * c, "commit_owner": [False] * c,
     }
+    if p.lost_responses:
+        # a member that joined (epoch 0) and reconciled once: updateMemberEpoch left 0 behind
+        group["previous_epoch"] = [0 if m in present else -1 for m in _members(p)]
+    if p.partition_epochs:
+        group["partition_epoch_lost"] = [False] * p.partitions
+    return group
 
 
 @spec.init
@@ -160,8 +182,15 @@ def _reconcile(s, p, m, cur, owned, tgt, T):
     wanted = [mine[q] & ~assigned[q] for q in P]
     # held by another member, assigned or pending revocation; the member's own partitions
     # pending revocation do not count (KAFKA-19449)
+    # CurrentAssignmentBuilder asks currentPartitionEpoch: -1 means free
     elsewhere = [Exists([k for k in _members(p) if k != m],
                         lambda k, q=q: s.holds[_slot(p, k, q)] != Hold.NONE) for q in P]
+    if p.partition_epochs:
+        elsewhere = [e & ~s.partition_epoch_lost[q] for q, e in zip(P, elsewhere)]
+    if s.variant == "kafka-19449":
+        # before KAFKA-19449 (PR #20781) the partition epoch map was read as is: a partition
+        # pending revocation by this very member counted as held elsewhere
+        elsewhere = [e | (holds[q] == Hold.PENDING_REVOCATION) for q, e in zip(P, elsewhere)]
     unreleased = [wanted[q] & elsewhere[q] for q in P]
     fresh = [wanted[q] & ~elsewhere[q] for q in P]
     revoking = Exists(P, lambda q: revoke[q] & owned[q])
@@ -188,7 +217,7 @@ def _reconcile(s, p, m, cur, owned, tgt, T):
     return {"epoch": If(unchanged, epoch, new_epoch), "state": If(unchanged, mstate, new_state),
             "holds": new_holds, "epochs": new_epochs, "fresh": fresh_here,
             "revoked_any": And(Not(unchanged), Exists(P, lambda q: revoke[q])),
-            "keep": keep}
+            "keep": keep, "changed": Not(unchanged)}
 
 
 def _apply_member(s, p, m, cur, new, respond_ok, since_on_hold):
@@ -218,6 +247,23 @@ def _apply_member(s, p, m, cur, new, respond_ok, since_on_hold):
         s.commit_owner[c] = s.commit_owner[c] & ~((s.commit_member[c] == m) & (released_q | fresh_q))
     if s.variant == "revocation-epoch":
         s.revocation_epoch[m] = If(new["revoked_any"], cur["epoch"], cur["revocation"])
+    if p.partition_epochs:
+        # ConsumerGroup.maybeUpdatePartitionEpoch runs when the member record is written: the old
+        # assigned and pending partitions are removed from the map, the new ones added. Before
+        # KAFKA-16147 (PR #15212) a partition that went from pending revocation back to assigned
+        # in one update lost its entry: it was added as assigned, then removed as formerly pending.
+        for q in _partitions(p):
+            before, after = cur["holds"][q], new["holds"][q]
+            dropped = FALSE
+            if s.variant == "kafka-16147":
+                dropped = (before == Hold.PENDING_REVOCATION) & (after == Hold.ASSIGNED)
+            s.partition_epoch_lost[q] = If(~new["changed"], s.partition_epoch_lost[q],
+                                           If(after != Hold.NONE, dropped,
+                                              If(before != Hold.NONE, FALSE, s.partition_epoch_lost[q])))
+    if p.lost_responses:
+        # ConsumerGroupMember.Builder.updateMemberEpoch: every step of CurrentAssignmentBuilder
+        # that builds a new member (even at the same epoch) moves the old epoch to the previous one
+        s.previous_epoch[m] = If(new["changed"], cur["epoch"], s.previous_epoch[m])
     s.response_in_flight[m] = True
     s.response_error[m] = Not(respond_ok)
 
@@ -260,6 +306,7 @@ def Join(s, p, m, target):
         s.require(record < 0)
     new_member = record == LEFT
     rejoin = record == STATIC_LEFT
+    s.require(Not(_join_rejected(s, p, m)))
     # a new member changes the subscriptions (group epoch + 1); a static member rejoining with
     # the same subscription does not (GroupMetadataManagerTest.testStaticMemberGetsBackAssignmentUponRejoin)
     s.group_epoch = If(new_member, s.group_epoch + 1, s.group_epoch)
@@ -294,29 +341,75 @@ def Join(s, p, m, target):
     s.respond(Error.NONE)
 
 
+def _join_rejected(s, p, m):
+    """Before KAFKA-19233 (PR #21305) throwIfConsumerGroupMemberEpochIsInvalid had no early return
+    for epoch 0: a known member rejoining with 0 below its member epoch was fenced unless 0 was its
+    previous epoch (with no partitions owned, the subset test passes)."""
+    if s.variant != "kafka-19233":
+        return FALSE
+    behind = s.member_epoch[m] > 0
+    if p.lost_responses:
+        behind = behind & (s.previous_epoch[m] != 0)
+    return behind
+
+
+def _rejoiners(p):
+    return range(p.members) if p.lost_responses else []
+
+
+@spec.action(m=_rejoiners, actors=("member {m}", "coordinator"))
+def JoinFenced(s, p, m):
+    """ConsumerGroupHeartbeat with member epoch 0 from a member the coordinator still knows, when
+    the coordinator rejects it with FENCED_MEMBER_EPOCH (only before KAFKA-19233; the fixed
+    coordinator takes it as Join does). Nothing changes on the coordinator; the client reads the
+    error and starts over."""
+    s.require(s.client_epoch[m] == LEFT, ~s.response_in_flight[m], _join_rejected(s, p, m))
+    s.client_epoch[m] = 0
+    s.response_in_flight[m] = True
+    s.response_error[m] = True
+    s.respond(Error.FENCED_MEMBER_EPOCH)
+
+
 @spec.action(m=_members, target=_targets, actors=("member {m}", "coordinator"))
 def Heartbeat(s, p, m, target):
     """ConsumerGroupHeartbeat with the client's epoch and owned partitions: validation, target
     assignment if the group epoch moved, reconciliation; the response travels back."""
+    _heartbeat(s, p, m, target, resubscribe=False)
+
+
+def _heartbeat(s, p, m, target, resubscribe):
+    """GroupMetadataManager.consumerGroupHeartbeat for a member that is in the group (epoch > 0).
+    With `resubscribe` the request carries a changed subscription: the group epoch is bumped
+    before the target assignment is looked at, in the same request."""
     s.require(s.client_epoch[m] > 0, ~s.response_in_flight[m])
     e = s.client_epoch[m]
     known = s.member_epoch[m] != LEFT
-    # GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid; the model loses no
-    # response, so the previous-epoch exception never applies
+    owned = [s.client_owns[_slot(p, m, q)] for q in _partitions(p)]
+    # GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid: the member's epoch, or its
+    # previous epoch with owned partitions that are a subset of its assigned ones (the response
+    # carrying the new epoch was lost); otherwise FENCED_MEMBER_EPOCH
     valid = known & (e == s.member_epoch[m])
+    if p.lost_responses:
+        subset = Forall(_partitions(p), lambda q: Or(
+            ~owned[q], s.holds[_slot(p, m, q)] == Hold.ASSIGNED))
+        valid = known & Or(e == s.member_epoch[m], And(e == s.previous_epoch[m], subset))
+    if resubscribe:
+        # hasMemberSubscriptionChanged -> bumpGroupEpoch (a rejected request changes nothing)
+        s.require(valid)
+        s.group_epoch = s.group_epoch + 1
+    ge = s.post.group_epoch if resubscribe else s.group_epoch
     if target == "-":
-        s.require(Or(s.group_epoch == s.target_epoch, ~valid))
+        s.require(Or(ge == s.target_epoch, ~valid))
         tgt, T = [s.target_owner[q] for q in _partitions(p)], s.target_epoch
     else:
         # a rejected heartbeat is answered before any target is computed
-        s.require(valid, s.group_epoch > s.target_epoch)
-        tgt, T = [int(ch) for ch in target], s.group_epoch
+        s.require(valid, ge > s.target_epoch)
+        tgt, T = [int(ch) for ch in target], ge
         for k in set(tgt):
             s.require(s.member_epoch[k] != LEFT)
         for q in _partitions(p):
             s.target_owner[q] = tgt[q]
         s.target_epoch = T
-    owned = [s.client_owns[_slot(p, m, q)] for q in _partitions(p)]
     cur = _current(s, p, m)
     new = _reconcile(s, p, m, cur, owned, tgt, T)
     # a rejected heartbeat changes nothing on the coordinator
@@ -325,10 +418,41 @@ def Heartbeat(s, p, m, target):
            "holds": [If(valid, x, y) for x, y in zip(new["holds"], cur["holds"])],
            "epochs": [If(valid, x, y) for x, y in zip(new["epochs"], cur["epochs"])],
            "fresh": [And(valid, x) for x in new["fresh"]],
-           "revoked_any": And(valid, new["revoked_any"])}
+           "revoked_any": And(valid, new["revoked_any"]),
+           "changed": And(valid, new["changed"])}
     since = [s.held_since[_slot(p, m, q)] for q in _partitions(p)]
     _apply_member(s, p, m, cur, new, valid, since)
     s.respond(If(~known, Error.UNKNOWN_MEMBER_ID, If(valid, Error.NONE, Error.FENCED_MEMBER_EPOCH)))
+
+
+def _resubscribers(p):
+    return range(p.members) if p.subscription_changes else []
+
+
+@spec.action(m=_resubscribers, target=_targets, actors=("member {m}", "coordinator"))
+def HeartbeatNewSubscription(s, p, m, target):
+    """ConsumerGroupHeartbeat whose SubscribedTopicNames (or regex) changed: consumerGroupHeartbeat
+    finds hasMemberSubscriptionChanged, bumps the group epoch and computes a new target in the same
+    request. The modelled topic stays subscribed; what changed is a topic the model does not track
+    (so the assignor's output over the modelled partitions is again any distribution)."""
+    _heartbeat(s, p, m, target, resubscribe=True)
+
+
+def _metadata_changes(p):
+    return [0] if p.metadata_changes else []
+
+
+@spec.action(change=_metadata_changes, actors=("controller", "coordinator"))
+def TopicPartitionsAdded(s, p, change):
+    """CreatePartitions on the subscribed topic: the coordinator's metadata image changes, the
+    group's subscribed-topic hash no longer matches (GroupMetadataManager.consumerGroupHeartbeat,
+    computeTopicHash) and the group epoch is bumped, so the next heartbeat recomputes the target.
+    Kafka writes the bump in the next heartbeat; here it is taken when the image arrives, which no
+    other action can tell apart (commits read member epochs, not the group epoch). The new
+    partitions are not modelled: they would go to some member at the new epoch, and the assignor
+    may already move the modelled ones anywhere."""
+    s.require(Exists(_members(p), lambda k: s.member_epoch[k] >= 0))
+    s.group_epoch = s.group_epoch + 1
 
 
 @spec.action(m=_members, actors=("coordinator", "member {m}"))
@@ -345,6 +469,21 @@ def HeartbeatResponse(s, p, m):
         owns = ok & (s.holds[i] == Hold.ASSIGNED)
         s.client_owns[i] = owns
         s.lost[i] = owns & s.client_owns[i] & s.lost[i]
+    s.response_in_flight[m] = False
+    s.response_error[m] = False
+
+
+def _lossy(p):
+    return range(p.members) if p.lost_responses else []
+
+
+@spec.action(m=_lossy, actors=("coordinator", "member {m}"))
+def LoseHeartbeatResponse(s, p, m):
+    """A ConsumerGroupHeartbeat response that never arrives (the connection dropped, the request
+    timed out): the client keeps its epoch and partitions and its next heartbeat retries with
+    them (HeartbeatRequestManager; ConsumerMembershipManager only learns an epoch from a
+    response). Join responses are not lost here: a client at epoch 0 would just rejoin."""
+    s.require(s.response_in_flight[m], s.client_epoch[m] > 0)
     s.response_in_flight[m] = False
     s.response_error[m] = False
 
@@ -452,8 +591,17 @@ def _remove_member(s, p, m):
         s.held_since[i] = 0
         s.target_owner[q] = If(s.target_owner[q] == m, -1, s.target_owner[q])
     s.group_epoch = s.group_epoch + 1
-    others_gone = Forall([k for k in _members(p) if k != m], lambda k: s.member_epoch[k] == LEFT)
-    s.target_epoch = If(others_gone, s.post.group_epoch, s.target_epoch)
+    if p.lost_responses:
+        s.previous_epoch[m] = -1
+    if p.partition_epochs:
+        for q in _partitions(p):
+            # the tombstones remove the member's entries (those it still has)
+            s.partition_epoch_lost[q] = s.partition_epoch_lost[q] & (s.holds[_slot(p, m, q)] == Hold.NONE)
+    if s.variant != "kafka-20442":
+        # the fix (PR #22045) writes a ConsumerGroupTargetAssignmentMetadataRecord at the new group
+        # epoch when the fence empties the group
+        others_gone = Forall([k for k in _members(p) if k != m], lambda k: s.member_epoch[k] == LEFT)
+        s.target_epoch = If(others_gone, s.post.group_epoch, s.target_epoch)
     for c in _commit_slots(p):
         s.commit_owner[c] = s.commit_owner[c] & (s.commit_member[c] != m)
 
@@ -475,6 +623,10 @@ def Leave(s, p, m, epoch):
         return
     # consumerGroupStaticMemberGroupLeave: state unchanged (KAFKA-20641), no group epoch bump
     s.member_epoch[m] = STATIC_LEFT
+    if p.partition_epochs:
+        for q in _partitions(p):
+            # the record is rewritten: its partitions' entries are removed and re-added
+            s.partition_epoch_lost[q] = s.partition_epoch_lost[q] & (s.holds[_slot(p, m, q)] == Hold.NONE)
     for q in _partitions(p):
         i = _slot(p, m, q)
         assigned = s.holds[i] == Hold.ASSIGNED
@@ -530,6 +682,24 @@ LEMMAS_BROKEN_BY_19974 = {
         "its commit at epoch 1 for p1 in flight; the next step accepts it (no-zombie-commit)"),
 }
 
+FOUND_16147 = (
+    "KAFKA-16147, 7 steps: member 1's partitions go pending revocation, member 0 is fenced, and the "
+    "next target gives them back to member 1, which takes them from pending revocation to assigned "
+    "in one update; the bookkeeping drops their partition epochs, so member 0, rejoining, is given "
+    "p0 as free while member 1 holds it")
+FOUND_19449 = (
+    "KAFKA-19449: a member whose revoked partition comes back to it in the next target waits in "
+    "UNRELEASED_PARTITIONS for a partition nobody holds, one heartbeat longer than needed")
+FOUND_20442 = (
+    "KAFKA-20442, 1 step: fencing the only member leaves the empty group with group epoch 2 and "
+    "target assignment epoch 1")
+FOUND_19233 = (
+    "KAFKA-19233, 9 steps: member 1's heartbeat response (epoch 2) is lost; its retry at epoch 1 "
+    "is accepted by the previous-epoch rule and puts it in UNREVOKED_PARTITIONS at epoch 2, which "
+    "makes 2 its previous epoch too (updateMemberEpoch); that response is lost as well, the next "
+    "retry at epoch 1 is fenced, and the rejoin with epoch 0 is fenced again, since 0 is not its "
+    "previous epoch")
+
 spec.variant("kip1251", "the check as Kafka 4.3 ships it: assignment epoch <= epoch <= member epoch",
              default=True, violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
              findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974, "unrevoked-has-pending": STATIC_LEAVE_20641})
@@ -569,6 +739,103 @@ spec.variant("unrevoked-epoch-bump", "before KAFKA-19974: UNREVOKED_PARTITIONS -
              violates=["unrevoked-has-pending"],
              findings={"unrevoked-has-pending": STATIC_LEAVE_20641})
 
+spec.variant("kafka-20442", "before KAFKA-20442: fencing the last member bumps the group epoch but "
+             "leaves the target assignment epoch behind",
+             violates=["no-zombie-commit", "unrevoked-has-pending", "empty-group-at-target-epoch",
+                       *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974,
+                       "unrevoked-has-pending": STATIC_LEAVE_20641,
+                       "empty-group-at-target-epoch": FOUND_20442})
+spec.variant("kafka-19449", "before KAFKA-19449: a partition pending revocation by the member "
+             "itself counts as held by another member",
+             violates=["no-zombie-commit", "unrevoked-has-pending", "unreleased-waits-for-another-member",
+                       *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974,
+                       "unrevoked-has-pending": STATIC_LEAVE_20641,
+                       "unreleased-waits-for-another-member": FOUND_19449})
+spec.variant("kafka-16147", "before KAFKA-16147: a partition that goes from pending revocation "
+             "back to assigned loses its entry in the partition epoch map",
+             params={"partition_epochs": 1},
+             violates=["no-zombie-commit", "unrevoked-has-pending", "single-owner",
+                       "lost-only-after-removal", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974,
+                       "no-zombie-commit": "10 steps, one fewer than kip1251's: with the partition "
+                       "held by two members, the member that keeps it is the sender of a commit "
+                       "that the other member's assignment made a zombie",
+                       "unrevoked-has-pending": STATIC_LEAVE_20641,
+                       "single-owner": FOUND_16147,
+                       "lost-only-after-removal": "KAFKA-16147: the client of a member still in "
+                       "the group owns a partition that was just given to another member"})
+spec.variant("kafka-19233", "before KAFKA-19233: a known member rejoining with epoch 0 is fenced "
+             "unless 0 is its previous epoch (checked with lost heartbeat responses)",
+             params={"lost_responses": 1},
+             violates=["no-zombie-commit", "unrevoked-has-pending", "join-accepted",
+                       *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974,
+                       "unrevoked-has-pending": STATIC_LEAVE_20641,
+                       "join-accepted": FOUND_19233})
+
+ZOMBIE_RESUBSCRIBE = (
+    "the KAFKA-19974 zombie without a fence and a rejoin: two heartbeats of member 0 with a changed "
+    "subscription each bump the group epoch, the first moves p1 to member 1 (member 0 keeps epoch 1 "
+    "in UNREVOKED_PARTITIONS), the second moves p0 too, which releases p1 while member 0 stays at "
+    "epoch 1; member 1 takes p1 at epoch 3 and member 0's commit for p1 at epoch 1 is accepted "
+    "(6 steps at max_epoch 3, where the default needs 11 steps and max_epoch 4)")
+spec.variant("subscription-changes", "kip1251 with heartbeats that change the subscription (each bumps "
+             "the group epoch), at max_epoch 3",
+             params={"subscription_changes": 1, "max_epoch": 3},
+             violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_RESUBSCRIBE,
+                       "unrevoked-has-pending": STATIC_LEAVE_20641})
+spec.variant("metadata-changes", "kip1251 with partitions added to the subscribed topic (each bumps "
+             "the group epoch), at max_epoch 3",
+             params={"metadata_changes": 1, "max_epoch": 3},
+             violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": "the KAFKA-19974 zombie with the "
+                       "second target change coming from a metadata change instead of a fence and a "
+                       "rejoin (8 steps at max_epoch 3)",
+                       "unrevoked-has-pending": STATIC_LEAVE_20641})
+
+
+# ---------------------------------------------------------------------------------------------
+# Known bugs: each pre-fix variant is the default with that one fix undone
+
+spec.known_bug("KAFKA-20066", broke="the coordinator bumps the epoch of a member that keeps its "
+               "partition while the heartbeat response is in flight, and the client's commit at "
+               "the old epoch is fenced (the spurious ILLEGAL_GENERATION that motivated KIP-1251)",
+               fix="PR #21692 (KAFKA-20066 [3/N], KIP-1251 assignment epochs)",
+               code="ConsumerGroup.validateOffsetCommit", variant="strict", property="no-spurious-fencing")
+spec.known_bug("KAFKA-16147", broke="a partition was assigned to two members at once: a member "
+               "that got its pending-revocation partitions back lost their partition epochs, so "
+               "the partitions looked free to the other members",
+               fix="PR #15212", code="ConsumerGroup.maybeUpdatePartitionEpoch",
+               variant="kafka-16147", property="single-owner")
+spec.known_bug("KAFKA-19449", broke="a partition pending revocation by the member itself counted as "
+               "unreleased, so the member waited in UNRELEASED_PARTITIONS for a partition nobody held",
+               fix="PR #20781", code="CurrentAssignmentBuilder.computeNextAssignment",
+               variant="kafka-19449", property="unreleased-waits-for-another-member")
+spec.known_bug("KAFKA-19233", broke="a fenced member rejoining with epoch 0 under its member id was "
+               "fenced again while the coordinator still had its record at a higher epoch",
+               fix="PR #21305", code="GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid",
+               variant="kafka-19233", property="join-accepted")
+spec.known_bug("KAFKA-20442", broke="fencing the last member bumped the group epoch but not the target "
+               "assignment epoch, leaving an empty group with group epoch > assignment epoch",
+               fix="PR #22045", code="GroupMetadataManager.consumerGroupFenceMember",
+               variant="kafka-20442", property="empty-group-at-target-epoch")
+spec.known_bug("KAFKA-20641", broke="a static member leaving with epoch -2 while in "
+               "UNREVOKED_PARTITIONS keeps that state with nothing pending revocation",
+               fix="PR #22473, open: not in the shipped code, so the default variant is the pre-fix one",
+               code="GroupMetadataManager.consumerGroupStaticMemberGroupLeave",
+               variant="kip1251", property="unrevoked-has-pending")
+spec.known_bug("KAFKA-19974", broke="leaving UNREVOKED_PARTITIONS for UNREVOKED_PARTITIONS bumped the "
+               "member epoch; with revocations from an unsubscribed topic (KAFKA-19431) a partition "
+               "could be owned by two members at the same epoch (not at the same time)",
+               fix="PR #21107", code="CurrentAssignmentBuilder.computeNextAssignment",
+               not_expressible="the pre-fix reconciliation is variant unrevoked-epoch-bump, but its "
+               "harm needs members subscribed to two topics that unsubscribe from one "
+               "(CurrentAssignmentBuilder.updateCurrentAssignment) and a property over the history of "
+               "owners per (partition, epoch); the spec has one topic that every member keeps")
+
 
 # ---------------------------------------------------------------------------------------------
 # Properties
@@ -583,6 +850,24 @@ def no_zombie_commit(pre, post, action, args, outcome, p):
 def no_spurious_fencing(pre, post, action, args, outcome, p):
     """A commit by a member for a partition it has held without interruption since the epoch it sent is never rejected."""
     return Not(And(outcome != Error.NONE, pre.commit_owner[args["c"]]))
+
+
+@spec.transition_property("join-accepted", actions=["Join", "JoinFenced"])
+def join_accepted(pre, post, action, args, outcome, p):
+    """A ConsumerGroupHeartbeat with member epoch 0 (a join, KIP-848) is never answered FENCED_MEMBER_EPOCH."""
+    return outcome != Error.FENCED_MEMBER_EPOCH
+
+
+@spec.transition_property("unreleased-waits-for-another-member",
+                          actions=["Heartbeat", "HeartbeatNewSubscription", "Join"])
+def unreleased_waits_for_another_member(pre, post, action, args, outcome, p):
+    """A heartbeat leaves its member in UNRELEASED_PARTITIONS only while another member still holds a partition the target gives it."""
+    m = args["m"]
+    waiting = Exists(_partitions(p), lambda q: And(
+        post.target_owner[q] == m, post.holds[_slot(p, m, q)] == Hold.NONE,
+        Exists([k for k in _members(p) if k != m],
+               lambda k: post.holds[_slot(p, k, q)] != Hold.NONE)))
+    return Or(post.member_state[m] != MemberState.UNRELEASED_PARTITIONS, waiting)
 
 
 def _in_group(s, m):
@@ -608,6 +893,12 @@ def epoch_order(s, p):
         return Or(e < 0, And(e <= s.target_epoch, Forall(_partitions(p), lambda q: Or(
             s.holds[_slot(p, m, q)] == Hold.NONE, s.assignment_epoch[_slot(p, m, q)] <= e))))
     return And(s.target_epoch <= s.group_epoch, Forall(_members(p), ok))
+
+
+@spec.invariant("empty-group-at-target-epoch")
+def empty_group_at_target_epoch(s, p):
+    """A group without member records has its target assignment epoch equal to its group epoch."""
+    return Or(Exists(_members(p), lambda m: _in_group(s, m)), s.target_epoch == s.group_epoch)
 
 
 @spec.invariant("unrevoked-has-pending")
@@ -683,6 +974,10 @@ def static_leave_keeps_assigned(s, p):
 @spec.invariant("client-follows-member", lemma=True)
 def client_follows_member(s, p):
     """The client of a member in the group knows its member epoch, or is behind it only while a heartbeat response is in flight."""
+    if p.lost_responses:
+        # a lost response leaves the client behind with nothing in flight, and its retry at a
+        # stale epoch is answered FENCED_MEMBER_EPOCH while the member record stays
+        return Forall(_members(p), lambda m: Or(s.member_epoch[m] < 0, s.client_epoch[m] <= s.member_epoch[m]))
     return Forall(_members(p), lambda m: Or(s.member_epoch[m] < 0, And(
         s.client_epoch[m] >= 0, s.client_epoch[m] <= s.member_epoch[m], ~s.response_error[m],
         Or(s.response_in_flight[m], s.client_epoch[m] == s.member_epoch[m]))))

@@ -10,7 +10,7 @@ import pytest
 
 from checker.bfs import search
 from checker.loader import load_spec
-from checker.trace import build, load, replay
+from checker.trace import TraceError, build, load, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 SAVED = ROOT / "counterexamples" / "consumer_group"
@@ -24,7 +24,11 @@ def test_names_are_the_issues():
     assert {"kip1251", "strict", "revocation-epoch", "no-lower-bound",
             "static-keeps-epochs"} <= set(VARIANTS)
     assert {"no-zombie-commit", "no-spurious-fencing", "single-owner", "epoch-order"} <= set(SPEC.properties)
-    assert {"members", "partitions", "static_members", "max_epoch", "commits_in_flight"} == set(SPEC.params)
+    assert {"members", "partitions", "static_members", "max_epoch", "commits_in_flight",
+            "lost_responses", "subscription_changes", "partition_epochs", "metadata_changes"} == set(SPEC.params)
+    # the new behaviours are off at the defaults: the shipped state space is unchanged
+    assert all(SPEC.params[k].default == 0 for k in
+               ("lost_responses", "subscription_changes", "partition_epochs", "metadata_changes"))
     assert SPEC.params["max_epoch"] and any(
         f.type.search_bound for f in SPEC.instantiate().layout.fields if f.base == "group_epoch")
     # the commit decision is a named rule with a replacement per commit-rule variant
@@ -82,7 +86,9 @@ def test_same_state_space_for_commit_rules(default_results):
 
 SMALL = {"partitions": 1, "max_epoch": 3}
 SMALL_COUNTS = {"kip1251": 22722, "strict": 22722, "revocation-epoch": 27718, "no-lower-bound": 22722,
-                "static-keeps-epochs": 24642, "unrevoked-epoch-bump": 22722}
+                "static-keeps-epochs": 24642, "unrevoked-epoch-bump": 22722, "kafka-20442": 22939,
+                "kafka-19449": 23012, "kafka-16147": 23062, "kafka-19233": 45270,
+                "subscription-changes": 37787, "metadata-changes": 42502}
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -149,3 +155,70 @@ def test_bad_parameter_is_one_line_error():
                         "members=9"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "members=9" in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Known bugs (issue 15): each pre-fix variant breaks its property, the default does not
+
+KNOWN_TRACE_STEPS = {"KAFKA-20066": 4, "KAFKA-16147": 7, "KAFKA-19449": 5, "KAFKA-19233": 9,
+                     "KAFKA-20442": 1, "KAFKA-20641": 4}
+
+
+def test_known_bugs_are_declared():
+    bugs = {b.jira: b for b in SPEC.known_bugs}
+    assert set(KNOWN_TRACE_STEPS) | {"KAFKA-19974"} == set(bugs)
+    assert sum(b.variant is not None for b in bugs.values()) >= 5
+    assert bugs["KAFKA-19974"].not_expressible and bugs["KAFKA-19974"].variant is None
+    for b in bugs.values():
+        assert b.fix and b.code and b.broke
+
+
+@pytest.mark.parametrize("jira", sorted(KNOWN_TRACE_STEPS))
+def test_known_bug_is_rediscovered(default_results, jira):
+    bug = next(b for b in SPEC.known_bugs if b.jira == jira)
+    r = default_results[bug.variant]
+    assert bug.property in r.found
+    assert len(r.found[bug.property].steps) == KNOWN_TRACE_STEPS[jira]
+    saved = SAVED / bug.variant / f"{bug.property}.json"
+    doc = load(saved)
+    assert len(doc["steps"]) == KNOWN_TRACE_STEPS[jira]
+    assert replay(SPEC.instantiate(doc["variant"], doc["params"]), doc).ok
+    if jira != "KAFKA-20641":   # its fix is not merged: the default is the pre-fix code
+        assert bug.property not in default_results["kip1251"].found
+        # the pre-fix trace does not get through the fixed default (a step the fix removed
+        # altogether is no action of the default at all)
+        try:
+            ok = replay(SPEC.instantiate("kip1251", doc["params"]), doc).ok
+        except TraceError:
+            ok = False
+        assert not ok
+
+
+def test_derived_partition_epochs_are_the_fixed_bookkeeping():
+    # with the partition epoch map as state and the fix in, nothing changes: the map equals
+    # what the members hold, which is what partition_epochs=0 reads
+    a = search(SPEC.instantiate("kip1251", SMALL))
+    b = search(SPEC.instantiate("kip1251", {**SMALL, "partition_epochs": 1}))
+    assert a.distinct_states == b.distinct_states and set(a.found) == set(b.found)
+
+
+def test_lost_responses_keep_the_default_verdicts():
+    r = search(SPEC.instantiate("kip1251", {**SMALL, "lost_responses": 1}))
+    assert r.exhaustive and r.distinct_states == 44814
+    assert set(r.found) == {"unrevoked-has-pending"}
+
+
+def test_resubscribe_zombie_needs_no_fence_and_rejoin(default_results):
+    """With subscription changes the KAFKA-19974 zombie takes 6 steps at max_epoch 3: the two
+    target changes are member 0's own heartbeats, not a fence and a rejoin."""
+    r = default_results["subscription-changes"]
+    assert r.exhaustive and SPEC.variants["subscription-changes"].params["max_epoch"] == 3
+    f = r.found["no-zombie-commit"]
+    tr = build(SPEC.instantiate("subscription-changes"), f.property, f.kind, f.initial, f.steps)
+    assert len(tr) == 6
+    actions = [s.action for s in tr.steps]
+    assert "FenceMember" not in actions and "Join" not in actions
+    assert actions.count("HeartbeatNewSubscription") == 2
+    assert len(default_results["metadata-changes"].found["no-zombie-commit"].steps) == 8
+    # at max_epoch 3 without them, no zombie
+    assert "no-zombie-commit" not in search(SPEC.instantiate("kip1251", {"max_epoch": 3})).found
