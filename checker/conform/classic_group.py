@@ -1,0 +1,464 @@
+"""The classic_group spec's adapter: the classic protocol's JoinGroup / SyncGroup / Heartbeat /
+OffsetCommit / LeaveGroup on a real group coordinator, each consumer of the spec played by the
+driver (ConsumerCoordinator and AbstractCoordinator as spec/classic_group.py models them), and
+what Kafka shows after each step (the responses, DescribeGroups) compared with the spec.
+
+How the spec's steps become requests:
+
+- JoinGroup(m): onJoinPrepare in the driver's client (owned partitions kept, revoked or lost as
+  the member's protocol and generation say), then JoinGroup v9 with the member's assignor list,
+  each protocol's metadata the ConsumerProtocol subscription (its version prefix, then the
+  struct: topics, ownedPartitions and, with KIP-792, the generation). A member without an id
+  first gets MEMBER_ID_REQUIRED and joins again with the id (KIP-394): one spec step, two
+  requests. The request is sent on the member's own connection and, when the coordinator parks
+  it until the join phase ends, its answer is awaited later: the spec's CompleteJoin.
+- CompleteJoin: nothing is sent. The coordinator ends the join phase by itself once every member
+  has rejoined (GroupMetadataManager.maybeCompleteJoinPhase; for a new group after
+  group.initial.rebalance.delay.ms, which the adapter sets so that every first member of a trace
+  joins before it fires); the driver waits for the parked answers.
+- JoinGroupResponse(m): the member takes the answer it received (generation, protocol, leader).
+- SyncGroup(m): SyncGroup v5; the leader's carries the assignment its assignor computes from the
+  subscriptions in its JoinGroup answer. The assignor is client-side, out of a broker's reach: the
+  driver runs the spec's own assignor (the trace variant's claim rule) on what Kafka told the
+  leader, so Kafka is asked to store and hand out exactly the spec's assignment.
+- Heartbeat(m), CommitOffsets(m): Heartbeat v4, OffsetCommit v9 with the member's generation.
+- SessionTimeout(m): LeaveGroup v5 for the member on the admin connection: the coordinator removes
+  a member the same way for a leave and for an expired session (removeMemberAndUpdateClassicGroup),
+  and the member learns it only from its next request, as in the spec; the timer itself is not
+  exercised.
+- Bounce(m, to): the consumer closes (LeaveGroup from its own id) and restarts with the new list.
+- StartConsumer, EnforceRebalance: the driver's client only.
+
+Compared after each request: the response's error (the spec's outcome), the generation, the chosen
+protocol and the leader from the join answers, the partitions a SyncGroup answer assigns, and
+DescribeGroups' group state and members (the spec's group_state and in_group). Not visible: a
+member's awaiting-join flag and the subscriptions the coordinator stored (ghost fields).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import io
+import time
+
+from checker.conform.driver import Adapter, NotDrivable, SpecStep, TraceRun, register_adapter
+from checker.conform.wire import error_name, ms
+
+SESSION_TIMEOUT_MS = 60_000      # no session expires during a trace unasked
+REBALANCE_TIMEOUT_MS = 60_000    # nor a rebalance
+INITIAL_DELAY_MS = 1_500         # group.initial.rebalance.delay.ms: every first member joins first
+ANSWERED_AT_ONCE_S = 0.5         # a JoinGroup the coordinator answers at once does so within this
+JOIN_WAIT_S = 20.0               # bound on waiting for the join phase to end
+PROTOCOL_TYPE = "consumer"
+
+REQUESTS = {
+    "JoinGroup": "onJoinPrepare, then JoinGroup v9 (MEMBER_ID_REQUIRED and again for a new member)",
+    "SyncGroup": "SyncGroup v5 (the leader's with the spec assignor's assignment)",
+    "Heartbeat": "Heartbeat v4 with the member's generation",
+    "CommitOffsets": "OffsetCommit v9 of the member's owned partitions with its generation",
+    "SessionTimeout": "LeaveGroup v5 for the member from the admin connection (same removal path)",
+    "Bounce": "LeaveGroup v5 from the member's id, then a new consumer with the next assignor list",
+    "CompleteJoin": "nothing sent: the driver awaits the parked JoinGroup answers",
+}
+CLIENT_SIDE = {
+    "StartConsumer": "the consumer starts with the variant's assignor list",
+    "JoinGroupResponse": "the member takes the JoinGroup answer it already received",
+    "EnforceRebalance": "the member asks to rejoin (client state)",
+}
+UNREACHABLE_VARIANTS = {
+    "kip726-dynamic": "models KIP-726's dynamic rebalance-protocol selection, which no Kafka "
+                      "client shipped (a client-side rule the broker cannot check)",
+    "kip726-downgrade": "models KIP-726's dynamic rebalance-protocol selection, which no Kafka "
+                        "client shipped (a client-side rule the broker cannot check)",
+}
+
+
+def subscription_bytes(topic: str, owned: list[int], generation: int, with_generation: bool) -> bytes:
+    """ConsumerProtocol.serializeSubscription: the version (int16), then the struct. KIP-792's
+    version 2+ carries the generation; without it (pre-KIP-792) version 1 has ownedPartitions."""
+    from kio.serial import entity_writer
+    from kio.static.primitive import i32
+    if with_generation:
+        from kio.schema.consumer_protocol_subscription.v3 import data as d
+        sub = d.ConsumerProtocolSubscription(
+            topics=(topic,), user_data=None, generation_id=i32(generation), rack_id=None,
+            owned_partitions=(d.TopicPartition(topic=topic, partitions=tuple(i32(q) for q in owned)),))
+        version = 3
+    else:
+        from kio.schema.consumer_protocol_subscription.v1 import data as d
+        sub = d.ConsumerProtocolSubscription(
+            topics=(topic,), user_data=None,
+            owned_partitions=(d.TopicPartition(topic=topic, partitions=tuple(i32(q) for q in owned)),))
+        version = 1
+    buf = io.BytesIO()
+    buf.write(version.to_bytes(2, "big"))
+    entity_writer(type(sub))(buf, sub)
+    return buf.getvalue()
+
+
+def read_subscription(data: bytes) -> tuple[list[int], int]:
+    """(ownedPartitions, generation) of a subscription; generation -1 before version 2."""
+    from kio.serial import entity_reader
+    version = int.from_bytes(data[:2], "big")
+    v = min(version, 3)
+    module = __import__(f"kio.schema.consumer_protocol_subscription.v{v}.data", fromlist=["x"])
+    sub, _ = entity_reader(module.ConsumerProtocolSubscription)(data, 2)
+    owned = sorted(int(q) for tp in sub.owned_partitions for q in tp.partitions) if v >= 1 else []
+    return owned, int(getattr(sub, "generation_id", -1))
+
+
+def assignment_bytes(topic: str, partitions: list[int]) -> bytes:
+    """ConsumerProtocol.serializeAssignment: the version (int16), then the struct."""
+    from kio.schema.consumer_protocol_assignment.v3 import data as d
+    from kio.serial import entity_writer
+    from kio.static.primitive import i32
+    a = d.ConsumerProtocolAssignment(assigned_partitions=(d.TopicPartition(
+        topic=topic, partitions=tuple(i32(q) for q in partitions)),), user_data=None)
+    buf = io.BytesIO()
+    buf.write((3).to_bytes(2, "big"))
+    entity_writer(type(a))(buf, a)
+    return buf.getvalue()
+
+
+def read_assignment(data: bytes) -> list[int]:
+    from kio.schema.consumer_protocol_assignment.v3 import data as d
+    from kio.serial import entity_reader
+    if not data:
+        return []
+    a, _ = entity_reader(d.ConsumerProtocolAssignment)(data, 2)
+    return sorted(int(q) for tp in a.assigned_partitions for q in tp.partitions)
+
+
+def spec_assignment(model, leader: int, generation: int, protocol: str,
+                    subscriptions: dict[int, tuple[list[int], int]]) -> dict[int, list[int]]:
+    """The leader's assignor, run by the spec itself: the assignment the spec's SyncGroup(leader)
+    computes from these subscriptions ({member: (ownedPartitions, generation)}) and protocol."""
+    from checker.conform.driver import _flat
+    from checker.trace import Executor
+    lay, P = model.layout, model.params.partitions
+    st = lay.show(lay.unpack_flat(model.initial_words[0]))
+    M = model.params.members
+    st.update(group_state="CompletingRebalance", generation=generation, protocol_name=protocol,
+              leader=leader)
+    st["in_group"] = [j in subscriptions for j in range(M)]
+    st["subscription_owned"] = [j in subscriptions and q in subscriptions[j][0]
+                                for j in range(M) for q in range(P)]
+    st["subscription_generation"] = [subscriptions[j][1] if j in subscriptions else -1 for j in range(M)]
+    for name, value in (("member_state", "COMPLETING_REBALANCE"), ("has_member_id", True),
+                        ("member_generation", generation)):
+        st[name] = [value if j == leader else st[name][j] for j in range(M)]
+    words = tuple(lay.pack(st))
+    ex = Executor(model)
+    k = model.instance("SyncGroup", {"m": leader}).index
+    if not ex.enabled(words, k):
+        raise NotDrivable("the spec's assignor does not run on the subscriptions Kafka sent")
+    post = _flat(model, ex.apply(words, k)[0])
+    return {j: [q for q in range(P) if post[f"assignment[{j * P + q}]"]] for j in subscriptions}
+
+
+class Member:
+    """One consumer as the driver plays it (the spec's client fields, from Kafka's answers)."""
+
+    def __init__(self):
+        self.assignors: list[str] = []
+        self.cooperative = False
+        self.member_id = ""
+        self.generation = -1
+        self.owned: list[int] = []
+        self.needs_join_prepare = True
+        self.joining: concurrent.futures.Future | None = None   # a parked JoinGroup
+        self.answer = None                                       # its JoinGroup answer
+        self.protocol = None
+        self.leader_view = None
+        self.conn = None
+
+
+class ClassicGroupAdapter(Adapter):
+    """spec/classic_group.py on a 4.x group coordinator: one group and one topic per trace."""
+    spec_name = "classic_group"
+    broker_settings = {"group.initial.rebalance.delay.ms": str(INITIAL_DELAY_MS)}
+    releases: list = []
+
+    def action_reason(self, action: str, args: dict) -> str | None:
+        if action not in REQUESTS and action not in CLIENT_SIDE:
+            return f"{action}: the classic_group adapter has no mapping for it"
+        return None
+
+    def initial_reason(self, params, state: dict) -> str | None:
+        """Requests reach only a new group: an empty group whose consumers have not started."""
+        from spec.classic_group import spec
+        model = spec.instantiate(None, params.as_dict())
+        fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+        diff = [k for k in fresh if state.get(k, fresh[k]) != fresh[k]]
+        if diff:
+            return (f"the trace starts mid-rebalance ({', '.join(diff[:4])}{', ...' if len(diff) > 4 else ''} "
+                    f"differ from a new group); no setup prefix of requests is built for it")
+        return None
+
+    # -- driving ------------------------------------------------------------------------------
+    def begin(self, run: TraceRun, initial: dict) -> None:
+        if run.variant in UNREACHABLE_VARIANTS:
+            raise NotDrivable(f"variant {run.variant} {UNREACHABLE_VARIANTS[run.variant]}")
+        run.state["members"] = [Member() for _ in range(run.params.members)]
+        run.state["pool"] = concurrent.futures.ThreadPoolExecutor(max_workers=run.params.members)
+        admin = self._admin(run)
+        admin.create_topic(run.name, run.params.partitions)
+        host_port = admin.find_coordinator(run.name, key_type=0)
+        run.state["coordinator"] = host_port
+
+    def end(self, run: TraceRun) -> None:
+        pool = run.state.get("pool")
+        for c in run.connections:
+            c.close()                 # a parked JoinGroup's thread sees its connection close
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def drive(self, run: TraceRun, action: str, args: dict) -> dict:
+        from spec.classic_group import START
+        members = run.state["members"]
+        m = args.get("m")
+        me = members[m] if m is not None else None
+        obs: dict = {}
+        if action in REQUESTS and action != "CompleteJoin":
+            self._check_no_early_completion(run)
+        if action == "StartConsumer":
+            self._start(me, START[run.variant])
+        elif action == "JoinGroup":
+            obs.update(self._join(run, m, me))
+        elif action == "CompleteJoin":
+            obs.update(self._complete_join(run))
+        elif action == "JoinGroupResponse":
+            a, me.answer = me.answer, None
+            if a is None:
+                raise NotDrivable(f"member {m} has no JoinGroup answer to process")
+            me.generation, me.protocol = a["generation"], a["protocol"]
+            # the leader computes the assignment from the subscriptions in its answer
+            me.leader_view = a if a["leader"] == me.member_id else None
+            obs["member_generation"] = a["generation"]
+        elif action == "SyncGroup":
+            obs.update(self._sync(run, m, me))
+        elif action == "EnforceRebalance":
+            pass
+        elif action == "Heartbeat":
+            obs.update(self._heartbeat(run, me))
+        elif action == "CommitOffsets":
+            obs.update(self._commit(run, me))
+        elif action == "SessionTimeout":
+            self._leave(run, self._admin(run), me.member_id)
+        elif action == "Bounce":
+            if me.member_id:
+                self._leave(run, self._conn(run, me), me.member_id)
+            fresh = Member()
+            members[m] = fresh
+            self._start(fresh, args["to"])
+        if action in REQUESTS:
+            obs.update(self._describe(run))
+        return obs
+
+    def view(self, run: TraceRun, step: SpecStep) -> dict:
+        """The spec's step in the observation keys. The group state is left out where the spec's
+        CompleteJoin is due (Kafka ends the join phase by itself, at once)."""
+        post, M, P = step.post, run.params.members, run.params.partitions
+        v: dict = {}
+        if step.outcome is not None:
+            v["outcome"] = step.outcome
+        in_group = [post[f"in_group[{j}]"] for j in range(M)]
+        v["in_group"] = in_group
+        join_due = post["group_state"] == "PreparingRebalance" and \
+            all(post[f"awaiting_join[{j}]"] for j in range(M) if in_group[j]) and any(in_group)
+        if not join_due:
+            v["group_state"] = post["group_state"]
+        if step.action == "CompleteJoin":
+            v["generation"] = post["generation"]
+            v["protocol_name"] = post["protocol_name"]
+            v["leader"] = post["leader"]
+        m = step.args.get("m")
+        if step.action == "JoinGroupResponse":
+            v["member_generation"] = post[f"member_generation[{m}]"]
+        if step.action == "SyncGroup" and step.outcome == "NONE":
+            v["assigned"] = [q for q in range(P) if post[f"owned[{m * P + q}]"]]
+        return v
+
+    # -- the client's steps --------------------------------------------------------------------
+    def _start(self, me: Member, assignor_list: str) -> None:
+        from spec.classic_group import LIST_ASSIGNORS, RebalanceProtocol, fixed_protocol
+        lst = next(L for L in LIST_ASSIGNORS if L.name == getattr(assignor_list, "name", assignor_list))
+        me.assignors = [a.name for a in LIST_ASSIGNORS[lst]]
+        me.cooperative = fixed_protocol(lst) == RebalanceProtocol.COOPERATIVE
+
+    def _join(self, run: TraceRun, m: int, me: Member) -> dict:
+        """onJoinPrepare, then JoinGroup; -> the outcome if Kafka answers at once."""
+        from spec.classic_group import ONCE_PER_REBALANCE
+        lost = me.generation == -1 or not me.member_id
+        keep = not (lost or not me.cooperative)
+        if run.variant in ONCE_PER_REBALANCE:
+            keep = keep or not me.needs_join_prepare
+            me.needs_join_prepare = False
+        if not keep:
+            me.owned = []
+        with_generation = run.variant not in ("pre-kip792", "pre-kip792-kafka-12983")
+        metadata = subscription_bytes(run.name, me.owned, me.generation, with_generation)
+        protocols = [(name, metadata) for name in me.assignors]
+        if not me.member_id:
+            r = self._join_request(run, me, protocols)
+            if error_name(r.error_code) != "MEMBER_ID_REQUIRED":
+                return {"outcome": error_name(r.error_code)}
+            me.member_id = r.member_id
+        me.joining = run.state["pool"].submit(self._join_request, run, me, protocols)
+        try:
+            r = me.joining.result(timeout=ANSWERED_AT_ONCE_S)
+        except concurrent.futures.TimeoutError:
+            return {"outcome": "NONE"}       # parked until the join phase ends
+        me.joining = None
+        err = error_name(r.error_code)
+        if err == "NONE":
+            me.answer = self._answer(run, me, r)
+        elif err == "UNKNOWN_MEMBER_ID":
+            me.member_id, me.generation = "", -1
+        return {"outcome": err}
+
+    def _join_request(self, run, me: Member, protocols):
+        from kio.schema.join_group.v9 import request as j
+        req = j.JoinGroupRequest(group_id=run.name, session_timeout=ms(SESSION_TIMEOUT_MS),
+                                 rebalance_timeout=ms(REBALANCE_TIMEOUT_MS), member_id=me.member_id,
+                                 group_instance_id=None, protocol_type=PROTOCOL_TYPE,
+                                 protocols=tuple(j.JoinGroupRequestProtocol(name=n, metadata=b)
+                                                 for n, b in protocols), reason="kcheck")
+        return self._conn(run, me).send(req)
+
+    def _answer(self, run, me: Member, r) -> dict:
+        """A JoinGroup answer as the member keeps it until it processes it."""
+        members = {x.member_id: read_subscription(x.metadata) for x in r.members}
+        return {"generation": int(r.generation_id), "protocol": r.protocol_name,
+                "leader": r.leader, "members": members}
+
+    def _check_no_early_completion(self, run: TraceRun) -> None:
+        """A parked JoinGroup answered before the trace's CompleteJoin: Kafka ended the join phase
+        (its initial delay, or every member rejoined) when the spec had not."""
+        for j, x in enumerate(run.state["members"]):
+            if x.joining is not None and x.joining.done():
+                raise NotDrivable(f"timing: Kafka answered member {j}'s JoinGroup (ended the join "
+                                  f"phase) before the trace's CompleteJoin")
+
+    def _complete_join(self, run: TraceRun) -> dict:
+        members = run.state["members"]
+        waiting = [(j, x) for j, x in enumerate(members) if x.joining is not None]
+        # the JoinGroup that completed the join phase was answered at once, with the new generation
+        answers = {j: x.answer for j, x in enumerate(members) if x.answer is not None}
+        if not waiting and not answers:
+            raise NotDrivable("CompleteJoin with no JoinGroup parked at the coordinator")
+        for j, x in waiting:
+            try:
+                r = x.joining.result(timeout=JOIN_WAIT_S)
+            except concurrent.futures.TimeoutError:
+                raise NotDrivable(f"timing: the coordinator did not end the join phase within "
+                                  f"{JOIN_WAIT_S:.0f}s") from None
+            x.joining = None
+            if error_name(r.error_code) != "NONE":
+                return {"outcome": error_name(r.error_code)}
+            x.answer = answers[j] = self._answer(run, x, r)
+        a = max(answers.values(), key=lambda x: x["generation"])
+        ids = {x.member_id: j for j, x in enumerate(members) if x.member_id}
+        return {"generation": a["generation"], "protocol_name": a["protocol"],
+                "leader": ids.get(a["leader"], -1)}
+
+    def _sync(self, run: TraceRun, m: int, me: Member) -> dict:
+        from kio.schema.sync_group.v5 import request as s
+        from spec.classic_group import ONCE_PER_REBALANCE
+        assignments = ()
+        if me.leader_view is not None:
+            ids = {x.member_id: j for j, x in enumerate(run.state["members"]) if x.member_id}
+            subs = {}
+            for mid, sub in me.leader_view["members"].items():
+                if mid not in ids:
+                    raise NotDrivable(f"the leader's JoinGroup answer names member {mid}, "
+                                      f"which no consumer of the trace has")
+                subs[ids[mid]] = sub
+            computed = spec_assignment(run.model, m, me.generation, me.protocol, subs)
+            by_id = {x.member_id: j for j, x in enumerate(run.state["members"])}
+            assignments = tuple(s.SyncGroupRequestAssignment(
+                member_id=mid, assignment=assignment_bytes(run.name, computed[by_id[mid]]))
+                for mid in me.leader_view["members"])
+        req = s.SyncGroupRequest(group_id=run.name, generation_id=me.generation,
+                                 member_id=me.member_id, group_instance_id=None,
+                                 protocol_type=PROTOCOL_TYPE, protocol_name=me.protocol,
+                                 assignments=assignments)
+        r = self._conn(run, me).send(req)
+        me.leader_view = None
+        err = error_name(r.error_code)
+        obs = {"outcome": err}
+        if err == "NONE":
+            me.owned = read_assignment(r.assignment)
+            obs["assigned"] = me.owned
+            if run.variant in ONCE_PER_REBALANCE:
+                me.needs_join_prepare = True
+        else:
+            reset = err in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION") or \
+                (err == "REBALANCE_IN_PROGRESS" and run.variant == "kafka-14016")
+            if reset:
+                me.generation = -1
+            if err == "UNKNOWN_MEMBER_ID":
+                me.member_id = ""
+        return obs
+
+    def _heartbeat(self, run: TraceRun, me: Member) -> dict:
+        from kio.schema.heartbeat.v4 import request as h
+        r = self._conn(run, me).send(h.HeartbeatRequest(group_id=run.name, generation_id=me.generation,
+                                                        member_id=me.member_id, group_instance_id=None))
+        err = error_name(r.error_code)
+        self._reset_on(me, err)
+        return {"outcome": err}
+
+    def _commit(self, run: TraceRun, me: Member) -> dict:
+        from kio.schema.offset_commit.v9 import request as o
+        from kio.static.primitive import i32, i64
+        req = o.OffsetCommitRequest(
+            group_id=run.name, generation_id_or_member_epoch=i32(me.generation), member_id=me.member_id,
+            group_instance_id=None, topics=(o.OffsetCommitRequestTopic(name=run.name, partitions=tuple(
+                o.OffsetCommitRequestPartition(partition_index=i32(q), committed_offset=i64(0),
+                                               committed_leader_epoch=i32(-1), committed_metadata="")
+                for q in me.owned)),))
+        r = self._conn(run, me).send(req)
+        errs = {error_name(p.error_code) for t in r.topics for p in t.partitions}
+        err = next(iter(errs)) if len(errs) == 1 else ",".join(sorted(errs))
+        self._reset_on(me, err)
+        return {"outcome": err}
+
+    def _reset_on(self, me: Member, err: str) -> None:
+        """AbstractCoordinator: UNKNOWN_MEMBER_ID resets the member id and generation,
+        ILLEGAL_GENERATION the generation."""
+        if err in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
+            me.generation = -1
+        if err == "UNKNOWN_MEMBER_ID":
+            me.member_id = ""
+
+    def _leave(self, run: TraceRun, conn, member_id: str) -> None:
+        from kio.schema.leave_group.v5 import request as lg
+        conn.send(lg.LeaveGroupRequest(group_id=run.name, members=(lg.MemberIdentity(
+            member_id=member_id, group_instance_id=None, reason="kcheck"),)))
+
+    # -- reads --------------------------------------------------------------------------------
+    def _describe(self, run: TraceRun) -> dict:
+        from kio.schema.describe_groups.v5 import request as d
+        r = self._admin(run).send(d.DescribeGroupsRequest(groups=(run.name,),
+                                                          include_authorized_operations=False))
+        g = r.groups[0]
+        ids = {x.member_id for x in g.members}
+        state = {"Dead": "Empty"}.get(g.group_state, g.group_state)
+        return {"group_state": state,
+                "in_group": [bool(x.member_id) and x.member_id in ids for x in run.state["members"]]}
+
+    # -- connections --------------------------------------------------------------------------
+    def _admin(self, run: TraceRun):
+        if "admin" not in run.state:
+            run.state["admin"] = run.connect()
+        return run.state["admin"]
+
+    def _conn(self, run: TraceRun, me: Member):
+        if me.conn is None:
+            me.conn = run.connect(run.state.get("coordinator"))
+            # a parked JoinGroup is answered only when the join phase ends
+            me.conn.sock.settimeout(JOIN_WAIT_S + REBALANCE_TIMEOUT_MS / 1000)
+        return me.conn
+
+
+register_adapter("classic_group", "checker.conform.classic_group:ClassicGroupAdapter")
