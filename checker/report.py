@@ -295,6 +295,18 @@ def sequence_svg(tr: Trace) -> str:
     return "".join(parts)
 
 
+def _spec_arg(spec: Spec) -> str:
+    """How a user names this spec on the command line: shipped name, or its module's path."""
+    from spec import SHIPPED
+    if spec.name in SHIPPED:
+        return spec.name
+    path = Path(spec.source_file).resolve()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, verdict: dict | None = None) -> str:
     doc = (spec.properties[prop].doc if prop in spec.properties else
            verdict["doc"] if verdict else "no reachable state without a successor")
@@ -306,7 +318,9 @@ def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, verdict: dic
     if tr.loop_index is not None:
         from checker.graph_cli import _loop_sentence
         loop = f'<p class="loop-note">{_e(_loop_sentence(tr))}</p>'
-    replay = f"kcheck check {spec.name} --variant {variant} --save, then kcheck replay counterexamples/{spec.name}/{variant}/{prop}.json"
+    command = "check" if prop in spec.properties else "progress"
+    replay = (f"kcheck {command} {_spec_arg(spec)} --variant {variant} --save, then "
+              f"kcheck replay counterexamples/{spec.name}/{variant}/{prop}.json")
     return (f'<section class="counterexample" id="{_anchor(variant, prop)}" data-variant="{_e(variant)}" '
             f'data-property="{_e(prop)}"><h3>{_e(variant)}: {_e(prop)} violated in {_steps(len(tr))} '
             f'({_e(kind)}){"" if recorded else " — not in the record"}</h3>'
@@ -315,7 +329,7 @@ def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, verdict: dic
             + loop
             + f'<table class="steps"><thead><tr><th>#</th><th>action (request)</th><th>outcome</th>'
               f'<th>changed fields</th></tr></thead><tbody>{step_rows(tr)}</tbody></table>'
-            + f'<div class="diagram">{sequence_svg(tr)}</div>'
+            + (f'<div class="diagram">{sequence_svg(tr)}</div>' if tr.steps else "")
             + f'<p class="replay">Reproduce: <code>{_e(replay)}</code></p></section>')
 
 
@@ -397,7 +411,7 @@ def render_html(rep: SpecReport) -> str:
 <body>
 <header><h1>kcheck report: {_e(spec.name)}</h1>
 <p class="intro">{_e(intro)}</p>
-<p class="meta">Parameters: {_e(params_str(params))} (a variant may declare its own; see the statistics).
+<p class="meta">Parameters: {_e(params_str(params) or "none")} (a variant may declare its own; see the statistics).
 Generated {when} by <code>kcheck report</code> from the engines' results.</p></header>
 <nav><a href="#verdicts">Verdicts</a> <a href="#counterexamples">Counterexamples</a>
 <a href="#proofs-section">Proofs</a> <a href="#bugs">Known bugs</a> <a href="#saved-section">Saved traces</a>
