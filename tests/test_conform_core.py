@@ -1,0 +1,328 @@
+"""kcheck conform: the driver's judging and the consumer_group adapter's mapping without a broker
+(a simulated Kafka that follows a chosen variant of the spec), then, marked `kafka`, the shipped
+traces, a seeded walk and deliberately broken adapters on real brokers (one per release per
+test session: 4.3.1, 4.2.2 before KIP-1251, and 4.4.0, the newest)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.conform import driver
+from checker.conform.consumer_group import ConsumerGroupAdapter
+from checker.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, Adapter, Job,
+                                    TraceRun, compare, predict, run_trace)
+from checker.conform.kafka import check_version
+from checker.loader import load_spec
+from checker.trace import load, replay
+from checker.walk import random_walk
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "tests" / "scenarios" / "consumer_group"
+ZOMBIE = ROOT / "counterexamples" / "consumer_group" / "kip1251" / "no-zombie-commit.json"
+SPEC = load_spec("consumer_group")
+
+
+def _job(path: Path) -> Job:
+    return driver.load_job(path, "consumer_group")
+
+
+def _kcheck(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from checker.cli import run; run()", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+# ---------------------------------------------------------------------------------------------
+# Without a broker: a simulated Kafka that runs one variant of the spec
+
+class SimulatedKafka(ConsumerGroupAdapter):
+    """The consumer_group adapter's view of the spec, with Kafka replaced by the spec itself in
+    `kafka_variant`: what this "Kafka" shows at each step is that variant's prediction, seen
+    through the real adapter's `view`. Tests the driver's judging and the record logic."""
+
+    def __init__(self, kafka_variant: str, doc: dict):
+        self.kafka_variant, self.doc = kafka_variant, doc
+
+    def begin(self, run, initial):
+        run.state["delta"] = 0
+        model = SPEC.instantiate(self.kafka_variant, self.doc.get("params", {}))
+        words = tuple(model.layout.pack(self.doc["state"]))
+        self.steps = predict(model, words, self.doc["steps"])
+        self.k = 0
+
+    def drive(self, run, action, args):
+        step = self.steps[self.k]
+        assert (step.action, step.args) == (action, args)
+        self.k += 1
+        return self.view(run, step)
+
+    def end(self, run):
+        pass
+
+
+class _NoBroker:
+    version = "simulated"
+    host_port = ("127.0.0.1", 0)
+
+
+def _simulate(path: Path, kafka_variant: str, version: str, adapter_cls=SimulatedKafka):
+    job = _job(path)
+    return run_trace(_NoBroker(), adapter_cls(kafka_variant, job.doc), SPEC, job, version)
+
+
+def test_conforms_when_kafka_runs_the_traces_variant():
+    o = _simulate(SCENARIOS / "heartbeat_race_kip1251.json", "kip1251", "4.3.1")
+    assert (o.kind, o.step) == (CONFORMS, None)
+
+
+def test_a_release_running_another_variant_diverges_as_the_record_expects():
+    # 4.2.2 runs the strict check: the KIP-1251 trace's last commit is rejected there
+    o = _simulate(SCENARIOS / "heartbeat_race_kip1251.json", "strict", "4.2.2")
+    assert (o.kind, o.step) == (EXPECTED, 3)
+    assert "outcome: spec said NONE, Kafka said ILLEGAL_GENERATION" in o.detail
+    assert not o.unexpected
+
+
+def test_a_divergence_the_record_does_not_expect_is_reported():
+    # the same answers from a release the record says runs KIP-1251's rule
+    o = _simulate(SCENARIOS / "heartbeat_race_kip1251.json", "strict", "4.3.1")
+    assert (o.kind, o.step) == (DIVERGES, 3) and o.unexpected
+
+
+def test_a_wrong_release_record_is_reported_as_a_divergence():
+    # Kafka follows the trace's variant although the record says the release runs another
+    # whose prediction differs: the record is wrong, and that is a failure too
+    o = _simulate(SCENARIOS / "heartbeat_race_kip1251.json", "kip1251", "4.2.2")
+    assert o.kind == DIVERGES and o.step == 3 and "the record expects Kafka 4.2.2" in o.detail
+
+
+def test_the_zombie_commit_trace_is_the_same_in_kip1251_and_strict():
+    # the spec's own record: the strict check accepts the KAFKA-19974 zombie commit too, so the
+    # trace does not tell the two releases apart
+    for v in ("kip1251", "strict"):
+        assert _simulate(ZOMBIE, v, "4.3.1").kind == CONFORMS
+    before_19974 = _simulate(ZOMBIE, "unrevoked-epoch-bump", "4.3.1")
+    assert before_19974.kind == DIVERGES and before_19974.step == 9
+
+
+def test_compare_reports_only_keys_both_sides_give():
+    assert compare({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 4}) == [("b", 2, 3)]
+    assert compare({"a": [0, 1]}, {"a": [0, 1]}) == []
+
+
+def test_the_adapters_view_of_the_zombie_trace():
+    doc = load(ZOMBIE)
+    model = SPEC.instantiate(doc["variant"], doc["params"])
+    steps = predict(model, tuple(model.layout.pack(doc["state"])), doc["steps"])
+    run = TraceRun(_NoBroker(), "t", model.params, state={"describes_pending": True})
+    ad = ConsumerGroupAdapter()
+    join = ad.view(run, steps[0])          # Join(m=1, target=01)
+    assert join["outcome"] == "NONE" and join["response.member_epoch"] == 2
+    assert join["response.assigned"] == []         # p1 is still held by member 0
+    assert join["target_owner[1]"] == 1 and join["member_epoch[1]"] == 2
+    hb = ad.view(run, steps[1])            # Heartbeat(m=0): p1 pending revocation
+    assert hb["response.assigned"] == [0] and hb["described[0]"] == [0, 1]
+    run.state["describes_pending"] = False         # before 4.3 describe shows assigned only
+    assert ad.view(run, steps[1])["described[0]"] == [0]
+    fence = ad.view(run, steps[2])         # FenceMember(m=1): no outcome, the member is gone
+    assert "outcome" not in fence and fence["member_epoch[1]"] == -1 and fence["fence.error"] == "NONE"
+    last = ad.view(run, steps[-1])
+    assert last["outcome"] == "NONE"               # the zombie commit is accepted
+
+
+def test_initial_states_the_setup_prefix_cannot_reach_are_named():
+    ad = ConsumerGroupAdapter()
+    doc = load(ZOMBIE)
+    p = SPEC.instantiate(doc["variant"], doc["params"]).params
+    assert ad.initial_reason(p, doc["state"]) is None
+    classic = json.loads(json.dumps(doc["state"]))
+    classic["classic"][0] = True
+    assert "classic-protocol member" in ad.initial_reason(p, classic)
+    unrevoked = load(SCENARIOS / "reconcile_unrevoked_to_unrevoked.json")
+    why = ad.initial_reason(SPEC.instantiate(None, unrevoked["params"]).params, unrevoked["state"])
+    assert "UNREVOKED_PARTITIONS" in why
+
+
+def test_actions_without_a_request_are_named():
+    ad = ConsumerGroupAdapter()
+    assert "no request" in ad.action_reason("SomeNewAction", {})
+    assert "v6" in ad.action_reason("SendCommit", {"request": "TXN_OFFSET_COMMIT_V6"})
+    assert ad.action_reason("Heartbeat", {"m": 0, "target": "-"}) is None
+
+
+def test_release_record():
+    ad = ConsumerGroupAdapter()
+    assert ad.expected_variant("4.2.2")[0] == "strict"
+    assert ad.expected_variant("4.3.1")[0] == "kip1251"
+    assert ad.expected_variant("4.4.0")[0] == "kip1251"
+    assert ad.expected_variant("external") is None
+
+
+def test_a_trace_not_drivable_is_reported_with_its_reason_not_skipped():
+    o = _simulate(SCENARIOS / "classic_upgrade_generation.json", "kip1251", "4.3.1")
+    assert o.kind == NOT_DRIVABLE and "classic-protocol" in o.detail
+
+
+def test_walks_are_seeded_and_replay():
+    model = SPEC.instantiate(None, {})
+    a, b = random_walk(model, 15, seed=7), random_walk(model, 15, seed=7)
+    assert a == b and len(a["steps"]) == 15
+    assert random_walk(model, 15, seed=8) != a
+    assert replay(model, json.loads(json.dumps(a))).ok
+    ad = ConsumerGroupAdapter()
+    c = random_walk(model, 5, seed=1, start=lambda s: ad.initial_reason(model.params, s) is None)
+    assert ad.initial_reason(model.params, c["state"]) is None
+
+
+def test_walk_command_saves_a_trace_replay_accepts(tmp_path):
+    out = tmp_path / "walk.json"
+    r = _kcheck("walk", "consumer_group", "--steps", "8", "--seed", "3", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    r = _kcheck("replay", str(out))
+    assert r.returncode == 0 and "REPRODUCES" in r.stdout
+
+
+def test_bad_input_exits_2_in_one_line(tmp_path):
+    r = _kcheck("conform", "consumer_group", "--kafka", "3.9.0")
+    assert r.returncode == 2 and "4.x release" in r.stderr and "Traceback" not in r.stderr
+    r = _kcheck("conform", "shared_consumption")
+    assert r.returncode == 2 and "never shipped" in r.stderr
+    other = ROOT / "counterexamples" / "producer"
+    trace = next(other.glob("*/*.json"))
+    r = _kcheck("conform", "consumer_group", str(trace))
+    assert r.returncode == 2 and "not consumer_group" in r.stderr
+    with pytest.raises(ValueError):
+        check_version("4.3")
+
+
+def test_a_broker_that_cannot_start_exits_4_with_the_reason(tmp_path):
+    r = _kcheck("conform", "consumer_group", str(ZOMBIE), "--kafka-jars", str(tmp_path))
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "could not be started" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = _kcheck("conform", "consumer_group", str(ZOMBIE), "--bootstrap", "127.0.0.1:1")
+    assert r.returncode == 4 and "cannot reach the broker" in r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# On real brokers (one per release per session)
+
+def _broker(version: str):
+    from checker.conform.broker import Broker
+    b = Broker(version)
+    try:
+        b.start()
+    except Exception as e:    # a broker that cannot start fails the test with the reason
+        pytest.fail(f"Kafka {version} could not be started: {e}")
+    return b
+
+
+@pytest.fixture(scope="session")
+def kafka_431():
+    b = _broker("4.3.1")
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_422():
+    b = _broker("4.2.2")
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_440():
+    b = _broker("4.4.0")
+    yield b
+    b.stop()
+
+
+def _run_all(broker, paths, adapter=None):
+    adapter = adapter or ConsumerGroupAdapter()
+    return {Path(p).name: run_trace(broker, adapter, SPEC, _job(Path(p)), broker.version)
+            for p in paths}
+
+
+def _shipped():
+    return sorted(SCENARIOS.glob("*.json")) + sorted(ZOMBIE.parent.glob("*.json"))
+
+
+@pytest.mark.kafka
+def test_shipped_traces_on_kafka_431(kafka_431):
+    out = _run_all(kafka_431, _shipped())
+    bad = {n: o.text() for n, o in out.items() if o.unexpected}
+    assert not bad
+    # the headline: Kafka 4.3.1 accepts the zombie commit, all 11 steps as the spec says
+    assert out["no-zombie-commit.json"].kind == CONFORMS and out["no-zombie-commit.json"].steps == 11
+    assert out["heartbeat_race_kip1251.json"].kind == CONFORMS
+    assert (out["heartbeat_race_strict.json"].kind, out["heartbeat_race_strict.json"].step) == (EXPECTED, 3)
+    assert out["static_member_rejoin.json"].kind == CONFORMS
+    assert sum(o.kind == CONFORMS for o in out.values()) >= 12
+    assert all(o.detail for o in out.values() if o.kind == NOT_DRIVABLE)
+
+
+@pytest.mark.kafka
+def test_shipped_traces_on_kafka_422_before_kip1251(kafka_422):
+    out = _run_all(kafka_422, _shipped())
+    assert not {n: o.text() for n, o in out.items() if o.unexpected}
+    race = out["heartbeat_race_kip1251.json"]
+    assert (race.kind, race.step) == (EXPECTED, 3) and "Kafka said ILLEGAL_GENERATION" in race.detail
+    assert out["heartbeat_race_strict.json"].kind == CONFORMS
+    # 4.2.2 accepts the zombie commit too: the strict check takes a commit at the member epoch,
+    # and KAFKA-19974 keeps member 0 at that epoch while it releases p1
+    assert out["no-zombie-commit.json"].kind == CONFORMS
+
+
+@pytest.mark.kafka
+def test_the_zombie_commit_on_the_newest_release(kafka_440):
+    out = _run_all(kafka_440, [ZOMBIE, SCENARIOS / "heartbeat_race_kip1251.json"])
+    assert out["no-zombie-commit.json"].kind == CONFORMS
+    assert out["heartbeat_race_kip1251.json"].kind == CONFORMS
+
+
+@pytest.mark.kafka
+def test_a_seeded_walk_conforms(kafka_431):
+    model = SPEC.instantiate(None, {})
+    ad = ConsumerGroupAdapter()
+    kinds = []
+    for seed in (1, 2, 3):
+        doc = random_walk(model, 10, seed, start=lambda s: ad.initial_reason(model.params, s) is None)
+        o = run_trace(kafka_431, ad, SPEC, Job(f"walk-{seed}", doc), kafka_431.version)
+        assert not o.unexpected, o.text()
+        kinds.append(o.kind)
+    assert CONFORMS in kinds
+
+
+class OffByOneClient(ConsumerGroupAdapter):
+    """A broken adapter: its client heartbeats one epoch ahead of what Kafka told it."""
+
+    def drive(self, run, action, args):
+        if action == "Heartbeat":
+            run.state["client_epoch"][args["m"]] += 1
+        return super().drive(run, action, args)
+
+
+class WrongRecord(ConsumerGroupAdapter):
+    """A wrong expected-outcome record: it says 4.3.1 runs the strict check."""
+    releases = [("4.0.0", None, "strict", "wrong on purpose")]
+
+
+@pytest.mark.kafka
+def test_a_broken_adapter_or_a_wrong_record_is_a_divergence(kafka_431):
+    race = SCENARIOS / "heartbeat_race_kip1251.json"
+    o = _run_all(kafka_431, [race], OffByOneClient())["heartbeat_race_kip1251.json"]
+    assert o.kind == DIVERGES and o.step == 2 and "FENCED_MEMBER_EPOCH" in o.detail
+    o = _run_all(kafka_431, [race], WrongRecord())["heartbeat_race_kip1251.json"]
+    assert o.kind == DIVERGES and "the record expects Kafka 4.3.1 to run variant strict" in o.detail
+
+
+@pytest.mark.kafka
+def test_conform_command_on_a_real_broker(tmp_path):
+    r = _kcheck("conform", "consumer_group", str(ZOMBIE), str(SCENARIOS / "heartbeat_race_strict.json"),
+                "--kafka", "4.3.1", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "group.consumer.assignor.offload.enable=false" in r.stdout
+    assert "conforms" in r.stdout and "diverges as expected at step 3" in r.stdout
