@@ -12,6 +12,14 @@ if [ "${1:-}" = "--test" ]; then
     if ! command -v chromium >/dev/null 2>&1; then
         apt-get update -q && apt-get install -y -q chromium
     fi
+    # the conformance tests run real Kafka brokers: Maven (to resolve Kafka's jars from Maven
+    # Central) and the releases the tests use, cached in ~/.cache/kcheck/kafka (never the repo)
+    if ! command -v mvn >/dev/null 2>&1; then
+        apt-get update -q && apt-get install -y -q maven
+    fi
+    for version in 4.2.2 4.3.1 4.4.0; do
+        .venv/bin/python -c "import sys; from checker.conform import kafka; kafka.fetch(sys.argv[1])" "$version"
+    done
 else
     .venv/bin/python -m pip install -q --disable-pip-version-check -e .
 fi
