@@ -51,6 +51,10 @@ spec.param("max_generation", 4, lo=1, hi=12, doc="generation cap of the explicit
 spec.param("timeouts", 0, lo=0, hi=1,
            doc="1: the coordinator may time a member out (session, rebalance or pending-sync "
                "timeout); the member learns it from its next request")
+spec.param("generation_from_assignment", 0, lo=0, hi=1,
+           doc="the generation a subscription carries: 0, the member's generation at JoinGroup "
+               "(ConsumerProtocolSubscription v2, Kafka 3.4 on); 1, the generation of the last "
+               "assignment it received, as CooperativeStickyAssignor's userData carried it before")
 
 GroupState = Enum("GroupState", "Empty PreparingRebalance CompletingRebalance Stable")
 MemberState = Enum("MemberState", "UNJOINED PREPARING_REBALANCE COMPLETING_REBALANCE STABLE")
@@ -78,18 +82,27 @@ def fixed_protocol(lst):
     return RebalanceProtocol.COOPERATIVE if lst == L_COOP else RebalanceProtocol.EAGER
 
 
-# Each variant's starting assignor list and rolling-upgrade path (list -> next list).
+# Each variant's starting assignor list and rolling-upgrade path (list -> next list). The
+# known-bug variants (named after their JIRA) are the default, kip792, with one fix undone.
 START = {"kip792": L_COOP, "pre-kip792": L_COOP, "double-bounce": L_RANGE,
-         "single-bounce": L_RANGE, "kip726-dynamic": L_RANGE, "shipped-default": L_RANGE_COOP}
+         "single-bounce": L_RANGE, "kip726-dynamic": L_RANGE, "shipped-default": L_RANGE_COOP,
+         "kip726-downgrade": L_COOP_RANGE, "pre-kip792-kafka-12983": L_COOP,
+         "kafka-12983": L_COOP, "kafka-14639": L_COOP, "kafka-14016": L_COOP}
 UPGRADE = {"double-bounce": {L_RANGE: L_COOP_RANGE, L_COOP_RANGE: L_COOP},
            "single-bounce": {L_RANGE: L_COOP},
-           "kip726-dynamic": {L_RANGE: L_COOP_RANGE}}
+           "kip726-dynamic": {L_RANGE: L_COOP_RANGE},
+           # a downgrade, or an operator restarting a consumer with only RangeAssignor
+           "kip726-downgrade": {L_COOP_RANGE: L_RANGE}}
+# KIP-726's dynamic protocol selection (never shipped)
+DYNAMIC = {"kip726-dynamic", "kip726-downgrade"}
+# the client before KAFKA-12983: onJoinPrepare runs once per rebalance, not again after a reset
+ONCE_PER_REBALANCE = {"kafka-12983", "pre-kip792-kafka-12983"}
 
 
 def start_protocol(variant):
     # KIP-726's dynamic selection starts EAGER and turns COOPERATIVE once the group chose
     # cooperative-sticky; shipped consumers fix the protocol at start-up.
-    if variant == "kip726-dynamic":
+    if variant in DYNAMIC:
         return RebalanceProtocol.EAGER
     return fixed_protocol(START[variant])
 
@@ -128,6 +141,10 @@ def state(p):
         "member_generation": Array(Int(-1, G, search_bound=True), M),
         "has_member_id": Array(Bool, M),
         "rejoin_needed": Array(Bool, M),
+        # AbstractCoordinator.needsJoinPrepare: onJoinPrepare is still to run before the next
+        # JoinGroup. Only the pre-KAFKA-12983 client ever clears it (in every other variant
+        # onJoinPrepare runs at each JoinGroup, see JoinGroup), so elsewhere it stays true.
+        "needs_join_prepare": Array(Bool, M),
         "join_response_generation": Array(Int(-1, G, search_bound=True), M),  # -1: none pending
         "join_response_protocol": Array(Assignor, M),
         "completed_generation": Array(Int(-1, G, search_bound=True), M),
@@ -147,6 +164,7 @@ def init(p):
            "assignors": [L_NONE] * M, "rebalance_protocol": [RebalanceProtocol.EAGER] * M,
            "member_state": [MemberState.UNJOINED] * M, "member_generation": [-1] * M,
            "has_member_id": [False] * M, "rejoin_needed": [False] * M,
+           "needs_join_prepare": [True] * M,
            "join_response_generation": [-1] * M, "join_response_protocol": [Assignor.none] * M,
            "completed_generation": [-1] * M, "owned": [False] * MP, "committed": [False] * MP}
 
@@ -189,10 +207,27 @@ def highest_generation_claim(s, p, q):
 
 
 @spec.rule("claim-resolution", variant="pre-kip792")
+@spec.rule("claim-resolution", variant="pre-kip792-kafka-12983")
 def first_claim(s, p, q):
     """No generation: ownedPartitions are trusted as sent; of two claims on one partition the
     assignor keeps the first it reads (member order) and silently drops the other."""
     return first_index([s.in_group[j] & s.subscription_owned[mp(p, j, q)] for j in members(p)])
+
+
+@spec.rule("claim-resolution", variant="kafka-14639")
+def top_generation_claims(s, p, q):
+    """Before KAFKA-14639 (AbstractStickyAssignor.allSubscriptionsEqual until PR #13550): only
+    the members of the highest subscription generation in the group keep their ownedPartitions;
+    every claim of an older generation is dropped, even one nobody else makes; two claims at the
+    top generation both lose (KAFKA-12984)."""
+    gen = [If(s.in_group[j], s.subscription_generation[j], -1) for j in members(p)]
+    top = gen[0]
+    for g in gen[1:]:
+        top = Max(top, g)
+    valid = [s.in_group[j] & s.subscription_owned[mp(p, j, q)] & (gen[j] == top)
+             for j in members(p)]
+    n = Count(*valid)
+    return If(n == 0, -1, If(n == 1, first_index(valid), -2))
 
 
 def max_quota(p, k):
@@ -311,6 +346,14 @@ def JoinGroup(s, p, m):
     # onJoinPrepare: no generation or member id -> onPartitionsLost; EAGER -> revoke all
     lost = (s.member_generation[m] == -1) | Not(s.has_member_id[m])
     keep = Not(lost | (s.rebalance_protocol[m] == EAGER))
+    if s.variant in ONCE_PER_REBALANCE:
+        # Before KAFKA-12983 (PR #10986) AbstractCoordinator.joinGroupIfNeeded ran onJoinPrepare
+        # only when needsJoinPrepare was set, which only a completed rebalance did:
+        # resetStateAndRejoin after a JoinGroup or SyncGroup error did not re-arm it. A member
+        # that lost its generation or member id during the rebalance rejoins without declaring
+        # its partitions lost: it keeps processing them and claims them in its subscription.
+        keep = keep | Not(s.needs_join_prepare[m])
+        s.needs_join_prepare[m] = False
     owned = {q: s.owned[mp(p, m, q)] & keep for q in parts(p)}
     for q in parts(p):
         s.owned[mp(p, m, q)] = owned[q]
@@ -325,7 +368,8 @@ def JoinGroup(s, p, m):
     accepted = new & Not(inconsistent)
     st = s.group_state
     same_metadata = Forall(parts(p), lambda q: s.subscription_owned[mp(p, m, q)] == owned[q]) & \
-        (s.subscription_generation[m] == s.member_generation[m])
+        (s.subscription_generation[m] == (s.completed_generation[m] if p.generation_from_assignment
+                                          else s.member_generation[m]))
     # CompletingRebalance, or a Stable follower, with unchanged metadata: answered at once
     answered = known & same_metadata & ((st == CR) | ((st == GroupState.Stable) & (s.leader != m)))
     joins = accepted | (known & Not(answered))
@@ -337,7 +381,10 @@ def JoinGroup(s, p, m):
     s.awaiting_join[m] = s.awaiting_join[m] | joins
     for q in parts(p):
         s.subscription_owned[mp(p, m, q)] = If(joins, owned[q], s.subscription_owned[mp(p, m, q)])
-    s.subscription_generation[m] = If(joins, s.member_generation[m], s.subscription_generation[m])
+    # ConsumerCoordinator.metadata: generation().generationId (KIP-792 as shipped); before 3.4
+    # CooperativeStickyAssignor.onAssignment recorded the generation of the assignment it applied
+    sent_generation = s.completed_generation[m] if p.generation_from_assignment else s.member_generation[m]
+    s.subscription_generation[m] = If(joins, sent_generation, s.subscription_generation[m])
     s.group_state = If(joins, PR, st)
     s.leader = If(accepted & (s.leader == -1), m, s.leader)
     s.join_response_generation[m] = If(answered, s.generation, s.join_response_generation[m])
@@ -373,7 +420,7 @@ def JoinGroupResponse(s, p, m):
     s.join_response_generation[m] = -1
     s.member_state[m] = COMPLETING
     s.member_generation[m] = s.join_response_generation[m]
-    if s.variant == "kip726-dynamic":
+    if s.variant in DYNAMIC:
         # KIP-726: the protocol follows the chosen assignor; a COOPERATIVE member that sees an
         # EAGER assignor chosen has kept partitions it can no longer trust: onPartitionsLost
         coop_chosen = s.join_response_protocol[m] == COOPERATIVE_STICKY
@@ -416,8 +463,16 @@ def SyncGroup(s, p, m):
     s.member_state[m] = If(ok, STABLE, UNJOINED)
     s.rejoin_needed[m] = If(ok, (s.rebalance_protocol[m] == COOPERATIVE) & revoked, True)
     s.completed_generation[m] = If(ok, s.member_generation[m], s.completed_generation[m])
+    if s.variant in ONCE_PER_REBALANCE:
+        s.needs_join_prepare[m] = s.needs_join_prepare[m] | ok   # onJoinComplete re-arms it
     # ILLEGAL_GENERATION keeps the member id (KAFKA-13419); REBALANCE_IN_PROGRESS resets nothing
-    s.member_generation[m] = If(unknown | illegal, -1, s.member_generation[m])
+    # (AbstractCoordinator.SyncGroupResponseHandler since PR #12794 reverted KAFKA-13891's reset;
+    # the kafka-14016 variant puts the reset back: the member rejoins without a generation, so
+    # onJoinPrepare declares everything it owns lost)
+    reset = unknown | illegal
+    if s.variant == "kafka-14016":
+        reset = reset | rebalancing
+    s.member_generation[m] = If(reset, -1, s.member_generation[m])
     s.has_member_id[m] = s.has_member_id[m] & Not(unknown)
     s.respond(If(unknown, Error.UNKNOWN_MEMBER_ID, If(illegal, Error.ILLEGAL_GENERATION,
                  If(rebalancing, Error.REBALANCE_IN_PROGRESS, Error.NONE))))
@@ -490,13 +545,15 @@ def Bounce(s, p, m, to):
         s.committed[mp(p, m, q)] = False
     remove_member(s, p, m, s.in_group[m] & s.has_member_id[m])
     s.assignors[m] = to
-    s.rebalance_protocol[m] = EAGER if s.variant == "kip726-dynamic" else fixed_protocol(to)
+    s.rebalance_protocol[m] = EAGER if s.variant in DYNAMIC else fixed_protocol(to)
     s.member_state[m] = UNJOINED
     s.member_generation[m] = -1
     s.has_member_id[m] = False
     s.rejoin_needed[m] = False
     s.join_response_generation[m] = -1
     s.completed_generation[m] = -1
+    if s.variant in ONCE_PER_REBALANCE:
+        s.needs_join_prepare[m] = True                          # a new consumer
 
 
 # ---------------------------------------------------------------------------------------------
@@ -513,7 +570,7 @@ spec.variant("single-bounce", "one rolling bounce [range] -> [cooperative-sticky
              "fixed at start-up")
 spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-sticky, range] with "
              "KIP-726's dynamic protocol selection (onPartitionsLost when an EAGER assignor is "
-             "chosen)", violates=["single-owner", "revoke-before-assign",
+             "chosen)", violates=["single-owner", "revoke-before-assign", "revoked-before-reassigned",
                           # lemmas of the other variants' proofs that KIP-726 breaks
                           "assignment-respects-owners", "joined-subscription-is-owned",
                           "protocol-fixed-by-assignors", "range-round-members-own-nothing"], findings={
@@ -532,6 +589,9 @@ spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-stick
                  "round in which range is chosen (an old [range] member joined); range ignores "
                  "ownedPartitions and hands them to another member in that same round, as the "
                  "KIP text says it may",
+                 "revoked-before-reassigned": "the range round hands a COOPERATIVE member's "
+                 "partition to another member while its owner, which has not processed its "
+                 "JoinGroup response yet, still holds it",
                  "single-owner": "with three members a follower processes its JoinGroup response "
                  "(and so calls onPartitionsLost) after another member already applied the range "
                  "assignment that gave it the follower's partition: two owners for a while; "
@@ -539,6 +599,133 @@ spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-stick
                  "commit (generationIfStable), which is KIP-726's own argument"})
 spec.variant("shipped-default", "every consumer on Kafka's default list [range, "
              "cooperative-sticky], protocol fixed at start-up (so EAGER)")
+KIP726_LEMMAS = ["assignment-respects-owners", "joined-subscription-is-owned",
+                 "protocol-fixed-by-assignors", "range-round-members-own-nothing"]
+spec.variant("kip726-downgrade", "every consumer on [cooperative-sticky, range] with KIP-726's "
+             "dynamic protocol selection; one may restart with [range] alone (a downgrade, or a "
+             "consumer started with only RangeAssignor)",
+             violates=["single-owner", "revoke-before-assign", "revoked-before-reassigned"] + KIP726_LEMMAS,
+             findings={
+                 "single-owner": "the group runs COOPERATIVE under cooperative-sticky; a member "
+                 "restarts with [range] alone, range is chosen, and a member still holding the "
+                 "partitions it kept has not yet processed its JoinGroup response (and so not yet "
+                 "called onPartitionsLost) when another member applies them",
+                 "revoke-before-assign": "range, chosen once the downgraded member rejoins, "
+                 "ignores the ownedPartitions the COOPERATIVE members kept and hands them out in "
+                 "the same round",
+                 "revoked-before-reassigned": "the range assignment gives a partition to one "
+                 "member while the COOPERATIVE member that kept it still holds it"})
+spec.variant("pre-kip792-kafka-12983", "KIP-792's motivating problem: pre-kip792's claim rule "
+             "with the client before KAFKA-12983, whose member that fell out of the group "
+             "rejoins claiming the partitions it still holds", params={"timeouts": 1, "members": 2},
+             violates=["single-owner", "revoked-before-reassigned", "assignment-respects-owners",
+                       "no-double-commit", "stale-claim-never-wins"],
+             findings={
+                 "stale-claim-never-wins": "a member whose JoinGroup is answered "
+                 "UNKNOWN_MEMBER_ID rejoins without onJoinPrepare, claiming with no generation the "
+                 "partitions the group gave another member; without a generation the assignor "
+                 "keeps the first claim it reads, the stale one, and takes the partition from its "
+                 "current owner: kafka-12983 (the kip792 rule, same client) holds this property",
+                 "no-double-commit": "as in kafka-12983: the stale member commits for partitions "
+                 "that another member owned and committed meanwhile",
+                 "single-owner": "timeouts=1: a member the coordinator timed out keeps its "
+                 "partitions until its next request fails (every variant, see the notes)",
+                 "revoked-before-reassigned": "timeouts=1: the timed-out member's partitions are "
+                 "reassigned while it still holds them (every variant)",
+                 "assignment-respects-owners": "the lemma form of the timed-out member's double "
+                 "ownership"})
+# Known bugs: each variant is kip792 with that one fix undone
+spec.variant("kafka-12983", "onJoinPrepare runs once per rebalance: a member that loses its "
+             "member id or generation during the rebalance rejoins still holding, and claiming, "
+             "its partitions", params={"timeouts": 1, "members": 2},
+             violates=["single-owner", "revoked-before-reassigned", "assignment-respects-owners",
+                       "no-double-commit"],
+             findings={
+                 "no-double-commit": "a member timed out while stable; its JoinGroup is answered "
+                 "UNKNOWN_MEMBER_ID and it rejoins without onJoinPrepare, still holding and "
+                 "claiming its partitions, which the group meanwhile gave another member who "
+                 "committed for them; its claim is the only one (the other member timed out in "
+                 "turn), so the assignor keeps it and it commits from its stale position: kip792 "
+                 "at the same parameters holds this property",
+                 "single-owner": "timeouts=1: a member the coordinator timed out keeps its "
+                 "partitions until its next request fails (every variant, see the notes)",
+                 "revoked-before-reassigned": "timeouts=1: the timed-out member's partitions are "
+                 "reassigned while it still holds them (every variant)",
+                 "assignment-respects-owners": "the lemma form of the timed-out member's double "
+                 "ownership"})
+spec.variant("kafka-14639", "the claim rule before PR #13550: only claims at the group's "
+             "highest subscription generation count, so a sole claim from a member that missed "
+             "a SyncGroup is dropped and its partition handed to another member at once; checked "
+             "with the subscription generation of the clients of that time",
+             params={"generation_from_assignment": 1},
+             violates=["revoke-before-assign", "revoked-before-reassigned", "single-owner",
+                       "assignment-respects-owners"],
+             findings={
+                 "revoke-before-assign": "a member's delayed SyncGroup is answered "
+                 "REBALANCE_IN_PROGRESS; it rejoins still holding a partition, with the generation "
+                 "of the last assignment it applied, older than the others'; the rule drops its "
+                 "claim and cooperative-sticky gives the partition to another member in the same "
+                 "round: kip792 at the same parameters holds this property",
+                 "revoked-before-reassigned": "the assignment hands the partition to a member while "
+                 "the one that missed the SyncGroup still holds it",
+                 "single-owner": "the new owner applies the assignment before the old one learns "
+                 "it lost the partition",
+                 "assignment-respects-owners": "the lemma form of the double ownership"})
+spec.variant("kafka-14016", "KAFKA-13891's reset put back: a SyncGroup answered "
+             "REBALANCE_IN_PROGRESS resets the generation, so the member declares everything it "
+             "owns lost at its next JoinGroup", violates=["cooperative-keeps-owned"],
+             findings={
+                 "cooperative-keeps-owned": "a member's SyncGroup arrives after the next rebalance "
+                 "began; the reset generation makes onJoinPrepare call onPartitionsLost, so a "
+                 "COOPERATIVE member still in the group gives up every partition (the revocations "
+                 "KAFKA-14016 reported)"})
+
+spec.known_bug(
+    "KAFKA-12983", broke="onJoinPrepare ran once per rebalance, so a member that lost its member "
+    "id during the rebalance rejoined still holding and claiming its partitions, which another "
+    "member had been given and committed for",
+    fix="PR #10986 (needsJoinPrepare re-armed by resetStateAndRejoin)",
+    code="AbstractCoordinator.joinGroupIfNeeded / ConsumerCoordinator.onJoinPrepare",
+    variant="kafka-12983", property="no-double-commit")
+spec.known_bug(
+    "KAFKA-14639", broke="the sticky assignors honoured only claims at the highest generation, so "
+    "a member that missed a SyncGroup lost its claim and the partition it still held was revoked "
+    "and assigned to another member in the same rebalance",
+    fix="PR #13550 (highest-generation claim per partition)",
+    code="AbstractStickyAssignor.allSubscriptionsEqual",
+    variant="kafka-14639", property="revoke-before-assign")
+spec.known_bug(
+    "KAFKA-14016", broke="KAFKA-13891 reset the generation on a SyncGroup REBALANCE_IN_PROGRESS, "
+    "so a late but current COOPERATIVE member revoked all its partitions at its next JoinGroup",
+    fix="PR #12794 (reverts c23d60d, KAFKA-13891's PR #12140)",
+    code="AbstractCoordinator.SyncGroupResponseHandler.handle",
+    variant="kafka-14016", property="cooperative-keeps-owned")
+spec.known_bug(
+    "KAFKA-13419", broke="an ILLEGAL_GENERATION answer reset the member id too, so the consumer "
+    "rejoined as a new member while its old member id stayed in the group until its session "
+    "timed out",
+    fix="PR #11451 (reset only the generation on ILLEGAL_GENERATION)",
+    code="AbstractCoordinator.resetGenerationOnResponseError",
+    not_expressible="two coordinator entries for one consumer (its old member id lingering beside "
+    "the new one) and the rebalance timeout that removes it; a consumer slot here has one member "
+    "id, and the bug costs a slow rebalance, which no property states")
+spec.known_bug(
+    "KAFKA-12984", broke="CooperativeStickyAssignor trusted two claims on one partition in one "
+    "generation and failed the assignment (or, with no generation, could keep the stale claim)",
+    fix="PR #10985 (generation back in the cooperative userData; same-generation claims invalidated)",
+    code="AbstractStickyAssignor.allSubscriptionsEqual / CooperativeStickyAssignor.memberData",
+    not_expressible="a second fix undone at once: two claims on one partition reach the assignor "
+    "only from the pre-KAFKA-12983 client (variants kafka-12983 and pre-kip792-kafka-12983 show "
+    "them); with the shipped client the rule is never exercised, so the one-fix variant holds "
+    "everything")
+spec.known_bug(
+    "KAFKA-14196", broke="an EAGER member's asynchronous auto-commit in onJoinPrepare could land "
+    "after the partition's new owner had fetched the committed offset, so records were consumed "
+    "twice",
+    fix="PR #12603 (onJoinPrepare waits for the commit and stops fetching revoked partitions)",
+    code="ConsumerCoordinator.onJoinPrepare",
+    not_expressible="fetch positions and committed offsets as values, and a commit request in "
+    "flight across the rebalance; commits here are a flag per member and partition")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,6 +750,43 @@ def revoke_before_assign(pre, post, action, args, outcome, p):
     both = Exists(parts(p), lambda q: Exists(members(p), lambda a: revoked(a, q)) &
                   Exists(members(p), lambda b: added(b, q)))
     return Implies(round_done, Not(both))
+
+
+@spec.invariant("revoked-before-reassigned")
+def revoked_before_reassigned(s, p):
+    """A partition is never handed to a new owner while the consumer that holds it has not revoked it."""
+    # the owner's view of revoke-before-assign: the stored assignment (what SyncGroup hands out)
+    # against what each consumer's SubscriptionState still holds
+    return Forall(parts(p), lambda q: Forall(members(p), lambda j: Forall(
+        [k for k in members(p) if k != j], lambda k: Not(
+            s.assignment[mp(p, j, q)] & s.owned[mp(p, k, q)]))))
+
+
+@spec.transition_property("cooperative-keeps-owned", actions=["JoinGroup"])
+def cooperative_keeps_owned(pre, post, action, args, outcome, p):
+    """A COOPERATIVE consumer that is still a member of the group keeps the partitions it owns when it rejoins."""
+    # KIP-429's promise: only an assignment that moves a partition away takes it from a member
+    # the coordinator still counts; onPartitionsLost is for members that fell out of the group
+    m = args["m"]
+    member = pre.in_group[m] & (pre.rebalance_protocol[m] == COOPERATIVE)
+    return Implies(member, Forall(parts(p), lambda q: Implies(
+        pre.owned[mp(p, m, q)], post.owned[mp(p, m, q)])))
+
+
+@spec.transition_property("stale-claim-never-wins", actions=["SyncGroup"])
+def stale_claim_never_wins(pre, post, action, args, outcome, p):
+    """A partition two members claim is never assigned to the one whose claim carries the older generation."""
+    # KIP-792's purpose: the assignor recognises out-of-date ownedPartitions (a member that fell
+    # out of a generation and still claims what it held) and never trusts them over current ones
+    round_done = (pre.group_state == CR) & (post.group_state == GroupState.Stable)
+
+    def claims(j, q):
+        return pre.in_group[j] & pre.subscription_owned[mp(p, j, q)]
+    stale_wins = Exists(parts(p), lambda q: Exists(members(p), lambda j: Exists(
+        [k for k in members(p) if k != j], lambda k: claims(j, q) & claims(k, q) &
+        (pre.subscription_generation[j] < pre.subscription_generation[k]) &
+        post.assignment[mp(p, j, q)])))
+    return Implies(round_done, Not(stale_wins))
 
 
 @spec.invariant("no-double-commit")

@@ -14,26 +14,65 @@ from spec.lang import SpecError
 ROOT = Path(__file__).resolve().parent.parent
 spec = load_spec("classic_group")
 # the issue's properties; the spec's other properties are lemmas
-PROPS = ["single-owner", "revoke-before-assign", "no-double-commit", "generation-monotonic"]
+PROPS = ["single-owner", "revoke-before-assign", "revoked-before-reassigned",
+         "cooperative-keeps-owned", "stale-claim-never-wins", "no-double-commit",
+         "generation-monotonic"]
 VARIANTS = ["kip792", "pre-kip792", "double-bounce", "single-bounce", "kip726-dynamic",
-            "shipped-default"]
+            "shipped-default", "kip726-downgrade", "pre-kip792-kafka-12983", "kafka-12983",
+            "kafka-14639", "kafka-14016"]
 
 # What the search finds at the spec's default parameters (members=3, partitions=2,
 # max_generation=4, timeouts=0), as measured; the spec's record (violates=) must agree. In
 # kip726-dynamic the race breaks four lemmas as well as the two properties they support.
 KIP726_LEMMAS = {"assignment-respects-owners", "joined-subscription-is-owned",
                  "protocol-fixed-by-assignors", "range-round-members-own-nothing"}
+# The variants after shipped-default are checked at the configuration they declare (params=).
+KIP726 = {"single-owner", "revoke-before-assign", "revoked-before-reassigned"} | KIP726_LEMMAS
+# timeouts=1: a member the coordinator timed out keeps its partitions (every variant)
+ZOMBIE_DEFAULT = {"single-owner", "revoked-before-reassigned", "assignment-respects-owners"}
 DEFAULT_VIOLATED = {
     "kip792": set(), "pre-kip792": set(), "double-bounce": set(), "single-bounce": set(),
-    "kip726-dynamic": {"single-owner", "revoke-before-assign"} | KIP726_LEMMAS,
-    "shipped-default": set(),
+    "kip726-dynamic": KIP726, "shipped-default": set(), "kip726-downgrade": KIP726,
+    "pre-kip792-kafka-12983": ZOMBIE_DEFAULT | {"no-double-commit", "stale-claim-never-wins"},
+    "kafka-12983": ZOMBIE_DEFAULT | {"no-double-commit"},
+    "kafka-14639": {"revoke-before-assign", "revoked-before-reassigned", "single-owner",
+                    "assignment-respects-owners"},
+    "kafka-14016": {"cooperative-keeps-owned"},
 }
 DEFAULT_TRACE_LENGTH = {("kip726-dynamic", "single-owner"): 20,
                         ("kip726-dynamic", "revoke-before-assign"): 13,
+                        ("kip726-dynamic", "revoked-before-reassigned"): 20,
                         ("kip726-dynamic", "assignment-respects-owners"): 20,
                         ("kip726-dynamic", "joined-subscription-is-owned"): 12,
                         ("kip726-dynamic", "protocol-fixed-by-assignors"): 5,
-                        ("kip726-dynamic", "range-round-members-own-nothing"): 11}
+                        ("kip726-dynamic", "range-round-members-own-nothing"): 11,
+                        ("kip726-downgrade", "single-owner"): 18,
+                        ("kip726-downgrade", "revoke-before-assign"): 13,
+                        ("kip726-downgrade", "revoked-before-reassigned"): 18,
+                        ("kip726-downgrade", "assignment-respects-owners"): 18,
+                        ("kip726-downgrade", "joined-subscription-is-owned"): 12,
+                        ("kip726-downgrade", "protocol-fixed-by-assignors"): 4,
+                        ("kip726-downgrade", "range-round-members-own-nothing"): 11,
+                        ("pre-kip792-kafka-12983", "stale-claim-never-wins"): 19,
+                        ("pre-kip792-kafka-12983", "no-double-commit"): 20,
+                        ("pre-kip792-kafka-12983", "single-owner"): 11,
+                        ("pre-kip792-kafka-12983", "revoked-before-reassigned"): 11,
+                        ("pre-kip792-kafka-12983", "assignment-respects-owners"): 11,
+                        ("kafka-12983", "no-double-commit"): 20,
+                        ("kafka-12983", "single-owner"): 11,
+                        ("kafka-12983", "revoked-before-reassigned"): 11,
+                        ("kafka-12983", "assignment-respects-owners"): 11,
+                        ("kafka-14639", "revoke-before-assign"): 26,
+                        ("kafka-14639", "revoked-before-reassigned"): 26,
+                        ("kafka-14639", "assignment-respects-owners"): 26,
+                        ("kafka-14639", "single-owner"): 28,
+                        ("kafka-14016", "cooperative-keeps-owned"): 13}
+# distinct states of each variant at its own configuration; the first six are unchanged by the
+# known-bug work (the state the pre-KAFKA-12983 client needs stays constant elsewhere)
+DEFAULT_STATES = {"kip792": 87146, "pre-kip792": 87146, "double-bounce": 1851585,
+                  "single-bounce": 165407, "kip726-dynamic": 637466, "shipped-default": 23876,
+                  "kip726-downgrade": 779110, "pre-kip792-kafka-12983": 96068,
+                  "kafka-12983": 98822, "kafka-14639": 103312, "kafka-14016": 65015}
 
 
 def test_names_are_the_issues():
@@ -43,7 +82,8 @@ def test_names_are_the_issues():
     assert KIP726_LEMMAS <= {n for n, p in spec.properties.items() if p.lemma}
     assert spec.default_variant == "kip792"
     assert "rebalance-completes" in spec.progress
-    assert set(spec.rules["claim-resolution"]) == {None, "pre-kip792"}
+    assert set(spec.rules["claim-resolution"]) == {None, "pre-kip792", "pre-kip792-kafka-12983",
+                                                   "kafka-14639"}
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +95,7 @@ def default_results():
 def test_default_verdicts(default_results, variant):
     res = default_results[variant]
     assert res.exhaustive and res.cut_by_bounds > 0
+    assert res.distinct_states == DEFAULT_STATES[variant]
     assert set(res.found) == DEFAULT_VIOLATED[variant]
     # the record may also name progress properties, which 'kcheck progress' judges
     record = spec.variants[variant].expected_violations
@@ -79,7 +120,7 @@ SMALL_COUNTS = {
 # a member that timed out still owns its partitions: assignment-respects-owners falls with
 # single-owner and, where range can be chosen, so does range-round-members-own-nothing (the
 # group completes a range round while the timed-out member still owns its partitions)
-ZOMBIE = {"single-owner", "assignment-respects-owners"}
+ZOMBIE = {"single-owner", "revoked-before-reassigned", "assignment-respects-owners"}
 SMALL_VIOLATED = {
     ("kip726-dynamic", 0): {"revoke-before-assign", "joined-subscription-is-owned",
                             "protocol-fixed-by-assignors", "range-round-members-own-nothing"},
@@ -189,3 +230,49 @@ def test_bad_parameter_is_one_line_error():
         spec.instantiate("kip792", {"members": 4})
     with pytest.raises(SpecError, match="unknown variant"):
         spec.instantiate("kip-792")
+
+
+# ---------------------------------------------------------------------------------------------
+# Known bugs: each pre-fix variant breaks its property, and the default variant at the very same
+# configuration does not, so the fix is what makes the difference (measured, not claimed)
+
+@pytest.mark.parametrize("bug", spec.known_bugs, ids=lambda b: b.jira)
+def test_known_bug_is_rediscovered(default_results, bug):
+    if bug.variant is None:
+        assert bug.not_expressible
+        return
+    params = spec.variants[bug.variant].params
+    assert default_results[bug.variant].status(bug.property) == "violated"
+    fixed = search(spec.instantiate(spec.default_variant, params), [bug.property])
+    assert fixed.exhaustive and fixed.status(bug.property) == "holds"
+
+
+def test_at_least_five_known_bugs_three_rediscovered():
+    assert len(spec.known_bugs) >= 5
+    assert len([b for b in spec.known_bugs if b.variant]) >= 3
+
+
+def test_kip792_problem_needs_the_old_client():
+    # with the shipped client no two claims on one partition ever reach the assignor: the claim
+    # rule decides nothing and pre-kip792 has kip792's very state graph
+    base = {"members": 2, "timeouts": 1}
+    shipped = {v: search(spec.instantiate(v, base)) for v in ("kip792", "pre-kip792")}
+    assert shipped["kip792"].distinct_states == shipped["pre-kip792"].distinct_states == 42491
+    assert "stale-claim-never-wins" not in shipped["pre-kip792"].found
+    # with the client before KAFKA-12983 a member that fell out rejoins claiming what it holds:
+    # without a generation the stale claim wins; KIP-792's generation stops it
+    old_client = {v: search(spec.instantiate(v)) for v in ("kafka-12983", "pre-kip792-kafka-12983")}
+    assert spec.variants["kafka-12983"].params == spec.variants["pre-kip792-kafka-12983"].params
+    assert "stale-claim-never-wins" not in old_client["kafka-12983"].found
+    trace = old_client["pre-kip792-kafka-12983"].found["stale-claim-never-wins"]
+    labels = [old_client["pre-kip792-kafka-12983"].model.instances[k].label for k in trace.steps]
+    assert len(labels) == 19
+    # the member rejoins after an UNKNOWN_MEMBER_ID answer without onJoinPrepare
+    assert labels.count("SessionTimeout(m=0)") + labels.count("SessionTimeout(m=1)") >= 1
+
+
+def test_kafka_14639_needs_the_older_subscription_generation():
+    # with KIP-792's subscription generation (the JoinGroup generation) a member that missed a
+    # SyncGroup claims at the same generation as everyone else, so the old rule drops nothing
+    res = search(spec.instantiate("kafka-14639", {"generation_from_assignment": 0}))
+    assert res.exhaustive and not res.found and res.distinct_states == 87146
