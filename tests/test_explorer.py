@@ -1,0 +1,186 @@
+"""kcheck explore: the session steps as the spec says (compiled code), shows each guard conjunct's
+value, walks a loaded trace, serves only 127.0.0.1, and works in a real browser."""
+import json
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from checker.explorer import Session, expr_text, make_server
+from checker.loader import load_spec
+from checker.trace import load
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACE = ROOT / "counterexamples" / "two_phase" / "commit-without-prepares" / "consistent.json"
+KCHECK = [sys.executable, "-c", "from checker.cli import run; run()"]
+
+
+def _state(view) -> dict:
+    return {f["field"]: f["value"] for f in view["state"]}
+
+
+def _action(view, label) -> dict:
+    return next(a for a in view["actions"] if a["label"] == label)
+
+
+def _prop(view, name) -> bool:
+    return next(p for p in view["properties"] if p["name"] == name)["holds"]
+
+
+def test_taking_an_action_changes_the_state_as_the_spec_says():
+    s = Session(load_spec("two_phase").instantiate("lamport"))
+    v = s.view()
+    assert _state(v)["tm_state"] == "init" and _state(v)["msg_abort"] is False
+    assert _action(v, "TMAbort")["enabled"] and not _action(v, "TMCommit")["enabled"]
+    s.take(_action(v, "TMAbort")["index"])
+    v = s.view()
+    changed = {f["field"]: (f["before"], f["value"]) for f in v["state"] if f["changed"]}
+    assert changed == {"tm_state": ("init", "aborted"), "msg_abort": (False, True)}
+    # after the abort the TM can no longer commit, and every RM may receive the Abort
+    assert not _action(v, "TMAbort")["enabled"]
+    assert all(_action(v, f"RMRcvAbortMsg(rm={i})")["enabled"] for i in range(3))
+    assert [p["label"] for p in v["path"]] == ["TMAbort"]
+    s.undo()
+    assert _state(s.view())["tm_state"] == "init" and s.view()["path"] == []
+
+
+def test_a_disabled_action_shows_which_guard_conjunct_is_false():
+    v = Session(load_spec("two_phase").instantiate("lamport")).view()
+    guard = _action(v, "TMRcvPrepared(rm=1)")["guard"]
+    assert guard == [{"text": "tm_state == init", "holds": True},
+                     {"text": "msg_prepared[1]", "holds": False}]
+    commit = _action(v, "TMCommit")["guard"]
+    assert commit[0] == {"text": "tm_state == init", "holds": True}
+    assert any(not g["holds"] and "tm_prepared[0]" in g["text"] for g in commit)
+
+
+def test_a_disabled_action_cannot_be_taken():
+    s = Session(load_spec("two_phase").instantiate("lamport"))
+    with pytest.raises(ValueError, match="TMCommit is not enabled"):
+        s.take(_action(s.view(), "TMCommit")["index"])
+
+
+def test_walking_a_counterexample_reaches_the_violation():
+    model = load_spec("two_phase").instantiate("commit-without-prepares")
+    s = Session(model, load(TRACE))
+    assert s.view()["trace"]["position"] == 0
+    for _ in range(3):
+        assert _prop(s.view(), "consistent")
+        s.next_in_plan()
+    v = s.view()
+    assert not _prop(v, "consistent")
+    assert v["trace"] == {"name": "trace", "steps": ["TMCommit", "RMRcvCommitMsg(rm=1)",
+                                                     "RMChooseToAbort(rm=0)"], "position": 3}
+    with pytest.raises(ValueError, match="no more steps"):
+        s.next_in_plan()
+
+
+def test_a_trace_of_another_spec_is_refused():
+    s = Session(load_spec("producer").instantiate())
+    with pytest.raises(ValueError, match="not of producer"):
+        s.load(load(TRACE), "consistent.json")
+
+
+def test_expression_text_names_fields_and_enum_values():
+    m = load_spec("two_phase").instantiate("lamport")
+    g = next(i for i in m.instances if i.label == "RMRcvCommitMsg(rm=0)").guard
+    assert expr_text(g) == "msg_commit"
+
+
+@pytest.fixture
+def server():
+    s = Session(load_spec("two_phase").instantiate("lamport"))
+    srv = make_server(s, 0)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def _post(url, body):
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_the_api_takes_steps_and_answers_bad_requests_with_400(server):
+    with urllib.request.urlopen(server + "/api/view", timeout=30) as r:
+        v = json.loads(r.read())
+    v = _post(server + "/api/step", {"instance": _action(v, "TMAbort")["index"]})
+    assert _state(v)["tm_state"] == "aborted"
+    with pytest.raises(urllib.error.HTTPError) as e:
+        _post(server + "/api/step", {"instance": _action(v, "TMCommit")["index"]})
+    assert e.value.code == 400 and "not enabled" in json.loads(e.value.read())["error"]
+    with urllib.request.urlopen(server + "/", timeout=30) as r:
+        page = r.read().decode()
+    assert "/*SCRIPT*/" not in page and "function render" in page and "<script src" not in page
+
+
+def test_the_server_listens_on_loopback_only(server):
+    assert server.startswith("http://127.0.0.1:")
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    r = subprocess.run(KCHECK + ["explore", "two_phase", str(tmp_path / "none.json"), "--port", "0"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "does not exist" in r.stderr and r.stderr.strip().count("\n") == 0
+    r = subprocess.run(KCHECK + ["explore", "two_phase", "--port", "70000"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "--port 70000" in r.stderr
+
+
+def _start(*args):
+    proc = subprocess.Popen(KCHECK + ["explore", *args, "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    line = proc.stdout.readline()
+    if " at http://127.0.0.1:" not in line:
+        proc.kill()
+        pytest.fail(f"the explorer did not start: {line}{proc.stderr.read()}")
+    return proc, line.split(" at ")[1].split()[0]
+
+
+def _stop(proc):
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=60)
+    assert code == 0 and "stopped" in proc.stderr.read()
+
+
+@pytest.mark.browser
+def test_explorer_in_headless_chromium(tmp_path):
+    from browser_support import foreign_requests, page
+    proc, url = _start("two_phase", str(TRACE))
+    try:
+        with page(viewport=(1300, 1000)) as pg:
+            pg.goto(url)
+            pg.wait_for_selector('#state tr[data-field="tm_state"]')
+            value = pg.locator('#state tr[data-field="tm_state"] td.value')
+            assert value.inner_text() == "init"
+            # take TMAbort: the state changes as the spec says, and the changed fields are marked
+            pg.click('button.take[data-label="TMAbort"]')
+            pg.wait_for_function("document.querySelectorAll('#path li').length == 1")
+            assert value.inner_text() == "aborted" and "changed" in value.get_attribute("class")
+            assert pg.locator('#state tr[data-field="msg_abort"] td.value').inner_text() == "true"
+            assert pg.locator('#state td.changed').count() == 2
+            pg.click("#undo")
+            pg.wait_for_function("document.querySelectorAll('#path li').length == 0")
+            assert value.inner_text() == "init"
+            # walk the loaded counterexample: consistent is violated after its third step
+            verdict = pg.locator('#properties tr[data-property="consistent"] td.verdict')
+            for n in (1, 2, 3):
+                assert verdict.inner_text() == "holds"
+                pg.click("#next")
+                pg.wait_for_function(f"document.querySelectorAll('#path li').length == {n}")
+            assert verdict.inner_text() == "VIOLATED"
+            assert pg.locator("#next").is_disabled()
+            pg.screenshot(path=str(tmp_path / "explorer.png"), full_page=True)
+            assert pg.kcheck_errors == []
+            assert foreign_requests(pg.kcheck_requests) == []
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
