@@ -59,6 +59,13 @@ def kip360_client(s):
     return s.variant != "pre-kip360"
 
 
+def truncate_head_drops_state(s):
+    """Before KAFKA-7190 (Kafka 2.4) ProducerStateManager.truncateHead removed a producer whose
+    last data offset fell below the new log start offset; since then the state stays until the
+    producer id expires."""
+    return s.variant in ("pre-kip360", "kafka-7190")
+
+
 @spec.state
 def state(p):
     E = lambda: Int(NO_EPOCH, p.max_epoch, search_bound=True)
@@ -337,6 +344,15 @@ def marker_append_v1(s, p, r, c):
 spec.rule("marker-append", variant="pre-kip890")(marker_append_v1)
 
 
+@spec.rule("marker-append", variant="kafka-19999")
+def marker_append_before_kafka_19999(s, p, r, c):
+    """appendEndTxnMarker with transaction version 2 before KAFKA-19999: the marker's epoch must
+    be above the entry's, so the retry of a marker already written (same epoch, no open
+    transaction) is INVALID_PRODUCER_EPOCH."""
+    return If(s.marker_epoch[c] <= s.producer_epoch[r], Error.INVALID_PRODUCER_EPOCH,
+              If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
+
+
 @spec.rule("marker-append", variant="pre-kip360")
 def marker_append_pre_kip360(s, p, r, c):
     """Kafka 2.3: as version 1, but an older epoch is PRODUCER_FENCED (checkProducerEpoch)."""
@@ -448,7 +464,7 @@ def Produce(s, p, r, lost):
                                           s.entry_coordinator_epoch[x])
         s.producer_epoch[x] = If(ok, e, s.producer_epoch[x])
         s.txn_open[x] = s.txn_open[x] | ok
-        if s.variant == "pre-kip360":
+        if truncate_head_drops_state(s):
             # a new batch lies above every replica's log start offset
             s.data_below_log_start[x] = s.data_below_log_start[x] & ~ok
     rec = s.request_record
@@ -602,7 +618,10 @@ def TxnMarkerArrives(s, p, c, r):
         s.entry_coordinator_epoch[x] = If(ok, c, s.entry_coordinator_epoch[x])
     s.last_marker_coordinator_epoch = If(ok, c, s.last_marker_coordinator_epoch)
     s.marker[c] = False
-    done = (s.coordinator_epoch == c) & prepare(s)
+    # TransactionMarkerRequestCompletionHandler: INVALID_PRODUCER_EPOCH or
+    # TRANSACTION_COORDINATOR_FENCED cancels the markers without completing the transaction
+    # (it stays prepared until the coordinator reloads it); only NONE removes the partition
+    done = (s.coordinator_epoch == c) & prepare(s) & ok
     s.txn_state = If(done, If(s.txn_state == TxnState.PrepareCommit, TxnState.CompleteCommit,
                               TxnState.CompleteAbort), s.txn_state)
     s.txn_partition = s.txn_partition & ~done
@@ -625,7 +644,7 @@ def DeleteRecords(s, p, r):
     # after KAFKA-7190 DeleteRecords touches nothing this model tracks: the producer state
     # stays, and the producer reads the log start offset only from UNKNOWN_PRODUCER_ID, which a
     # current broker never answers to a produce
-    s.require(s.variant == "pre-kip360", s.leader == r, s.deletions < p.deletions,
+    s.require(truncate_head_drops_state(s), s.leader == r, s.deletions < p.deletions,
               ~s.acked_below_log_start[r] | ~s.data_below_log_start[r])
     s.deletions = s.deletions + 1
     s.acked_below_log_start[r] = True
@@ -658,8 +677,13 @@ def LeaderFailover(s, p):
 def ExpireProducer(s, p, r):
     """producer.id.expiration.ms: an idle producer with no open transaction is forgotten
     (long after any request or marker of it has been answered)."""
-    s.require(s.producer_epoch[r] != NO_EPOCH, ~s.txn_open[r], ~s.request, ~s.batch,
-              *[~s.marker[c] for c in coordinators(p)])
+    idle = And(~s.request, ~s.batch, *[~s.marker[c] for c in coordinators(p)])
+    if s.variant == "kafka-9144":
+        # before KAFKA-9144 (ProducerStateManager.isProducerExpired) the last timestamp came
+        # from data batches only; a marker that bumps the epoch clears the batches, so the
+        # entry's timestamp is -1 and it expires at the next check, whatever is in flight
+        idle = idle | (s.first_seq[r] == -1)
+    s.require(s.producer_epoch[r] != NO_EPOCH, ~s.txn_open[r], idle)
     remove_entry(s, r, True)
 
 
@@ -933,6 +957,12 @@ def no_log_start_movement(s, p):
                  for r in replicas(p)])
 
 
+@spec.leads_to("every-prepared-transaction-completes", fair=["TxnMarkerArrives", "WriteTxnMarker"])
+def every_prepared_transaction_completes(s, p):
+    """Every transaction the coordinator prepares to commit or abort eventually completes."""
+    return prepare(s), ~prepare(s)
+
+
 def transaction_open(s, p):
     return Or(*[(s.leader == r) & s.txn_open[r] for r in replicas(p)])
 
@@ -1043,3 +1073,102 @@ spec.variant("pre-kip890", "transaction version 1: no partition verification, no
                  "fenced-stays-fenced": "a fenced zombie whose producer state expired appends: "
                  "with no state a version-1 leader accepts any epoch at any sequence.",
              })
+spec.variant("kafka-7190", "kip360 with KAFKA-7190 undone: DeleteRecords (or retention) removes "
+             "a producer whose last data offset falls below the log start offset "
+             "(ProducerStateManager.truncateHead before Kafka 2.4)",
+             violates=["no-duplicate", "marker-epoch-monotonic",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "appended-retry-is-rejected", "stale-markers-are-fenced",
+                       "no-log-start-movement"],
+             findings={
+                 "no-duplicate": "a batch whose response was lost is retried after DeleteRecords "
+                 "removed the producer: with no state the leader takes sequence 0 again, and the "
+                 "coordinator's verification passes because the transaction is still ongoing "
+                 "(8 steps). Today's client does not reset sequences: the retry alone duplicates.",
+                 "marker-epoch-monotonic": "truncateHead drops the entry with its coordinator "
+                 "epoch while the old coordinator's marker is on the wire (as pre-kip360).",
+                 "appended-retry-is-rejected": "the retry of a batch already in the log finds no "
+                 "state to reject it (the step before no-duplicate breaks).",
+                 "stale-markers-are-fenced": "the entry that fenced the old coordinator's marker "
+                 "is gone.",
+                 "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
+             })
+spec.variant("kafka-9144", "kip360 with KAFKA-9144 undone: a producer's last timestamp comes from "
+             "data batches only, so an entry whose batches a bumping marker cleared expires at once",
+             violates=["marker-epoch-monotonic",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "appended-retry-is-rejected", "stale-markers-are-fenced"],
+             findings={
+                 "marker-epoch-monotonic": "KAFKA-9144's own sequence (12 steps): the coordinator "
+                 "times the transaction out and aborts at a bumped epoch, fails over with its "
+                 "marker still on the wire, the new coordinator's marker is written, the entry "
+                 "(no batches left, timestamp -1) expires, and the old coordinator's marker is "
+                 "appended with a lower coordinator epoch.",
+                 "appended-retry-is-rejected": "the entry expires while a retry of an appended "
+                 "batch is still to come; no property breaks with it because the retry carries "
+                 "an epoch the coordinator has moved past (verification answers "
+                 "INVALID_PRODUCER_EPOCH).",
+                 "stale-markers-are-fenced": "the entry that fenced the old coordinator's marker "
+                 "expired.",
+             })
+spec.variant("kafka-19999", "kip360 with KAFKA-19999 undone: a transaction-version-2 marker must "
+             "carry an epoch above the entry's, so the retry of a marker already written is "
+             "INVALID_PRODUCER_EPOCH and the coordinator cancels its markers",
+             violates=["every-prepared-transaction-completes"],
+             findings={
+                 "every-prepared-transaction-completes": "KAFKA-19999's first case (a lasso of "
+                 "12 steps): the coordinator fails over with PrepareAbort, the old coordinator's "
+                 "marker is written, the reloaded coordinator's marker carries the same epoch and "
+                 "is answered INVALID_PRODUCER_EPOCH, so the transaction never completes (the "
+                 "model re-sends the marker where Kafka cancels it until the next reload: either "
+                 "way it stays prepared). Every safety property holds.",
+             })
+
+
+# ---------------------------------------------------------------------------------------------
+# Known bugs: each names the variant that is kip360 with that one fix undone, or says why the
+# spec cannot express it
+
+spec.known_bug("KAFKA-7190", broke="DeleteRecords or retention removed a producer's state with its "
+               "last batch, so a retried batch was appended again as a new producer's sequence 0",
+               fix="commit c49775b (PR #7388), Kafka 2.4", code="ProducerStateManager.truncateHead",
+               variant="kafka-7190", property="no-duplicate")
+spec.known_bug("KAFKA-9144", broke="a producer's state expired early because markers did not refresh "
+               "its timestamp, so a zombie coordinator's marker was appended with an older "
+               "coordinator epoch", fix="PR #7687 (2.3 backport: PR #8960)",
+               code="ProducerStateManager.isProducerExpired, ProducerAppendInfo.appendEndTxnMarker",
+               variant="kafka-9144", property="marker-epoch-monotonic")
+spec.known_bug("KAFKA-19999", broke="with transaction version 2 the retry of a marker already written "
+               "was rejected as INVALID_PRODUCER_EPOCH and the coordinator left the transaction "
+               "prepared for ever", fix="PR #21176",
+               code="ProducerAppendInfo.checkProducerEpoch, TransactionMarkerRequestCompletionHandler",
+               variant="kafka-19999", property="every-prepared-transaction-completes")
+spec.known_bug("KAFKA-12671", broke="a produce delayed past the abort's markers opened a transaction "
+               "that no marker would close (hanging transaction)",
+               fix="KIP-890: verification PR #13231 (KAFKA-14402), epoch bump per transaction "
+               "PR #16719 and PR #17402 (KAFKA-14562)",
+               code="UnifiedLog.analyzeAndValidateProducerState, TransactionCoordinator.endTransaction",
+               variant="pre-kip890", property="no-hanging-transaction")
+spec.known_bug("KAFKA-8483", broke="after a spurious UNKNOWN_PRODUCER_ID the 2.3 client re-assigned "
+               "the sequences of its in-flight batches in PriorityQueue order, not send order",
+               fix="PR #6883", code="TransactionManager.startSequencesAtBeginning",
+               not_expressible="several in-flight batches per partition with their sequences "
+               "(max_in_flight > 1) in the pre-kip360 client, which re-assigns sequences")
+spec.known_bug("KAFKA-12152", broke="the idempotent producer's epoch bump did not reset the sequence "
+               "of partitions with no batch in flight, so their next batch at the new epoch was "
+               "OUT_OF_ORDER_SEQUENCE_NUMBER", fix="PR #9832",
+               code="TransactionManager.bumpIdempotentProducerEpoch",
+               not_expressible="the idempotent-only producer (no transactional id, local epoch "
+               "bump) writing to two partitions, and a property that a batch is not rejected for "
+               "a sequence gap that does not exist")
+spec.known_bug("KAFKA-18575", broke="with transaction version 2 a transaction completing while the "
+               "leader verified the next one's first batch made that batch fail",
+               fix="PR #18604", code="UnifiedLog.batchMissingRequiredVerification",
+               not_expressible="the leader's verification as an RPC separate from the append (the "
+               "model verifies atomically), and a property that a live transaction's batch is not "
+               "rejected")
+spec.known_bug("KAFKA-19367", broke="InitProducerId on an ongoing transaction with transaction "
+               "version 2 bumped the epoch twice, overflowing a short at 32766",
+               fix="PR #19910", code="TransactionCoordinator.handleInitProducerId",
+               not_expressible="epoch exhaustion and producer-id rotation (epochs are capped by "
+               "max_epoch and never wrap)")

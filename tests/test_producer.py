@@ -32,15 +32,30 @@ EXPECTED = {
     "no-last-epoch": set(),
     "pre-kip890": {"fenced-stays-fenced", "no-hanging-transaction",
                    "open-transaction-is-unfinished", "prepared-data-is-older"},
+    # known bugs: kip360 with one fix undone
+    "kafka-7190": {"no-duplicate", "marker-epoch-monotonic", "appended-retry-is-rejected",
+                   "stale-markers-are-fenced", "no-log-start-movement"},
+    "kafka-9144": {"marker-epoch-monotonic", "appended-retry-is-rejected", "stale-markers-are-fenced"},
+    "kafka-19999": set(),
 }
 # the progress verdicts the record holds, for 'kcheck progress'
 EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
-                     "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"}}
+                     "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"},
+                     "kafka-7190": set(), "kafka-9144": set(),
+                     "kafka-19999": {"every-prepared-transaction-completes"}}
+# each known bug with a variant: the JIRA, its variant and the property it breaks
+KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
+              "KAFKA-9144": ("kafka-9144", "marker-epoch-monotonic"),
+              "KAFKA-19999": ("kafka-19999", "every-prepared-transaction-completes"),
+              "KAFKA-12671": ("pre-kip890", "no-hanging-transaction")}
+NOT_EXPRESSIBLE = {"KAFKA-8483", "KAFKA-12152", "KAFKA-18575", "KAFKA-19367"}
 
 
 def test_names_are_the_issues():
-    assert list(spec.variants) == ["kip360", "pre-kip360", "no-last-epoch", "pre-kip890"]
+    assert list(spec.variants) == ["kip360", "pre-kip360", "no-last-epoch", "pre-kip890",
+                                   "kafka-7190", "kafka-9144", "kafka-19999"]
     assert spec.default_variant == "kip360"
+    assert {"every-transaction-ends", "every-prepared-transaction-completes"} == set(spec.progress)
     assert set(PROPERTIES) <= {n for n, p in spec.properties.items() if not p.lemma}
     assert set(spec.rules) == {"init-producer-id", "end-txn", "produce-append", "marker-append"}
     assert "every-transaction-ends" in spec.progress
@@ -70,7 +85,8 @@ def test_default_verdicts(default_results, variant):
 def test_default_state_counts(default_results):
     counts = {v: r.distinct_states for v, r in default_results.items()}
     assert counts == {"kip360": 26744, "pre-kip360": 1651515, "no-last-epoch": 26744,
-                      "pre-kip890": 252794}
+                      "pre-kip890": 252794, "kafka-7190": 268201, "kafka-9144": 43634,
+                      "kafka-19999": 28616}
 
 
 SHORTEST = {
@@ -93,6 +109,20 @@ SHORTEST = {
     ("pre-kip890", "fenced-stays-fenced"): 11,
     ("pre-kip890", "open-transaction-is-unfinished"): 10,
     ("pre-kip890", "prepared-data-is-older"): 8,
+    ("kafka-7190", "no-duplicate"): 8,
+    ("kafka-7190", "marker-epoch-monotonic"): 12,
+    ("kafka-7190", "appended-retry-is-rejected"): 6,
+    ("kafka-7190", "stale-markers-are-fenced"): 11,
+    ("kafka-7190", "no-log-start-movement"): 1,
+    ("kafka-9144", "marker-epoch-monotonic"): 12,
+    ("kafka-9144", "appended-retry-is-rejected"): 9,
+    ("kafka-9144", "stale-markers-are-fenced"): 11,
+}
+# the saved lassos of the progress properties: (steps, index where the loop starts)
+LASSOS = {
+    ("pre-kip360", "every-transaction-ends"): None,
+    ("pre-kip890", "every-transaction-ends"): None,
+    ("kafka-19999", "every-prepared-transaction-completes"): (12, 10),
 }
 
 
@@ -140,6 +170,28 @@ def test_counterexample_replays(path):
         assert len(doc["steps"]) == SHORTEST[doc["variant"], doc["property"]]
     else:
         assert doc["property"] in spec.progress and doc["kind"] == "lasso"
+        shape = LASSOS[doc["variant"], doc["property"]]
+        if shape is not None:
+            assert (len(doc["steps"]), doc["loop_index"]) == shape
+
+
+def test_known_bugs_are_recorded():
+    bugs = {b.jira: b for b in spec.known_bugs}
+    assert set(bugs) == set(KNOWN_BUGS) | NOT_EXPRESSIBLE
+    for jira, (variant, prop) in KNOWN_BUGS.items():
+        assert (bugs[jira].variant, bugs[jira].property) == (variant, prop)
+        assert prop in EXPECTED[variant] | EXPECTED_PROGRESS[variant]
+        assert bugs[jira].fix and bugs[jira].code and bugs[jira].broke
+    for jira in NOT_EXPRESSIBLE:
+        assert bugs[jira].variant is None and bugs[jira].not_expressible
+
+
+def test_each_known_bug_is_the_default_with_one_fix_undone(default_results):
+    # the rule a bug changes is the only difference: with the fix in place the property holds
+    for jira, (variant, prop) in KNOWN_BUGS.items():
+        if prop in spec.properties:
+            assert default_results[variant].status(prop) == "violated", jira
+            assert default_results["kip360"].status(prop) == "holds", jira
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
