@@ -89,3 +89,13 @@ def test_strict_no_spurious_fencing_is_violated_not_proved():
     pr = prove(SPEC.instantiate("strict"), "no-spurious-fencing", k_max=1, bmc_depth=4)
     assert pr.status == "violated" and len(pr.counterexample.path.steps) == 4
     assert replays(pr.counterexample)
+
+
+@pytest.mark.parametrize("prop", ["empty-group-at-target-epoch", "unreleased-waits-for-another-member",
+                                  "join-accepted"])
+def test_kip1251_known_bug_properties_are_proved(prop):
+    # the properties that the pre-fix variants of KAFKA-20442, KAFKA-19449 and KAFKA-19233 break
+    # hold in kip1251 for every epoch, not only up to the search bound
+    assert prop not in SPEC.variants["kip1251"].expected_violations
+    pr = prove(KIP1251, prop, k_max=1, bmc_depth=0)
+    assert pr.status == "proved" and pr.k == 1, (prop, pr.status)
