@@ -52,10 +52,14 @@ class ConsumerGroupAdapter(Adapter):
     spec_name = "consumer_group"
     # KIP-1251 shipped in 4.3 (OffsetMetadataManager / ConsumerGroup.validateOffsetCommit with
     # the assignment-epoch validator); before it the commit must carry the member epoch.
+    # Each entry is one change a release runs; measured by `kcheck conform --which-variant`
+    # (docs/conformance.md has the table).
     releases = [
         ("4.0.0", "4.2.99", "strict", "before KIP-1251 the coordinator accepts a commit only at "
                                       "the member epoch (ConsumerGroup.validateOffsetCommit)"),
         ("4.3.0", None, "kip1251", "KIP-1251: assignment epoch <= commit epoch <= member epoch"),
+        ("4.0.0", "4.3.99", "kafka-20442", "KAFKA-20442 is not in this release: fencing the last "
+                                           "member leaves the target assignment epoch behind"),
     ]
 
     # -- what cannot be driven ---------------------------------------------------------------

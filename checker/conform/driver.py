@@ -136,7 +136,7 @@ class Adapter:
     # broker settings this adapter needs beyond broker.BASE_SETTINGS
     broker_settings: dict[str, str] = {}
     # which variant's rules each Kafka release runs: (first release, last release or None,
-    # variant, why); the expected-divergence record is derived from it (see expected_variant)
+    # variant, why); the expected-divergence record is derived from it (see expected_variants)
     releases: list[tuple[str, str | None, str, str]] = []
 
     def initial_reason(self, params, state: dict) -> str | None:
@@ -159,15 +159,14 @@ class Adapter:
     def end(self, run: TraceRun) -> None:
         pass
 
-    def expected_variant(self, version: str) -> tuple[str, str] | None:
-        """(variant, why) whose rules this release runs, from ``releases``; None if unknown."""
+    def expected_variants(self, version: str) -> list[tuple[str, str]]:
+        """[(variant, why)] whose changes this release runs, from ``releases`` (a release may run
+        several: one rule of one variant, another rule of another)."""
         v = _version_key(version)
         if v is None:
-            return None
-        for lo, hi, variant, why in self.releases:
-            if _version_key(lo) <= v and (hi is None or v <= _version_key(hi)):
-                return variant, why
-        return None
+            return []
+        return [(variant, why) for lo, hi, variant, why in self.releases
+                if _version_key(lo) <= v and (hi is None or v <= _version_key(hi))]
 
 
 def _version_key(version: str):
@@ -360,35 +359,58 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
                                                         observations)
     if k is None and stopped is not None:
         out.kind, out.step, out.detail = stopped[2], stopped[0] or None, stopped[1]
+        out.seconds = time.monotonic() - t0
+        out.wire = run.wire_log
+        return out
+    if k is not None and diff is None:
+        out.kind, out.step, out.detail = BROKEN, k, "the spec does not enable this step"
     elif k is not None:
-        out.step = k
-        if diff is None:
-            out.kind, out.detail = BROKEN, "the spec does not enable this step"
-        else:
-            out.kind, out.detail = DIVERGES, _said(diff)
-            release = adapter.expected_variant(version) if version else None
-            if release and release[0] != model.variant:
-                other = predict(model_of(spec, release[0], doc.get("params", {})), initial, doc["steps"])
-                k2, diff2 = _first_mismatch(adapter, run, other, observations[:k])
-                if k2 is None and len(other) >= k:
-                    out.kind = EXPECTED
-                    out.detail += f" (Kafka {version} runs variant {release[0]}: {release[1]})"
-    else:
-        release = adapter.expected_variant(version) if version else None
-        if release and release[0] != model.variant:
-            other = predict(model_of(spec, release[0], doc.get("params", {})), initial, doc["steps"])
-            k2, diff2 = _first_mismatch(adapter, run, other, observations)
-            if k2 is not None:
-                # the record expected Kafka to follow the release's variant, which differs here
-                out.kind, out.step = DIVERGES, k2
-                out.detail = (f"the record expects Kafka {version} to run variant {release[0]} "
-                              f"({release[1]}), which predicts "
-                              + (_said(diff2).replace("Kafka said", "Kafka said")
-                                 if diff2 else "that this step is not enabled")
-                              + f", but Kafka followed variant {model.variant}")
+        out.kind, out.step, out.detail = DIVERGES, k, _said(diff)
+    expected = _expected_by_record(adapter, run, spec, doc, initial, version, len(observations))
+    if expected is not None:
+        variant, why, pred = expected
+        seen = observations if k is None else observations[:k]
+        k2, diff2 = _first_mismatch(adapter, run, pred, seen)
+        if k is None and variant != model.variant and k2 is not None:
+            out.kind, out.step = DIVERGES, k2
+            out.detail = (f"the record expects Kafka {version} to run variant {variant} ({why}), "
+                          f"which predicts " + (_said(diff2) if diff2 else
+                                                "that this step is not enabled")
+                          + f", but Kafka followed variant {model.variant}")
+        elif k is not None and diff is not None and k2 is None and len(pred) >= k:
+            out.kind = EXPECTED
+            out.detail += f" (Kafka {version} runs variant {variant}: {why})"
     out.seconds = time.monotonic() - t0
     out.wire = run.wire_log
     return out
+
+
+def _expected_by_record(adapter, run, spec, doc, initial, version, driven: int):
+    """What the release record predicts for this trace: (variant, why, prediction), or None when
+    the record says nothing about this release or two of its changes bear on the trace (their
+    combination is no variant of the spec). A change bears on a trace when its variant's
+    prediction differs there from the default's; where none does, the default's rules apply."""
+    releases = adapter.expected_variants(version) if version else []
+    if not releases:
+        return None
+    params = doc.get("params", {})
+    steps = doc["steps"]
+    default = spec.default_variant
+    base = predict(model_of(spec, default, params), initial, steps)
+    bearing = []
+    for variant, why in releases:
+        if variant == default:
+            continue
+        pred = predict(model_of(spec, variant, params), initial, steps)
+        if len(pred) != len(base) or any(adapter.view(run, a) != adapter.view(run, b)
+                                         for a, b in zip(pred[:driven], base[:driven])):
+            bearing.append((variant, why, pred))
+    if len(bearing) > 1:
+        return None
+    if bearing:
+        return bearing[0]
+    why = next((w for v, w in releases if v == default), "the default's rules")
+    return default, why, base
 
 
 def _matching_variants(adapter, run, spec, model, initial, doc, observations):
