@@ -9,9 +9,16 @@ heartbeat response, so a commit may carry a stale epoch; commits travel separate
 delayed. The offset-commit decision is the named rule "offset-commit"; the variants replace it
 (or one other rule) and are compared by verdict.
 
+Behaviours off at the default parameters (issue 15): lost heartbeat responses and the
+previous-epoch rule, group epoch bumps from subscription and topic metadata changes, and the
+partition epoch map as state of its own. The pre-fix variants named after a JIRA (kafka-16147,
+kafka-19449, kafka-19233, kafka-20442) each undo one fix; `spec.known_bug` records them.
+
 Properties:
 - no-zombie-commit, no-spurious-fencing (on the coordinator's handling of a commit);
-- single-owner, epoch-order, unrevoked-has-pending, client-owns-held (invariants);
+- join-accepted, unreleased-waits-for-another-member (on heartbeats);
+- single-owner, epoch-order, empty-group-at-target-epoch, unrevoked-has-pending, client-owns-held
+  (invariants);
 - lemmas for `kcheck prove` (auxiliary invariants, checked by the search too).
 See spec/consumer_group_notes.md for what is modelled, what is not, and the findings.
 """
