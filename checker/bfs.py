@@ -26,6 +26,11 @@ from spec.lang import Model
 DEADLOCK = "deadlock"
 
 
+class Terminated(BaseException):
+    """SIGTERM (what timeout, CI runners and schedulers send): the command line raises it from
+    its signal handler so a search stops as on Ctrl-C, keeping what it found."""
+
+
 @dataclass
 class Found:
     """A shortest counterexample: the initial state and the action instances from it."""
@@ -45,18 +50,52 @@ class SearchResult:
     depth: int = 0
     elapsed_s: float = 0.0
     cut_by_bounds: int = 0           # transitions that left a search bound (e.g. max_epoch)
-    stop_reason: str | None = None   # 'max-depth', 'max-states', 'interrupted', 'all-violated'
+    stop_reason: str | None = None   # 'max-depth', 'max-states', 'interrupted', 'terminated',
+                                     # 'all-violated', 'memory', 'out-of-memory'
+    stop_detail: str | None = None   # the figures behind a 'memory' stop
+    fired: list[int] = field(default_factory=list)   # per action instance: steps taken
+    # states whose every enabled step left a search bound: what lies beyond was not examined,
+    # so "no deadlock" is a verdict on the bounded configuration only (status 'bounded')
+    cut_only_states: int = 0
     found: dict[str, Found] = field(default_factory=dict)
     deadlock_checked: bool = False
 
     @property
     def interrupted(self) -> bool:
-        return self.stop_reason == "interrupted"
+        return self.stop_reason in ("interrupted", "terminated")
+
+    def never_fired(self) -> list[str]:
+        """The actions none of whose instances took a step in the search (every action when it
+        has no instance for these parameters): a property that relies on them may hold
+        vacuously."""
+        counts: dict[str, int] = {a.name: 0 for a in self.model.spec.actions}
+        for inst, n in zip(self.model.instances, self.fired):
+            counts[inst.action.name] += n
+        return [a for a, n in counts.items() if n == 0]
 
     def status(self, prop: str) -> str:
         if prop in self.found:
             return "violated"
+        if prop == DEADLOCK and self.cut_only_states:
+            return "bounded"
         return "holds" if self.exhaustive else "bounded"
+
+    def reason(self, prop: str) -> str | None:
+        """Why a property not violated is 'bounded', in one sentence (None when it holds or is
+        violated)."""
+        if self.status(prop) != "bounded":
+            return None
+        if prop == DEADLOCK and self.exhaustive:
+            return (f"{self.cut_only_states:,} states have no step but ones that leave a search "
+                    f"bound: a deadlock beyond the bound would not be seen")
+        return {"max-depth": "the search stopped at --max-depth",
+                "max-states": "the search stopped at --max-states",
+                "memory": f"the memory watch stopped the search: {self.stop_detail}",
+                "out-of-memory": "the search ran out of memory",
+                "interrupted": "the search was interrupted",
+                "terminated": "the search was terminated (SIGTERM)",
+                "all-violated": "the search stopped once every other property was violated",
+                }.get(self.stop_reason or "", self.stop_reason)
 
     @property
     def states_per_s(self) -> float:
@@ -103,6 +142,9 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
                        deadlock_checked=check_deadlock)
     t0 = time.perf_counter()
+    from checker.memory import watch
+    memory = watch()
+    fired = res.fired = [0] * len(model.instances)
 
     init = np.array(initial if initial is not None else model.initial_words,
                     dtype=np.uint64).reshape(-1, model.layout.words).T.copy()
@@ -156,9 +198,11 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 S = frontier[:, start:start + block]
                 m = S.shape[1]
                 enabled = np.zeros(m, dtype=bool) if check_deadlock and DEADLOCK in pending else None
+                inside = np.zeros(m, dtype=bool) if enabled is not None else None
                 cS, cpar, cact = [], [], []
                 for k, idx, sub, T, out, ok in comp.successors(S):
                     res.transitions += idx.size
+                    fired[k] += idx.size
                     if enabled is not None:
                         enabled[idx] = True
                     for name, i in comp.step_violations(k, sub, T, out, ok, res.found):
@@ -170,9 +214,13 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                         idx, T = idx[ok], T[:, ok]
                         if not idx.size:
                             continue
+                    if inside is not None:
+                        inside[idx] = True
                     cS.append(T)
                     cpar.append(idx + start)
                     cact.append(np.full(idx.size, k, dtype=act_dtype))
+                if enabled is not None:
+                    res.cut_only_states += int((enabled & ~inside).sum())
                 if enabled is not None and deadlocked is None:
                     stuck = ~enabled
                     if comp.terminal is not None:
@@ -199,6 +247,9 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                     progress(depth, res.distinct_states + len(level_fp), n - start - m)
                 if max_states is not None and res.distinct_states + len(level_fp) >= max_states:
                     res.stop_reason = "max-states"
+                    break
+                if memory is not None and memory.exceeded():
+                    res.stop_reason, res.stop_detail = "memory", memory.message()
                     break
             for name, (parent, k) in sorted(tviol.items()):
                 init_w, steps = trace_to(depth, parent)
@@ -229,6 +280,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 break
     except KeyboardInterrupt:
         res.stop_reason = "interrupted"
+    except Terminated:
+        res.stop_reason = "terminated"
     except MemoryError:
         # what was found stands; the answer is bounded, not a crash
         res.stop_reason = "out-of-memory"

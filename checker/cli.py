@@ -1,7 +1,10 @@
-"""The kcheck command line. Exit codes (one table for every command):
+"""The kcheck command line. Exit codes (one table for every command, README "Exit codes"):
 0 every property holds exhaustively / the trace reproduces / every verdict matches its record;
 1 a property is violated / the trace does not reproduce / a verdict differs from its record;
-2 bad input; 3 no violation found but the search was bounded; 130 interrupted."""
+2 bad input; 3 no violation found but the search was bounded (a limit, the memory watch, or a
+verdict that a search_bound cut could hide); 4 the broker could not be started (conform);
+5 the results were printed but saving them failed; 130 interrupted (Ctrl-C); 143 terminated
+(SIGTERM): both after printing what was found."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +20,7 @@ from spec import SHIPPED
 from spec.lang import SpecError
 
 OK, VIOLATED, BAD_INPUT, BOUNDED, INTERRUPTED = 0, 1, 2, 3, 130
+SAVE_FAILED, TERMINATED = 5, 143
 
 # Modules that add commands: each has register(subparsers) -> {command name: handler}, where a
 # handler is fn(args, console) -> exit code.
@@ -27,6 +31,24 @@ EXTENSIONS: list[str] = ["checker.graph_cli", "checker.symbolic_cli", "checker.s
 
 class BadInput(Exception):
     pass
+
+
+class SaveFailed(Exception):
+    """Writing results failed after they were printed (exit SAVE_FAILED, one line)."""
+
+
+def _on_sigterm(signum, frame):
+    # what timeout, CI runners and schedulers send: stop like Ctrl-C, printing what was found
+    from checker.bfs import Terminated
+    raise Terminated()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("kcheck")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,8 +63,21 @@ def _params(pairs: list[str]) -> dict:
         if "=" not in pair:
             raise BadInput(f"--param {pair!r}: write NAME=VALUE, e.g. --param members=2")
         k, v = pair.split("=", 1)
-        out[k.strip()] = v.strip()
+        k, v = k.strip(), v.strip()
+        if k in out and out[k] != v:
+            raise BadInput(f"--param {k} is given twice ({k}={out[k]} and {k}={v}); give it once")
+        out[k] = v
     return out
+
+
+def out_dir(args) -> str | None:
+    """Where --save writes; --out without --save would be silently ignored, so it is an error."""
+    out = getattr(args, "out", None)
+    if not getattr(args, "save", False):
+        if out is not None:
+            raise BadInput(f"--out {out} is given without --save; add --save to write there")
+        return None
+    return out or "counterexamples"
 
 
 def _positive(name):
@@ -59,6 +94,7 @@ def _positive(name):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kcheck", description="Model checker with executable specs for Kafka protocols.")
+    p.add_argument("--version", action="version", version=f"kcheck {_version()}")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     ls = sub.add_parser("list", help="specs, parameters, variants, properties")
@@ -75,13 +111,18 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--max-states", type=_positive("--max-states"))
     ck.add_argument("--deadlock", action="store_true", help="report states with no successor")
     ck.add_argument("--json", action="store_true")
+    ck.add_argument("--json-lines", action="store_true",
+                    help="one JSON object per variant, printed as each finishes (a killed run "
+                         "keeps what it finished)")
     ck.add_argument("--save", action="store_true",
                     help="save counterexamples under counterexamples/<spec>/<variant>/")
-    ck.add_argument("--out", default="counterexamples", help="where --save writes")
+    ck.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
     ci_outputs.add_options(ck)
 
     rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario")
     rp.add_argument("file")
+    rp.add_argument("--spec", metavar="PATH",
+                    help="the spec to replay against, instead of the one the trace names")
     rp.add_argument("--json", action="store_true")
 
     import importlib
@@ -96,6 +137,11 @@ def main(argv=None) -> int:
     if not console.is_terminal:
         console = Console(highlight=False, width=400)  # a pipe or a file: tables at their natural width
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    from checker.bfs import Terminated
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:   # not the main thread (an embedding program): leave SIGTERM alone
+        previous = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -108,9 +154,18 @@ def main(argv=None) -> int:
     except (BadInput, SpecError) as e:
         err.print(f"kcheck: error: {e}", markup=False)
         return BAD_INPUT
+    except SaveFailed as e:
+        err.print(f"kcheck: error: {e}", markup=False)
+        return SAVE_FAILED
     except KeyboardInterrupt:
         err.print("kcheck: interrupted")
         return INTERRUPTED
+    except Terminated:
+        err.print("kcheck: terminated (SIGTERM)")
+        return TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_list(args, console) -> int:
@@ -149,17 +204,40 @@ def _traces(res):
     return {name: build(res.model, f.property, f.kind, f.initial, f.steps) for name, f in res.found.items()}
 
 
-def _save(tr, out_dir: str) -> str:
+def _save(tr, out_dir: str, doc_hook=None, md_hook=None) -> str:
+    """Writes a counterexample as JSON and its Markdown twin; a failure is SaveFailed, one line.
+    A user's spec is named relative to the trace file, so the two can move together."""
     from checker.render import markdown
-    from checker.trace import to_json
+    from checker.trace import relative_spec_ref, to_json
     m = tr.model
     d = Path(out_dir) / m.spec.name / m.variant
-    d.mkdir(parents=True, exist_ok=True)
-    doc = to_json(tr)
     path = d / f"{tr.property}.json"
-    path.write_text(json.dumps(doc, indent=2) + "\n")
-    (d / f"{tr.property}.md").write_text(markdown(tr, doc))
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        doc = to_json(tr)
+        doc["spec"] = relative_spec_ref(doc["spec"], d)
+        if doc_hook is not None:
+            doc_hook(doc)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        md = markdown(tr, doc)
+        (d / f"{tr.property}.md").write_text(md_hook(md) if md_hook else md)
+    except OSError as e:
+        raise SaveFailed(f"cannot save {path}: {e.strerror or e} (the results above are complete; "
+                         f"choose a writable --out)") from None
     return str(path)
+
+
+def save_all(traces: dict, out: str | None, err_console=None) -> tuple[dict, str | None]:
+    """Saves every trace after the results were printed: -> (saved paths, the error or None)."""
+    saved = {}
+    if out is None:
+        return saved, None
+    for p, tr in traces.items():
+        try:
+            saved[p] = _save(tr, out)
+        except SaveFailed as e:
+            return saved, str(e)
+    return saved, None
 
 
 def result_json(res, traces) -> dict:
@@ -167,25 +245,71 @@ def result_json(res, traces) -> dict:
     m = res.model
     return {"spec": m.spec.name, "variant": m.variant, "parameters": m.params.as_dict(),
             "exhaustive": res.exhaustive, "stop_reason": res.stop_reason,
+            "stop_detail": getattr(res, "stop_detail", None),
             "distinct_states": res.distinct_states, "transitions": res.transitions, "depth": res.depth,
             "elapsed_s": round(res.elapsed_s, 3), "cut_by_search_bounds": res.cut_by_bounds,
             "collision_probability": res.collision_probability,
-            "properties": {p: {"status": res.status(p),
-                               "trace_length": len(traces[p]) if p in traces else None,
-                               "trace": to_json(traces[p]) if p in traces else None}
-                           for p in res.properties}}
+            "never_fired": _never_fired(res),
+            "properties": {p: _property_json(res, p, traces) for p in res.properties}}
 
 
-def _progress_display(console):
-    """A rich status line on a terminal; nothing in a pipe or CI."""
-    if not console.is_terminal:
-        return None, None
-    from rich.live import Live
-    live = Live(console=console, transient=True, refresh_per_second=4)
+def _property_json(res, p: str, traces: dict) -> dict:
+    out = {"status": res.status(p), "trace_length": len(traces[p]) if p in traces else None,
+           "trace": None}
+    why = res.reason(p) if hasattr(res, "reason") else None
+    if why:
+        out["reason"] = why     # why 'bounded' (present only then)
+    if p in traces:
+        from checker.trace import to_json
+        out["trace"] = to_json(traces[p])
+    return out
 
-    def update(depth, distinct, left):
-        live.update(f"depth {depth}: {distinct:,} distinct states, {left:,} left in this level")
-    return live, update
+
+def _never_fired(res) -> list[str] | None:
+    """Actions that took no step; None when the search did not count (another engine) or
+    stopped early (an action may simply not have had its turn)."""
+    if not getattr(res, "fired", None) or not res.exhaustive:
+        return None
+    return res.never_fired()
+
+
+# Seconds between two plain progress lines when stderr is not a terminal (a CI log)
+PROGRESS_EVERY = 10.0
+
+
+class _Progress:
+    """Progress of a search on stderr: a live line naming spec, variant and properties on a
+    terminal; one plain line every PROGRESS_EVERY seconds otherwise (KCHECK_PROGRESS_SECONDS),
+    so a CI log moves. Standard output keeps only results."""
+
+    def __init__(self, label: str):
+        import os
+        import time
+        self.label, self.time = label, time.monotonic
+        self.err = Console(stderr=True, highlight=False)
+        self.every = float(os.environ.get("KCHECK_PROGRESS_SECONDS", PROGRESS_EVERY))
+        self.last = self.time()
+        self.live = None
+        if self.err.is_terminal:
+            from rich.live import Live
+            self.live = Live(console=self.err, transient=True, refresh_per_second=4)
+
+    def __enter__(self):
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def __call__(self, depth, distinct, left):
+        text = f"{self.label}: depth {depth}, {distinct:,} distinct states, {left:,} left in this level"
+        if self.live is not None:
+            self.live.update(text)
+        elif self.time() - self.last >= self.every:
+            self.last = self.time()
+            self.err.print(f"kcheck: {text}", markup=False, soft_wrap=True)
 
 
 def _run_one(spec, variant, params, args, console):
@@ -195,79 +319,117 @@ def _run_one(spec, variant, params, args, console):
     if props:
         for p in props:
             if p not in spec.properties:
-                raise BadInput(f"unknown property '{p}' for spec {spec.name}; properties: "
+                hint = (f" ('{p}' is a progress property: use 'kcheck progress')"
+                        if p in spec.progress else "")
+                raise BadInput(f"unknown property '{p}' for spec {spec.name}{hint}; properties: "
                                f"{', '.join(spec.properties)}")
-    live, update = _progress_display(console) if not args.json else (None, None)
     if getattr(args, "spark", None) or getattr(args, "slices", None) or getattr(args, "partition", None):
         from checker.spark_cli import check_on_spark
         res = check_on_spark(model, props, args, console)
-    elif live:
-        with live:
-            res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update)
     else:
-        res = search(model, props, args.max_depth, args.max_states, args.deadlock or None)
-    try:
-        traces = _traces(res)
-    except SpecError:
-        raise
-    return res, traces
+        label = f"{spec.name}/{model.variant} ({', '.join(props) if props else 'every property'})"
+        with _Progress(label) as update:
+            res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update)
+    return res, _traces(res)
 
 
 def _exit_for(res) -> int:
+    if res.stop_reason == "terminated":
+        return TERMINATED
     if res.interrupted:
         return INTERRUPTED
     if res.found:
         return VIOLATED
-    return OK if res.exhaustive else BOUNDED
+    return OK if res.exhaustive and all(res.status(p) != "bounded" for p in res.properties) \
+        else BOUNDED
+
+
+def _warn_never_fired(res, err: Console):
+    never = _never_fired(res)
+    if never:
+        err.print(f"kcheck: warning: {res.model.spec.name}/{res.model.variant}: action"
+                  f"{'s' if len(never) > 1 else ''} {', '.join(never)} never took a step: a property "
+                  f"about {'them' if len(never) > 1 else 'it'} holds vacuously", markup=False)
 
 
 def cmd_check(args, console) -> int:
+    import time
     from checker.loader import load_spec
     from checker.render import print_check, print_matrix
     params = _params(args.param)
+    out = out_dir(args)
+    if args.json and args.json_lines:
+        raise BadInput("--json and --json-lines are two output formats: give one")
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     all_variants = args.all_variants or args.spec == "all"
     if args.spec == "all" and args.variant:
         raise BadInput("'check all' checks every variant; --variant needs a single spec")
-    codes, json_out = [], []
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    t0 = time.perf_counter()
+    codes, json_out, save_errors, compared, differing = [], [], [], 0, 0
     for name in names:
         spec = load_spec(name)
         if not all_variants:
             res, traces = _run_one(spec, args.variant, params, args, console)
             ci_outputs.record_check(args, res, traces, against_record=False)
-            saved = {p: _save(tr, args.out) for p, tr in traces.items()} if args.save else {}
+            # results first: a failed save must not lose them
             if args.json:
-                print(json.dumps(result_json(res, traces), indent=2))
+                print(json.dumps(result_json(res, traces), indent=2), flush=True)
+            elif args.json_lines:
+                print(json.dumps(result_json(res, traces)), flush=True)
             else:
-                print_check(console, res, traces, saved)
+                print_check(console, res, traces, {})
+            _warn_never_fired(res, err)
+            saved, failure = save_all(traces, out)
+            if not args.json and not args.json_lines:
+                for p in saved.values():
+                    console.print(f"saved: {p}", markup=False)
+            if failure:
+                raise SaveFailed(failure)
             return _exit_for(res)
         results, all_traces, diffs = [], {}, []
         for v in spec.variants:
             res, traces = _run_one(spec, v, params, args, console)
             ci_outputs.record_check(args, res, traces, against_record=True)
-            if args.save:
-                for tr in traces.values():
-                    _save(tr, args.out)
             results.append(res)
             all_traces[v] = traces
-            diffs += _compare_record(spec, res)
+            d = _compare_record(spec, res)
+            diffs += d
+            if args.json_lines:
+                line = result_json(res, traces)
+                line["record"] = {"matches": not d, "differences": d}
+                print(json.dumps(line), flush=True)
+            _warn_never_fired(res, err)
+            _, failure = save_all(traces, out)
+            if failure:
+                save_errors.append(failure)
             if res.interrupted:
                 break
+        compared += sum(len(r.properties) for r in results)
+        differing += len(diffs)
         if args.json:
             json_out.append({"spec": spec.name, "results": [result_json(r, all_traces[r.model.variant])
                                                             for r in results],
                              "record": {"matches": not diffs, "differences": diffs}})
-        else:
+        elif not args.json_lines:
             print_matrix(console, spec, results, all_traces, diffs)
         if any(r.interrupted for r in results):
-            codes.append(INTERRUPTED)
+            codes.append(max(_exit_for(r) for r in results if r.interrupted))
             break
         codes.append(VIOLATED if diffs else
-                     BOUNDED if any(not r.exhaustive and r.stop_reason != "all-violated" for r in results)
+                     BOUNDED if any((not r.exhaustive and r.stop_reason != "all-violated") or
+                                    any(r.status(p) == "bounded" for p in r.properties)
+                                    for r in results)
                      else OK)
     if args.json:
         print(json.dumps(json_out[0] if len(json_out) == 1 else json_out, indent=2))
-    for c in (INTERRUPTED, VIOLATED, BOUNDED):
+    elif not args.json_lines:
+        console.print(f"{compared} verdicts compared with the record: "
+                      f"{'all match' if not differing else f'{differing} differ'}; "
+                      f"{time.perf_counter() - t0:.1f}s", markup=False)
+    if save_errors:
+        raise SaveFailed(save_errors[0] + (f" (and {len(save_errors) - 1} more)" if len(save_errors) > 1 else ""))
+    for c in (TERMINATED, INTERRUPTED, VIOLATED, BOUNDED):
         if c in codes:
             return c
     return OK
@@ -297,12 +459,14 @@ def cmd_replay(args, console) -> int:
     from checker.loader import load_spec
     from checker.render import trace_table
     from checker.trace import TraceError, load, replay
+    from checker.trace import spec_path
     doc = load(args.file)
     try:
-        spec = load_spec(doc["spec"])
+        spec = load_spec(args.spec or spec_path(doc["spec"], args.file))
         model = spec.instantiate(doc.get("variant"), doc.get("params", {}))
     except SpecError as e:
-        raise TraceError(f"{args.file}: {e}") from None
+        raise TraceError(f"{args.file}: {e}"
+                         + ("" if args.spec else " (replay --spec PATH names the spec to use)")) from None
     r = replay(model, doc)
     if args.json:
         print(json.dumps({"file": args.file, "reproduces": r.ok, "message": r.message,

@@ -68,6 +68,9 @@ class StateGraph:
     cut_by_bounds: int = 0
     elapsed_s: float = 0.0
     initial_count: int = 0    # states 0..initial_count-1 are the initial states
+    cut_bits: np.ndarray | None = None   # per state: packed bits of the instances whose step
+                                         # there leaves a search bound (cut from the graph)
+    cut_only: np.ndarray | None = None   # per state: some step is enabled, and every one is cut
     _offsets: np.ndarray | None = field(default=None, repr=False)
     _graph: nx.DiGraph | None = field(default=None, repr=False)
 
@@ -157,6 +160,8 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     parents = [np.full(len(visited), -1, dtype=np.int64)]
     vias = [np.full(len(visited), -1, dtype=np.int32)]
     en_rows: list[np.ndarray] = []
+    cut_rows: list[np.ndarray] = []
+    only_cut: list[np.ndarray] = []
     any_guard: list[np.ndarray] = []
     terminal: list[np.ndarray] = []
     e_src, e_dfp, e_act = [], [], []
@@ -171,7 +176,9 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
             S = frontier[:, start:start + block]
             m = S.shape[1]
             en = np.zeros((m, K), dtype=bool)
+            cutm = np.zeros((m, K), dtype=bool)
             anyg = np.zeros(m, dtype=bool)
+            inside = np.zeros(m, dtype=bool)
             cS, cfp, cpar, cact = [], [], [], []
             for k, idx, sub, T, _out, ok in comp.successors(S):
                 transitions += idx.size
@@ -180,11 +187,13 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
                 if ok is not None:
                     cut += int(idx.size - ok.sum())
                     en[idx[moved | ~ok], k] = True
+                    cutm[idx[~ok], k] = True
                     idx, T = idx[ok], T[:, ok]
                     if not idx.size:
                         continue
                 else:
                     en[idx[moved], k] = True
+                inside[idx] = True
                 fpT = fingerprint(T)
                 e_src.append(idx + base + start)
                 e_dfp.append(fpT)
@@ -194,7 +203,9 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
                 cpar.append(idx + base + start)
                 cact.append(np.full(idx.size, k, dtype=np.int32))
             en_rows.append(np.packbits(en, axis=1, bitorder="little"))
+            cut_rows.append(np.packbits(cutm, axis=1, bitorder="little"))
             any_guard.append(anyg)
+            only_cut.append(anyg & ~inside)
             if comp.terminal is not None:
                 terminal.append(np.broadcast_to(comp.terminal(S), (m,)).copy())
             if cS:
@@ -241,7 +252,9 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
 
     return StateGraph(model, comp, fps, words, depth, np.concatenate(parents),
                       np.concatenate(vias), bits, stuck, src, dst, act, transitions, cut,
-                      time.perf_counter() - t0, len(level_fp[0]))
+                      time.perf_counter() - t0, len(level_fp[0]),
+                      np.concatenate(cut_rows, axis=0) if cut_rows else np.zeros_like(bits),
+                      np.concatenate(only_cut) if only_cut else np.zeros(len(fps), dtype=bool))
 
 
 def _too_large(model: Model, n: int, max_nodes: int | None):
@@ -339,13 +352,43 @@ class Lasso:
 class ProgressResult:
     property: str
     kind: str
-    status: str                        # 'holds' or 'violated'
+    status: str                        # 'holds', 'violated' or 'bounded'
     lasso: Lasso | None = None
     fair_components: int = 0
     not_q_states: int = 0
+    reason: str | None = None          # why 'bounded'
 
 
 def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
+    """The verdict of a progress property on the graph. A step that leaves a search bound
+    counts as enabled (docs/progress.md), so a cycle that starves it is not fair; but then a
+    "holds" may rest on that step alone, and what follows it in the unbounded protocol was not
+    examined. The property is checked again with the cut steps counted as disabled: if that
+    finds a fair cycle, the verdict is 'bounded' (with the reason), not 'holds'."""
+    res = _check_progress(sg, prop)
+    if res.status != "holds" or sg.cut_bits is None or not sg.cut_bits.any():
+        return res
+    import dataclasses
+    relaxed = dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits,
+                                  _offsets=None, _graph=None)
+    alt = _check_progress(relaxed, prop)
+    if alt.status == "violated":
+        fair = fair_mask(sg.model, prop)
+        nbytes = sg.cut_bits.shape[1]
+        fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8)
+        cut_fair = int.from_bytes(np.bitwise_or.reduce(sg.cut_bits & fair_bytes, axis=0).tobytes(),
+                                  "little")
+        names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
+        bounds = sorted({f.base for f in sg.model.layout.fields if f.type.search_bound})
+        res.status = "bounded"
+        res.reason = (f"holds only because fair steps of {', '.join(names) or 'some action'} that "
+                      f"leave the search bound ({', '.join(bounds)}) count as enabled: counted as "
+                      f"disabled, a fair cycle violates it ({len(alt.lasso.steps)} steps); the "
+                      f"protocol beyond the bound was not examined")
+    return res
+
+
+def _check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
     model = sg.model
     P, Q = progress_conditions(model, prop)
     fair = fair_mask(model, prop)

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from checker import ci_outputs
-from checker.cli import BAD_INPUT, OK, VIOLATED, BadInput, _params, _positive  # noqa: F401
+from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, BadInput, _params, _positive  # noqa: F401
 from spec import SHIPPED
 
 
@@ -82,15 +82,19 @@ def _run(spec, variant, params, args):
         prop = spec.progress[name]
         r = check_progress(sg, prop)
         verdicts[name] = {"kind": prop.kind, "fair": list(prop.fair), "status": r.status,
-                          "doc": prop.doc}
+                          "doc": prop.doc, "reason": r.reason}
         if r.lasso is not None:
             traces[name] = lasso_trace(sg, name, r.lasso)
             verdicts[name]["trigger_index"] = r.lasso.trigger_index
     if check_deadlock and not args.property:
         d = sg.deadlock()
+        cut_only = int(sg.cut_only.sum()) if sg.cut_only is not None else 0
         verdicts["deadlock"] = {"kind": "deadlock", "fair": [], "doc":
                                 "no reachable state without a successor",
-                                "status": "violated" if d else "holds"}
+                                "status": "violated" if d else "bounded" if cut_only else "holds",
+                                "reason": None if d or not cut_only else
+                                f"{cut_only:,} states have no step but ones that leave a search "
+                                f"bound: a deadlock beyond the bound would not be seen"}
         if d:
             traces["deadlock"] = build(model, "deadlock", "deadlock", d[0], d[1],
                                        Executor(model, sg.compiled))
@@ -133,6 +137,8 @@ def _graph_line(sg) -> str:
 
 
 def _verdict_cell(v: dict, tr) -> str:
+    if v["status"] == "bounded":
+        return "no violation (bounded)"
     if v["status"] != "violated":
         return "holds"
     n = f"{len(tr)} step{'' if len(tr) == 1 else 's'}"
@@ -146,6 +152,7 @@ def _result_json(sg, verdicts, traces) -> dict:
     for name, v in verdicts.items():
         tr = traces.get(name)
         props[name] = {"kind": v["kind"], "fair": v["fair"], "status": v["status"],
+                       **({"reason": v["reason"]} if v.get("reason") else {}),
                        "trace_length": len(tr) if tr is not None else None,
                        "loop_index": tr.loop_index if tr is not None else None,
                        "trace": to_json(tr) if tr is not None else None}
@@ -168,6 +175,9 @@ def _print_one(console, sg, verdicts, traces, saved):
         t.add_row(name, v["kind"], Text(", ".join(v["fair"]) or "-"),
                   _verdict_cell(v, traces.get(name)), Text(v["doc"]))
     console.print(t)
+    for name, v in verdicts.items():
+        if v.get("reason"):
+            console.print(f"{name}: no violation (bounded): {v['reason']}", markup=False)
     for name, tr in traces.items():
         if tr.loop_index is None:
             console.print(trace_table(tr, f"Shortest trace to a deadlock ({len(tr)} steps)"))
@@ -195,6 +205,9 @@ def _compare_record(spec, variant, verdicts) -> list[str]:
                          f"(a regression, or a new finding to record)")
         elif verdict["status"] == "holds" and expected:
             diffs.append(f"{spec.name}/{variant}: {name} holds but the record says it is violated")
+        elif verdict["status"] == "bounded" and expected:
+            diffs.append(f"{spec.name}/{variant}: {name} not violated within the search bounds but "
+                         f"the record says it is violated")
     return diffs
 
 
@@ -216,6 +229,7 @@ def cmd_progress(args, console) -> int:
         if not all_variants:
             sg, verdicts, traces = _run(spec, args.variant, params, args)
             ci_outputs.record_progress(args, sg, verdicts, traces, against_record=False)
+            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=False)
             saved = ({n: _save_trace(tr, verdicts[n]["doc"], args.out) for n, tr in traces.items()}
                      if args.save else {})
             if args.json:
@@ -225,10 +239,11 @@ def cmd_progress(args, console) -> int:
                     console.print(f"spec {spec.name} declares no progress properties and no terminal "
                                   f"states: nothing to check", markup=False)
                 _print_one(console, sg, verdicts, traces, saved)
-            return VIOLATED if traces else OK
+            return VIOLATED if traces else BOUNDED if _any_bounded(verdicts) else OK
         results, diffs = [], []
         for variant in (spec.variants or [None]):
             sg, verdicts, traces = _run(spec, variant, params, args)
+            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=True)
             ci_outputs.record_progress(args, sg, verdicts, traces, against_record=True)
             if args.save:
                 for n, tr in traces.items():
@@ -260,7 +275,12 @@ def cmd_progress(args, console) -> int:
             console.print(t)
             for d in diffs:
                 console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
-        codes.append(VIOLATED if diffs else OK)
+        codes.append(VIOLATED if diffs else
+                     BOUNDED if any(_any_bounded(r[1]) for r in results) else OK)
     if args.json:
         print(json.dumps(json_out[0] if len(json_out) == 1 else json_out, indent=2))
-    return VIOLATED if VIOLATED in codes else OK
+    return VIOLATED if VIOLATED in codes else BOUNDED if BOUNDED in codes else OK
+
+
+def _any_bounded(verdicts: dict) -> bool:
+    return any(v["status"] == "bounded" for v in verdicts.values())

@@ -3,6 +3,7 @@ the user's line."""
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 import traceback
@@ -35,28 +36,52 @@ def load_spec(name_or_path: str) -> Spec:
         except Exception as e:
             raise SpecError(f"{user_line(e)}: loading spec {name_or_path} raised "
                             f"{type(e).__name__}: {e}") from None
-    elif name_or_path.endswith(".py") or "/" in name_or_path:
+    elif name_or_path.endswith(".py") or "/" in name_or_path or Path(name_or_path).is_file() \
+            or Path(name_or_path + ".py").is_file():
         path = Path(name_or_path)
+        if not path.is_file() and not name_or_path.endswith(".py") and Path(name_or_path + ".py").is_file():
+            path = Path(name_or_path + ".py")
+        if path.is_dir():
+            raise SpecError(f"{name_or_path} is a folder; give the path of a spec module (a .py "
+                            f"file) or a shipped spec: {', '.join(SHIPPED)}")
         if not path.is_file():
             raise SpecError(f"spec file {name_or_path} does not exist; shipped specs: {', '.join(SHIPPED)}")
         mod_name = f"kcheck_user_{abs(hash(str(path.resolve())))}"
-        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        # any file name will do (a spec kept without .py): load it as Python source explicitly
+        source_loader = importlib.machinery.SourceFileLoader(mod_name, str(path))
+        loader_spec = importlib.util.spec_from_loader(mod_name, source_loader, origin=str(path))
         module = importlib.util.module_from_spec(loader_spec)
+        module.__file__ = str(path)
         sys.modules[mod_name] = module
+        # a spec may import modules kept beside it, as a script imports its neighbours
+        folder = str(path.resolve().parent)
+        added = folder not in sys.path
+        if added:
+            sys.path.insert(0, folder)
         try:
             loader_spec.loader.exec_module(module)
         except SpecError:
             raise
+        except ValueError as e:
+            if "source code string cannot contain null bytes" in str(e):
+                raise SpecError(f"{name_or_path} is not a Python source file") from None
+            raise SpecError(f"{user_line(e)}: loading the spec raised {type(e).__name__}: {e}") from None
         except SyntaxError as e:
             raise SpecError(f"{e.filename}:{e.lineno}: syntax error in spec: {e.msg}") from None
+        except UnicodeDecodeError:
+            raise SpecError(f"{name_or_path} is not a Python source file (not UTF-8 text)") from None
         except Exception as e:
             raise SpecError(f"{user_line(e)}: loading the spec raised {type(e).__name__}: {e}") from None
+        finally:
+            if added and folder in sys.path:
+                sys.path.remove(folder)
     else:
         raise SpecError(f"unknown spec '{name_or_path}'; shipped specs: {', '.join(SHIPPED)} "
                         f"(or give the path of a spec module)")
     spec = getattr(module, "spec", None)
     if not isinstance(spec, Spec):
         raise SpecError(f"{name_or_path}: the module defines no Spec object named 'spec'")
+    spec.validate()
     _check_known_bugs(spec)
     return spec
 

@@ -45,8 +45,10 @@ def stats_line(r: SearchResult) -> str:
         scope = "exhaustive"
     else:
         scope = {"max-depth": "BOUNDED by --max-depth", "max-states": "BOUNDED by --max-states",
-                 "interrupted": "INTERRUPTED", "all-violated": "stopped: every property violated",
-                 "out-of-memory": "BOUNDED: out of memory (use --max-states)"
+                 "interrupted": "INTERRUPTED", "terminated": "TERMINATED (SIGTERM)",
+                 "all-violated": "stopped: every property violated",
+                 "out-of-memory": "BOUNDED: out of memory (use --max-states)",
+                 "memory": f"BOUNDED by the memory watch: {getattr(r, 'stop_detail', '')}",
                  }.get(r.stop_reason, r.stop_reason or "")
     cut = ""
     if r.cut_by_bounds:
@@ -83,6 +85,11 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
         doc = m.spec.properties[p].doc if p in m.spec.properties else "no reachable state without a successor"
         t.add_row(p, verdict_cell(r, p, traces), Text(doc))
     console.print(t)
+    if r.exhaustive and hasattr(r, "reason"):
+        for p in r.properties:
+            why = r.reason(p)
+            if why:
+                console.print(f"{p}: no violation (bounded): {why}", markup=False)
     for p, tr in traces.items():
         console.print(trace_table(tr, f"Shortest counterexample for {p} ({len(tr)} steps)"))
         if p in saved:

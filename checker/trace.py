@@ -133,6 +133,29 @@ def _spec_ref(spec) -> str:
     return str(Path(spec.source_file).resolve())
 
 
+def relative_spec_ref(ref: str, trace_dir: str | Path) -> str:
+    """A user's spec path as a trace saved in ``trace_dir`` names it: relative to the trace file
+    when the two share a root, so moving the folder that holds both keeps the trace working."""
+    from spec import SHIPPED
+    import os
+    if ref in SHIPPED:
+        return ref
+    try:
+        return os.path.relpath(Path(ref).resolve(), Path(trace_dir).resolve())
+    except ValueError:   # another drive (Windows): keep the absolute path
+        return ref
+
+
+def spec_path(ref: str, trace_file: str | Path) -> str:
+    """The spec a trace names, as load_spec takes it: a shipped name, an absolute path, or a
+    path relative to the trace file's folder."""
+    from spec import SHIPPED
+    if ref in SHIPPED or Path(ref).is_absolute():
+        return ref
+    beside = Path(trace_file).parent / ref
+    return str(beside) if beside.exists() or ref.endswith(".py") else ref
+
+
 def to_json(tr: Trace) -> dict:
     m = tr.model
     steps = []
@@ -157,34 +180,110 @@ def to_json(tr: Trace) -> dict:
     return doc
 
 
+# The format's versions that kcheck reads, each with its JSON Schema (checker/trace_schema.json
+# is the current one); a file of another version is refused rather than half-read.
+SUPPORTED_FORMATS = {1: "trace_schema.json"}
+_SCHEMAS: dict[int, Any] = {}
+
+
+def schema(version: int = FORMAT) -> dict:
+    return json.loads((Path(__file__).parent / SUPPORTED_FORMATS[version]).read_text())
+
+
+def _validator(version: int):
+    if version not in _SCHEMAS:
+        import jsonschema
+        # JSON Schema counts 1.0 as an integer and Python counts True as one: a trace is exact
+        strict = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+            "integer", lambda _c, v: isinstance(v, int) and not isinstance(v, bool))
+        cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=strict)
+        _SCHEMAS[version] = cls(schema(version))
+    return _SCHEMAS[version]
+
+
+def _where(path) -> str:
+    """A JSON path as a reader says it: ['steps', 2, 'args', 'm'] -> 'step 3: args.m'."""
+    items = list(path)
+    head = ""
+    if len(items) >= 2 and items[0] == "steps" and isinstance(items[1], int):
+        head, items = f"step {items[1] + 1}", items[2:]
+    dotted = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in items).lstrip(".")
+    if head and dotted:
+        return f"{head}: {dotted}"
+    return head or dotted or "the top level"
+
+
+def _schema_error(path, err) -> str:
+    where = _where(err.absolute_path)
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed))
+        return (f"{path}: unknown key {', '.join(repr(k) for k in extra)} at {where}; "
+                f"valid keys there: {', '.join(allowed)}")
+    if err.validator == "required":
+        return f"{path}: {err.message} at {where}"
+    if err.validator == "type":
+        want = err.validator_value if isinstance(err.validator_value, str) else \
+            " or ".join(err.validator_value)
+        return f"{path}: {where} is {json.dumps(err.instance)[:60]}, which is not {want}"
+    return f"{path}: {where}: {err.message[:200]}"
+
+
+def validate(doc: Any, path: str | Path = "<trace>") -> dict:
+    """Checks a trace document against the schema of its format version; -> the document.
+    Every problem is a TraceError naming the file and the key."""
+    if not isinstance(doc, dict):
+        raise TraceError(f"{path}: a trace file holds a JSON object with 'kcheck_trace', 'spec' "
+                         f"and 'steps'")
+    version = doc.get("kcheck_trace")
+    if "kcheck_trace" not in doc:
+        raise TraceError(f"{path}: no 'kcheck_trace' key: this is not a kcheck trace (a trace "
+                         f"file is the JSON written by 'kcheck check --save')")
+    if isinstance(version, bool) or not isinstance(version, int) or version not in SUPPORTED_FORMATS:
+        raise TraceError(f"{path}: trace format version {json.dumps(version)[:40]} is not one this "
+                         f"kcheck reads (reads: {', '.join(map(str, SUPPORTED_FORMATS))})")
+    errors = sorted(_validator(version).iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise TraceError(_schema_error(path, errors[0]))
+    li = doc.get("loop_index")
+    if li is not None and li > len(doc["steps"]):
+        raise TraceError(f"{path}: loop_index must be a step index 0..{len(doc['steps'])}")
+    return doc
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise _DuplicateKey(k)
+        seen[k] = v
+    return seen
+
+
 def load(path: str | Path) -> dict:
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        text = p.read_text()
     except FileNotFoundError:
         raise TraceError(f"trace file {path} does not exist") from None
+    except IsADirectoryError:
+        raise TraceError(f"{path} is a directory, not a trace file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"cannot read trace file {path}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise TraceError(f"{path} is not JSON (line {e.lineno}: {e.msg}); a trace file is the JSON "
+    try:
+        doc = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as e:
+        raise TraceError(f"{path}: key '{e}' appears twice in one object; a trace states each "
+                         f"key once") from None
+    except (json.JSONDecodeError, RecursionError) as e:
+        where = f"line {e.lineno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else "nested too deep"
+        raise TraceError(f"{path} is not JSON ({where}); a trace file is the JSON "
                          f"written by 'kcheck check --save'") from None
-    if not isinstance(doc, dict):
-        raise TraceError(f"{path}: a trace file holds a JSON object with 'spec', 'params' and 'steps'")
-    for key, typ in (("spec", str), ("steps", list)):
-        if not isinstance(doc.get(key), typ):
-            raise TraceError(f"{path}: field '{key}' is missing or not a {typ.__name__}; a trace has "
-                             f"'spec', 'variant', 'params', optional 'state', 'steps'")
-    if not isinstance(doc.get("params", {}), dict) or not isinstance(doc.get("state", {}), dict):
-        raise TraceError(f"{path}: 'params' and 'state' must be JSON objects")
-    for i, st in enumerate(doc["steps"]):
-        if not isinstance(st, dict) or not isinstance(st.get("action"), str) or \
-                not isinstance(st.get("args", {}), dict) or not isinstance(st.get("expect", {}), dict):
-            raise TraceError(f"{path}: step {i + 1} must be an object with 'action' (a string), "
-                             f"'args' (an object) and optional 'expect' (an object)")
-    li = doc.get("loop_index")
-    if li is not None and (not isinstance(li, int) or not 0 <= li <= len(doc["steps"])):
-        raise TraceError(f"{path}: loop_index must be a step index 0..{len(doc['steps'])}")
-    return doc
+    return validate(doc, path)
 
 
 @dataclass
@@ -258,6 +357,12 @@ def replay(model: Model, doc: dict) -> ReplayResult:
         ks.append(k)
         words = nxt
     prop, kind = doc.get("property"), doc.get("kind")
+    known = set(model.spec.properties) | set(model.spec.progress) | {"deadlock"}
+    if prop is not None and prop not in known:
+        raise TraceError(f"the trace names property '{prop}', which {model.spec.name} does not "
+                         f"declare; properties: {', '.join(sorted(known))}")
+    if kind is not None and prop is None:
+        raise TraceError(f"the trace gives kind '{kind}' but names no property")
     tr = build(model, prop, kind, initial, ks, ex, doc.get("loop_index"))
     if tr.loop_index is not None or kind == "lasso":
         from checker.graph import check_lasso   # the loop closes; a lasso still breaks its property

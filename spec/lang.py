@@ -49,8 +49,16 @@ class Int(FieldType):
     lifts it."""
 
     def __init__(self, lo: int, hi: int, search_bound: bool = False):
+        for v in (lo, hi):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SpecError(f"Int({lo!r}, {hi!r}): bounds must be integers (at {_user_frame()})")
         if hi < lo:
-            raise SpecError(f"Int({lo}, {hi}): empty range")
+            raise SpecError(f"Int({lo}, {hi}): empty range (at {_user_frame()})")
+        # a value is packed as hi-lo bits of one 64-bit word and computed on as a signed 64-bit
+        # integer: both must fit
+        if lo < -(1 << 63) or hi >= 1 << 63 or hi - lo >= 1 << 63:
+            raise SpecError(f"Int({lo}, {hi}): the range must lie in -2^63..2^63-1 and span less "
+                            f"than 2^63 values (at {_user_frame()})")
         self.lo, self.hi, self.search_bound = lo, hi, search_bound
 
     def check(self, value):
@@ -407,6 +415,34 @@ class StateView:
         raise SpecError(f"cannot assign '{name}' here: state is read-only (at {_user_frame()})")
 
 
+class VariantName(str):
+    """The variant's name as an action sees it (``s.variant``). Comparing it with a name the spec
+    does not declare is a mistake that would make the comparison silently false, so it is an
+    error naming the spec's line."""
+
+    def _known(self, other):
+        names = getattr(self, "names", ())
+        if isinstance(other, str) and names and other not in names:
+            raise SpecError(f"s.variant compared with '{other}', which is not a variant of this "
+                            f"spec (at {_user_frame()}); variants: {', '.join(names)}")
+
+    def __eq__(self, other):
+        self._known(other)
+        return str.__eq__(self, other)
+
+    def __ne__(self, other):
+        self._known(other)
+        return str.__ne__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def _variant_name(name: str, names) -> VariantName:
+    v = VariantName(name)
+    v.names = tuple(names)
+    return v
+
+
 class Post(StateView):
     """The next state as built so far inside an action (reads see earlier writes)."""
 
@@ -426,8 +462,8 @@ class Transition(StateView):
     def __init__(self, layout, params, variant, spec):
         StateView.__init__(self, layout, "pre")
         d = object.__getattribute__(self, "__dict__")
-        d.update(_guard=[], _writes={}, _outcome=None, params=params, variant=variant,
-                 _spec=spec, post=None)
+        d.update(_guard=[], _writes={}, _outcome=None, params=params,
+                 variant=_variant_name(variant, spec.variants), _spec=spec, post=None)
         d["post"] = Post(self)
 
     def _current(self, f: FieldInfo) -> Expr:
@@ -659,11 +695,27 @@ class Spec:
         self._terminal_fn: Callable | None = None
         self.check_deadlock = False
         self.source_file = inspect.stack()[1].filename
+        # where each name was declared ((kind, name) -> file:line), for errors found later
+        self.lines: dict[tuple[str, str], str] = {}
+
+    def _declare(self, kind: str, name: str, taken: Iterable[str], what: str):
+        """Records where ``name`` is declared; a second declaration would silently replace the
+        first, so it is an error naming both lines."""
+        here = _user_frame()
+        if name in taken:
+            first = next((v for (k, n), v in self.lines.items() if n == name and k in kind.split("|")),
+                         "?")
+            raise SpecError(f"{here}: {what} '{name}' is declared twice (first at {first})")
+        self.lines[(kind.split("|")[0], name)] = here
 
     # -- declarations ----------------------------------------------------------------------
     def param(self, name: str, default: int, lo: int = 0, hi: int = 1 << 16, doc: str = ""):
         if not name.isidentifier():
             raise SpecError(f"parameter name '{name}' is not a Python identifier")
+        self._declare("param", name, self.params, "parameter")
+        if not lo <= default <= hi:
+            raise SpecError(f"{self.lines[('param', name)]}: parameter {name}: default {default} is "
+                            f"outside its range {lo}..{hi}")
         self.params[name] = Param(name, default, lo, hi, doc)
 
     def state(self, fn: Callable):
@@ -680,8 +732,7 @@ class Spec:
         """Decorates fn(s, p, **args). Each keyword names an argument and gives its values:
         an iterable, or a function of the parameters returning one."""
         def deco(fn):
-            if any(a.name == fn.__name__ for a in self.actions):
-                raise SpecError(f"action {fn.__name__} declared twice")
+            self._declare("action", fn.__name__, [a.name for a in self.actions], "action")
             self.actions.append(Action(fn.__name__, fn, args, actors, (fn.__doc__ or "").strip()))
             return fn
         return deco(_fn) if _fn is not None else deco
@@ -689,6 +740,10 @@ class Spec:
     def rule(self, name: str, variant: str | None = None):
         """A named decision (e.g. 'offset-commit'): the default, or a variant's replacement."""
         def deco(fn):
+            if variant in self.rules.get(name, {}):
+                raise SpecError(f"{_user_frame()}: rule '{name}' is declared twice for "
+                                f"{'the default' if variant is None else 'variant ' + variant}")
+            self.lines[("rule", f"{name}/{variant}")] = _user_frame()
             self.rules.setdefault(name, {})[variant] = fn
             return fn
         return deco
@@ -701,6 +756,7 @@ class Spec:
 
     def invariant(self, name: str, lemma: bool = False):
         def deco(fn):
+            self._declare("property|progress", name, self._property_names(), "property")
             self.properties[name] = Property(name, "invariant", fn, _doc(fn), lemma=lemma)
             return fn
         return deco
@@ -708,6 +764,7 @@ class Spec:
     def transition_property(self, name: str, actions: Iterable[str] | None = None):
         """fn(pre, post, action_name, args, outcome, p) -> condition that every step must meet."""
         def deco(fn):
+            self._declare("property|progress", name, self._property_names(), "property")
             self.properties[name] = Property(name, "transition", fn, _doc(fn),
                                              tuple(actions) if actions else None)
             return fn
@@ -717,12 +774,14 @@ class Spec:
         """fn(s, p) -> (P, Q): every state where P holds is eventually followed by one where Q
         holds, assuming the named actions weakly fair."""
         def deco(fn):
+            self._declare("progress|property", name, self._property_names(), "property")
             self.progress[name] = Progress(name, "leads-to", fn, fn, tuple(fair), _doc(fn))
             return fn
         return deco
 
     def always_eventually(self, name: str, fair: Iterable[str]):
         def deco(fn):
+            self._declare("progress|property", name, self._property_names(), "property")
             self.progress[name] = Progress(name, "always-eventually", None, fn, tuple(fair), _doc(fn))
             return fn
         return deco
@@ -742,6 +801,10 @@ class Spec:
             if k not in self.params:
                 raise SpecError(f"variant {name}: unknown parameter '{k}' ({_caller_line()}); "
                                 f"parameters: {', '.join(self.params) or 'none'}")
+        self._declare("variant", name, self.variants, "variant")
+        if default and self.default_variant is not None:
+            raise SpecError(f"{self.lines[('variant', name)]}: variant {name} is the default, but "
+                            f"so is {self.default_variant}")
         self.variants[name] = Variant(name, doc, set(violates), dict(findings or {}), dict(params or {}))
         if default:
             self.default_variant = name
@@ -756,6 +819,54 @@ class Spec:
         if variant is not None and property is None:
             raise SpecError(f"known_bug {jira}: variant {variant} names no property ({_caller_line()})")
         self.known_bugs.append(KnownBug(jira, broke, fix, code, variant, property, not_expressible))
+
+    def _property_names(self) -> list[str]:
+        return [*self.properties, *self.progress]
+
+    def validate(self) -> None:
+        """Checks that every name the spec gives refers to something it declares: a misspelled
+        name would otherwise make a verdict vacuous (a fair action that does not exist, a
+        transition property judging no action) or drop a record (violates=[...]). Run when the
+        spec is loaded; an error names the spec's line."""
+        actions = [a.name for a in self.actions]
+        props = self._property_names() + ["deadlock"]
+
+        def unknown(where: str, what: str, name: str, valid: Iterable[str]):
+            raise SpecError(f"{where}: {what} '{name}' is not declared in spec {self.name}; "
+                            f"valid: {', '.join(valid) or 'none'}")
+        for v in self.variants.values():
+            where = self.lines.get(("variant", v.name), self.source_file)
+            for p in sorted(v.expected_violations):
+                if p not in props:
+                    unknown(where, f"variant {v.name}: violates= names property", p, props)
+            for p in v.findings:
+                if p not in props:
+                    unknown(where, f"variant {v.name}: findings= names property", p, props)
+            for k, val in v.params.items():
+                par = self.params[k]
+                if isinstance(val, bool) or not isinstance(val, int) or not par.lo <= val <= par.hi:
+                    raise SpecError(f"{where}: variant {v.name}: params= gives {k}={val!r}, outside "
+                                    f"its range {par.lo}..{par.hi}")
+        for p in self.properties.values():
+            for a in p.actions or ():
+                if a not in actions:
+                    unknown(self.lines.get(("property", p.name), self.source_file),
+                            f"transition property {p.name}: actions= names action", a, actions)
+        for p in self.progress.values():
+            for a in p.fair:
+                if a not in actions:
+                    unknown(self.lines.get(("progress", p.name), self.source_file),
+                            f"progress property {p.name}: fair= names action", a, actions)
+        for rule, impls in self.rules.items():
+            for v in impls:
+                if v is not None and v not in self.variants:
+                    unknown(self.lines.get(("rule", f"{rule}/{v}"), self.source_file),
+                            f"rule {rule}: a replacement for variant", v, self.variants)
+            missing = [v for v in self.variants if v not in impls]
+            if None not in impls and (missing or not self.variants):
+                raise SpecError(f"{self.source_file}: rule {rule} has no default "
+                                f"(@spec.rule('{rule}') without variant=) and no replacement for "
+                                f"{', '.join(missing) or 'the spec without variants'}")
 
     def outcomes(self, enum: Enum):
         self.outcome_enum = enum
@@ -885,6 +996,8 @@ class Model:
 
 
 def _plain(v):
+    """An argument value as a trace writes it, typed: True is not 1 and 1.0 is not 1 here, so a
+    trace's argument matches only the value the spec declares (an enum value by its name)."""
     if isinstance(v, EnumValue):
-        return v.name
-    return v
+        return ("str", v.name)
+    return (type(v).__name__, v)
