@@ -40,7 +40,7 @@ def register(sub) -> dict:
     p.add_argument("--json", action="store_true")
     p.add_argument("--save", action="store_true",
                    help="save lassos and deadlocks under counterexamples/<spec>/<variant>/")
-    p.add_argument("--out", default="counterexamples", help="where --save writes")
+    p.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
     ci_outputs.add_options(p)
     return {"graph": cmd_graph, "progress": cmd_progress}
 
@@ -102,21 +102,17 @@ def _run(spec, variant, params, args):
 
 
 def _save_trace(tr, doc_text: str | None, out_dir: str) -> str:
-    from checker.render import markdown
-    from checker.trace import to_json
-    m = tr.model
-    d = Path(out_dir) / m.spec.name / m.variant
-    d.mkdir(parents=True, exist_ok=True)
-    doc = to_json(tr)
-    if doc_text and "property_doc" not in doc:
-        doc["property_doc"] = doc_text
-    path = d / f"{tr.property}.json"
-    path.write_text(json.dumps(doc, indent=2) + "\n")
-    md = markdown(tr, doc)
-    if tr.loop_index is not None:
-        md = md.replace("\n\nParameters:", f"\n\n{_loop_sentence(tr)}\n\nParameters:", 1)
-    (d / f"{tr.property}.md").write_text(md)
-    return str(path)
+    from checker.cli import _save
+
+    def doc_hook(doc):
+        if doc_text and "property_doc" not in doc:
+            doc["property_doc"] = doc_text
+
+    def md_hook(md):
+        if tr.loop_index is None:
+            return md
+        return md.replace("\n\nParameters:", f"\n\n{_loop_sentence(tr)}\n\nParameters:", 1)
+    return _save(tr, out_dir, doc_hook, md_hook)
 
 
 def _loop_sentence(tr) -> str:
@@ -214,42 +210,60 @@ def _compare_record(spec, variant, verdicts) -> list[str]:
 def cmd_progress(args, console) -> int:
     from checker.loader import load_spec
     from checker.render import params_str
+    import time
+    from rich.console import Console
+    from checker.cli import SaveFailed, out_dir
     params = _params(args.param)
+    out = out_dir(args)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     all_variants = args.all_variants or args.spec == "all"
     if args.spec == "all" and args.variant:
         raise BadInput("'progress all' checks every variant; --variant needs a single spec")
-    codes, json_out = [], []
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    t0 = time.perf_counter()
+    codes, json_out, save_errors, compared, differing = [], [], [], 0, 0
     for spec_name in names:
         spec = load_spec(spec_name)
         for p in args.property or []:
             if p not in spec.progress:
-                raise BadInput(f"unknown progress property '{p}' for spec {spec.name}; progress "
+                hint = (f" ('{p}' is a safety property: use 'kcheck check')"
+                        if p in spec.properties else "")
+                raise BadInput(f"unknown progress property '{p}' for spec {spec.name}{hint}; progress "
                                f"properties: {', '.join(spec.progress) or 'none'}")
         if not all_variants:
             sg, verdicts, traces = _run(spec, args.variant, params, args)
             ci_outputs.record_progress(args, sg, verdicts, traces, against_record=False)
-            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=False)
-            saved = ({n: _save_trace(tr, verdicts[n]["doc"], args.out) for n, tr in traces.items()}
-                     if args.save else {})
+            # results first: a failed save must not lose them
             if args.json:
-                print(json.dumps(_result_json(sg, verdicts, traces), indent=2))
+                print(json.dumps(_result_json(sg, verdicts, traces), indent=2), flush=True)
             else:
                 if not verdicts:
                     console.print(f"spec {spec.name} declares no progress properties and no terminal "
                                   f"states: nothing to check", markup=False)
-                _print_one(console, sg, verdicts, traces, saved)
+                _print_one(console, sg, verdicts, traces, {})
+            if out is not None:
+                for n, tr in traces.items():
+                    path = _save_trace(tr, verdicts[n]["doc"], out)
+                    if not args.json:
+                        console.print(f"saved: {path}", markup=False)
             return VIOLATED if traces else BOUNDED if _any_bounded(verdicts) else OK
         results, diffs = [], []
         for variant in (spec.variants or [None]):
             sg, verdicts, traces = _run(spec, variant, params, args)
             ci_outputs.record_progress(args, sg, verdicts, traces, against_record=True)
-            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=True)
-            if args.save:
-                for n, tr in traces.items():
-                    _save_trace(tr, verdicts[n]["doc"], args.out)
+            if out is not None:
+                try:
+                    for n, tr in traces.items():
+                        _save_trace(tr, verdicts[n]["doc"], out)
+                except SaveFailed as e:
+                    save_errors.append(str(e))
             results.append((sg, verdicts, traces))
-            diffs += _compare_record(spec, sg.model.variant, verdicts)
+            d = _compare_record(spec, sg.model.variant, verdicts)
+            diffs += d
+            # report as it goes: a run over every spec takes minutes
+            err.print(f"kcheck: progress {spec.name}/{sg.model.variant}: {sg.states:,} states, "
+                      + ", ".join(f"{n} {v['status']}" for n, v in verdicts.items())
+                      + (f"; {len(d)} differ from the record" if d else ""), markup=False)
         if args.json:
             json_out.append({"spec": spec.name,
                              "results": [_result_json(*r) for r in results],
@@ -277,8 +291,16 @@ def cmd_progress(args, console) -> int:
                 console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
         codes.append(VIOLATED if diffs else
                      BOUNDED if any(_any_bounded(r[1]) for r in results) else OK)
+        compared += sum(len(r[1]) for r in results)
+        differing += len(diffs)
     if args.json:
         print(json.dumps(json_out[0] if len(json_out) == 1 else json_out, indent=2))
+    else:
+        console.print(f"{compared} verdicts compared with the record: "
+                      f"{'all match' if not differing else f'{differing} differ'}; "
+                      f"{time.perf_counter() - t0:.1f}s", markup=False)
+    if save_errors:
+        raise SaveFailed(save_errors[0])
     return VIOLATED if VIOLATED in codes else BOUNDED if BOUNDED in codes else OK
 
 

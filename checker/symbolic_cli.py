@@ -2,17 +2,21 @@
 
 Exit codes as for `kcheck check`: 0 proved (or, for bmc, no behaviour is longer than the depth
 explored; for compare, answered); 1 violated; 2 bad input; 3 inconclusive (depth bound reached,
-solver timeout, not inductive)."""
+solver timeout, not inductive); 5 results printed but saving failed; 130 interrupted (Ctrl-C
+cancels the solver, which answers 'canceled': that is an interruption, not an inconclusive
+proof)."""
 from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
 
 from checker import ci_outputs
-from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, BadInput, _params, _positive, _save
+from checker.cli import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, VIOLATED, BadInput, SaveFailed,
+                         _params, _positive, _save, out_dir)
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
 
@@ -44,7 +48,7 @@ def register(sub) -> dict:
     b.add_argument("--keep-search-bounds", action="store_true",
                    help="keep the explicit search's caps (e.g. max_epoch), as `kcheck check` does")
     b.add_argument("--save", action="store_true", help="save counterexamples like `kcheck check --save`")
-    b.add_argument("--out", default="counterexamples")
+    b.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
 
     p = sub.add_parser("prove", help="k-induction with Z3 for every epoch, lemmas proved first")
     _common(p)
@@ -54,7 +58,7 @@ def register(sub) -> dict:
                    help="when not inductive, look this deep for a real violation")
     p.add_argument("--save", action="store_true",
                    help="save violations under --out, counterexamples to induction under --out/induction")
-    p.add_argument("--out", default="counterexamples")
+    p.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
     ci_outputs.add_options(p)
 
     c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?")
@@ -67,6 +71,20 @@ def register(sub) -> dict:
     c.add_argument("--assume", choices=["invariants", "lemmas", "none"], default="invariants",
                    help="which of the spec's invariants the compared states satisfy")
     return {"bmc": cmd_bmc, "prove": cmd_prove, "compare": cmd_compare}
+
+
+def _known_properties(spec, props, *extra):
+    """Every property named must be one the engine checks; a progress property is named as such,
+    since it is a real name of the spec that this command does not handle."""
+    for p in props or []:
+        if p in spec.properties or p in extra:
+            continue
+        if p in spec.progress:
+            raise BadInput(f"'{p}' is a progress property of {spec.name}: the symbolic engine "
+                           f"checks safety properties; check it with 'kcheck progress {spec.name} "
+                           f"--property {p}'")
+        raise BadInput(f"unknown property '{p}' for spec {spec.name}; properties: "
+                       f"{', '.join(spec.properties)}")
 
 
 def _model(args):
@@ -94,10 +112,53 @@ def _trace_doc(cx):
     return to_json(cx.trace)
 
 
-def _print_trace(console, cx, title, saved=None):
+def _cancelled(reason) -> bool:
+    """Z3 answers 'canceled' when Ctrl-C stops a solver call."""
+    return bool(reason) and "cancel" in str(reason)
+
+
+def _named_states(model, cx) -> list[dict]:
+    """The solver's states with the spec's field names and readable values, also where a value
+    lies outside the parameters' ranges (then no trace can be packed, but the state can be read)."""
+    return [model.layout.show(list(st)) for st in cx.path.states]
+
+
+def _save_states(model, prop: str, kind: str, cx, out: str) -> str:
+    """A counterexample that cannot be packed as a trace is saved as its named states and steps
+    (not replayable: its values leave the parameters' ranges)."""
+    from pathlib import Path
+    d = Path(out) / model.spec.name / model.variant
+    path = d / f"{prop}.json"
+    doc = {"kcheck_states": 1, "spec": model.spec.name, "variant": model.variant,
+           "params": model.params.as_dict(), "property": prop, "kind": kind, "note": cx.note,
+           "states": _named_states(model, cx),
+           "steps": [model.instances[k].label for k in cx.path.steps]}
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    except OSError as e:
+        raise SaveFailed(f"cannot save {path}: {e.strerror or e} (the results above are complete; "
+                         f"choose a writable --out)") from None
+    return str(path)
+
+
+def _print_trace(console, cx, title, saved=None, model=None):
     from checker.render import trace_table
     if cx.trace is None:
         console.print(f"{title}: {cx.note}", markup=False)
+        if model is not None:
+            from rich.table import Table as _T
+            t = _T(show_header=True)
+            t.add_column("#")
+            t.add_column("action")
+            t.add_column("state (field values, outside the parameters' ranges too)")
+            states = _named_states(model, cx)
+            for i, st in enumerate(states):
+                act = "state" if i == 0 else model.instances[cx.path.steps[i - 1]].label
+                t.add_row(str(i), act, Text(", ".join(f"{k}={v}" for k, v in st.items())))
+            console.print(t)
+        if saved:
+            console.print(f"saved: {saved}", markup=False)
         return
     console.print(trace_table(cx.trace, title))
     if cx.note:
@@ -117,9 +178,11 @@ def _header(console, m, what):
 def cmd_bmc(args, console) -> int:
     from checker.symbolic import bmc
     spec, model = _model(args)
+    from checker.symbolic import DEADLOCK
+    out = out_dir(args)
+    _known_properties(spec, args.property, DEADLOCK)
     res = bmc(model, args.property, args.depth, args.keep_search_bounds, args.timeout)
-    saved = {p: _save(cx.trace, args.out) for p, cx in res.found.items()
-             if args.save and cx.trace is not None}
+    saved: dict = {}
     scope = ("exhaustive: no behaviour is longer than %d steps" % res.depth if res.exhaustive else
              f"every property checked is violated by depth {res.depth}"
              if len(res.found) == len(res.properties) else
@@ -136,7 +199,9 @@ def cmd_bmc(args, console) -> int:
             "properties": {p: {"status": res.status(p),
                                "trace_length": len(res.found[p].path.steps) if p in res.found else None,
                                "note": res.found[p].note if p in res.found else None,
-                               "trace": _trace_doc(res.found.get(p))}
+                               "trace": _trace_doc(res.found.get(p)),
+                               **({"states": _named_states(model, res.found[p])}
+                                  if p in res.found and res.found[p].trace is None else {})}
                            for p in res.properties}}, indent=2))
     else:
         _header(console, model, f"bmc to depth {args.depth}, {bounds}")
@@ -155,7 +220,16 @@ def cmd_bmc(args, console) -> int:
         console.print(t)
         for p, cx in res.found.items():
             _print_trace(console, cx, f"Shortest counterexample for {p} ({len(cx.path.steps)} steps, bmc)",
-                         saved.get(p))
+                         None, model)
+    # saved after the results are printed, so a failed save loses nothing
+    if out is not None:
+        for p, cx in res.found.items():
+            saved[p] = (_save(cx.trace, out) if cx.trace is not None else
+                        _save_states(model, p, cx.kind, cx, out))
+            if not args.json:
+                console.print(f"saved: {saved[p]}", markup=False)
+    if _cancelled(res.inconclusive):
+        return INTERRUPTED
     if res.found:
         return VIOLATED
     if res.inconclusive or not res.exhaustive:
@@ -166,27 +240,29 @@ def cmd_bmc(args, console) -> int:
 def cmd_prove(args, console) -> int:
     from checker.symbolic import DEADLOCK, default_properties, prove
     spec, model = _model(args)
+    out = out_dir(args)
     props = args.property or [p for p in default_properties(model)]
-    for p in props:
-        if p not in spec.properties and p != DEADLOCK:
-            raise BadInput(f"unknown property '{p}' for spec {spec.name}; properties: "
-                           f"{', '.join(spec.properties)}")
+    _known_properties(spec, props, DEADLOCK)
     if args.bmc_depth < 0:
         raise BadInput("--bmc-depth must be 0 or more")
     results = [prove(model, p, args.k, not args.no_lemmas, args.timeout, args.bmc_depth) for p in props]
     ci_outputs.record_prove(args, model, results)
     docs = []
     codes = []
+    to_save = []
     for r in results:
         cx = r.counterexample
         saved = None
-        if args.save and cx is not None and cx.trace is not None:
-            saved = _save(cx.trace, args.out if r.status == "violated" else f"{args.out}/induction")
+        if out is not None and cx is not None and r.status in ("violated", "not-inductive"):
+            where = out if r.status == "violated" else f"{out}/induction"
+            to_save.append((r, cx, where))
+            saved = str(Path(where) / spec.name / model.variant / f"{r.property}.json")
         codes.append(OK if r.status == "proved" else VIOLATED if r.status == "violated" else BOUNDED)
         docs.append({"property": r.property, "status": r.status, "k": r.k,
                      "lemmas_used": r.lemmas_used, "lemmas_dropped": r.lemmas_dropped,
                      "reason": r.reason, "elapsed_s": round(r.elapsed_s, 3), "solver": r.stats,
                      "counterexample_to_induction": _trace_doc(cx) if r.status == "not-inductive" else None,
+                     "counterexample_states": _named_states(model, cx) if cx is not None else None,
                      "cti_action": r.cti_action,
                      "trace": _trace_doc(cx) if r.status == "violated" else None,
                      "note": cx.note if cx is not None else None, "saved": saved})
@@ -210,15 +286,25 @@ def cmd_prove(args, console) -> int:
             console.print(f"lemma {l} not used: {why}", markup=False)
         console.print(f"benchmark: {r.property}: {r.elapsed_s:.2f}s, {_stats_str(r.stats)}", markup=False)
         if r.status == "violated":
-            _print_trace(console, cx, f"Counterexample for {r.property} ({len(cx.path.steps)} steps)", saved)
+            _print_trace(console, cx, f"Counterexample for {r.property} ({len(cx.path.steps)} steps)",
+                         None, model)
         elif r.status == "not-inductive" and cx is not None:
             _print_trace(console, cx, f"Counterexample to induction for {r.property}: from a state "
                                       f"satisfying it{' and the lemmas' if r.lemmas_used else ''}, "
-                                      f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})", saved)
+                                      f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})",
+                         None, model)
     if args.json:
         print(json.dumps({"spec": spec.name, "variant": model.variant,
                           "parameters": model.params.as_dict(), "engine": "z3-k-induction",
-                          "k_max": args.k, "results": docs}, indent=2))
+                          "k_max": args.k, "results": docs}, indent=2, default=str), flush=True)
+    # saved after the results are printed, so a failed save loses nothing
+    for r, cx, where in to_save:
+        path = (_save(cx.trace, where) if cx.trace is not None else
+                _save_states(model, r.property, r.status, cx, where))
+        if not args.json:
+            console.print(f"saved: {path}", markup=False)
+    if any(_cancelled(r.reason) for r in results):
+        return INTERRUPTED
     for c in (VIOLATED, BOUNDED):
         if c in codes:
             return c
