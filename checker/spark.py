@@ -116,12 +116,32 @@ def _check_master(master: str, timeout_s: float):
     for hostport in master[len("spark://"):].split(","):
         host, _, port = hostport.rpartition(":")
         try:
-            with socket.create_connection((host, int(port)), timeout=timeout_s):
-                return
+            with socket.create_connection((host, int(port)), timeout=timeout_s) as conn:
+                answer = _probe(conn)
         except (OSError, ValueError) as e:
             err = e
+            continue
+        if answer:
+            raise SparkError(f"{hostport} accepts connections but is not a Spark master (it "
+                             f"answered {answer[:24]!r}); give the master's RPC port, usually 7077 "
+                             f"(see docs/spark.md), or use --spark local[*]")
+        return
     raise SparkError(f"cannot reach the Spark master at {master} ({err}); start one "
                      f"(see docs/spark.md) or use --spark local[*]")
+
+
+def _probe(conn: socket.socket, wait_s: float = 1.0) -> bytes:
+    """What a server says to a line that is not a Spark frame. A Spark master's RPC port (Netty's
+    TransportFrameDecoder) reads the first 8 bytes as a frame length, finds it absurd and closes
+    the connection without a word; a web server, an SSH daemon or a broker answers or greets.
+    Anything received therefore means "not a Spark master", and kcheck fails fast instead of
+    waiting for Spark's registration retries (over a minute) and a Java traceback."""
+    try:
+        conn.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        conn.settimeout(wait_s)
+        return conn.recv(64)
+    except (socket.timeout, OSError):
+        return b""
 
 
 def _local_master(master: str) -> bool:
