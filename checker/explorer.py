@@ -111,10 +111,13 @@ class Session:
 
     def load(self, doc: dict, name: str):
         """A trace or scenario document (checker/trace.py format) of this spec."""
-        from checker.trace import _spec_ref
+        from pathlib import Path
         spec = self.model.spec
-        if doc.get("spec") not in (spec.name, _spec_ref(spec)):
-            raise ValueError(f"{name} is a trace of spec {doc.get('spec')!r}, not of {spec.name}")
+        ref = doc.get("spec")
+        # a shipped spec by name; a user's by its path, relative to the trace (the page uploads
+        # the trace's text only, so the file name is what can be compared)
+        if not isinstance(ref, str) or ref != spec.name and Path(ref).name != Path(spec.source_file).name:
+            raise ValueError(f"{name} is a trace of spec {ref!r}, not of {spec.name}")
         model = spec.instantiate(doc.get("variant") or self.model.variant, doc.get("params") or {})
         if doc.get("state"):
             initial = tuple(model.layout.pack(doc["state"]))

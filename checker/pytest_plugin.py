@@ -82,12 +82,12 @@ class KcheckFixture:
 
     def replay(self, path: str, spec: str | None = None):
         """Fails the test unless the trace (a counterexample or a scenario) still reproduces."""
-        from checker.trace import load, replay
+        from checker.trace import load, replay, spec_path
         p = Path(path)
         if not p.is_absolute():
             p = next((c for c in (self._base / p, self._root / p) if c.is_file()), self._base / p)
         doc = load(p)
-        s = self._spec(spec or doc["spec"])
+        s = self._spec(spec or spec_path(doc["spec"], p))
         r = replay(s.instantiate(doc.get("variant"), doc.get("params", {})), doc)
         if not r.ok:
             pytest.fail(f"{p}: does not reproduce: {r.message}", pytrace=False)
