@@ -3,8 +3,8 @@
 Exit codes as for `kcheck check`: 0 proved (or, for bmc, no behaviour is longer than the depth
 explored; for compare, answered); 1 violated; 2 bad input; 3 inconclusive (depth bound reached,
 solver timeout, not inductive); 5 results printed but saving failed; 130 interrupted (Ctrl-C
-cancels the solver, which answers 'canceled': that is an interruption, not an inconclusive
-proof)."""
+stops the solver, which gives up "interrupted from keyboard": that is an interruption, not an
+inconclusive proof)."""
 from __future__ import annotations
 
 import argparse
@@ -113,8 +113,9 @@ def _trace_doc(cx):
 
 
 def _cancelled(reason) -> bool:
-    """Z3 answers 'canceled' when Ctrl-C stops a solver call."""
-    return bool(reason) and "cancel" in str(reason)
+    """Z3 gives up with 'interrupted from keyboard' (or 'canceled') when Ctrl-C stops a solver
+    call: an interruption, exit 130, not an inconclusive answer."""
+    return bool(reason) and ("interrupted from keyboard" in str(reason) or "cancel" in str(reason))
 
 
 def _named_states(model, cx) -> list[dict]:
