@@ -45,6 +45,8 @@ def register(sub) -> dict:
     c.add_argument("--out", metavar="DIR", default=None,
                    help="where divergent walks and wire logs go (default: wire logs beside the "
                         "trace, walks under conformance/SPEC/)")
+    c.add_argument("--wire-logs", action="store_true",
+                   help="save every trace's requests and responses, not only a divergent one's")
     c.add_argument("--json", action="store_true", help="print the results as JSON")
     return {"conform": cmd_conform}
 
@@ -143,7 +145,7 @@ def cmd_conform(args, console) -> int:
                     err.print(f"error: the broker failed: {e}", markup=False)
                     return BROKER_UNAVAILABLE
                 outcomes.append(o)
-                if o.unexpected:
+                if o.unexpected or args.wire_logs:
                     _save_divergence(args, spec, job, o, version)
     finally:
         broker.stop()

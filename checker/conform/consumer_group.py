@@ -79,6 +79,11 @@ class ConsumerGroupAdapter(Adapter):
                 return f"member {m} starts with a heartbeat response in flight"
             if s["member_id"][m] != 0:
                 return f"member {m} starts at member id incarnation {s['member_id'][m]}"
+            # ConsumerGroupMember.previousMemberEpoch (in the spec when responses can be lost):
+            # the setup prefix leaves it at the epoch a member joined or moved from
+            if "previous_epoch" in s and s["member_epoch"][m] >= 1 and s["previous_epoch"][m] != 0:
+                return (f"member {m} starts with previous epoch {s['previous_epoch'][m]} (a response "
+                        f"lost after a heartbeat): the setup prefix does not build one")
         for m in present:
             if s["member_epoch"][m] != T or s["member_state"][m] != "STABLE":
                 return (f"member {m} starts at epoch {s['member_epoch'][m]} in "
