@@ -13,6 +13,10 @@ leader failover. The coordinator: InitProducerId with and without the current ep
 epoch kept for retries, EndTxn, transaction markers, coordinator failover (a retry reaches the
 new coordinator; a marker of the old one may still be on the wire).
 
+With `transactional=0` the producer is the idempotent-only producer (no transactional id): no
+transaction and no coordinator; after a failed or timed-out batch it bumps its own epoch once
+nothing is in flight and restarts its sequences at 0 (KIP-360's client, KAFKA-8805).
+
 Decisions are named rules: `produce-append` (the leader's check of a produce request),
 `init-producer-id` (the coordinator's InitProducerId decision), `end-txn` (EndTxn),
 `marker-append` (the leader's check of a transaction marker). spec/producer_notes.md says
@@ -26,8 +30,13 @@ Properties:
   coordinator does not consider ongoing at that partition.
 - marker-epoch-monotonic: the coordinator epoch on a partition's markers never decreases.
 - acknowledged-is-appended: a record the leader acknowledges is in the log (seed problem 2).
+Progress: every-transaction-ends (a transaction open at the partition is closed by a marker) and
+every-prepared-transaction-completes (a transaction the coordinator prepares completes).
+
+Known bugs (spec.known_bug, at the end): each is kip360 with one fix undone and named after its
+JIRA, or recorded as not expressible with what the spec would need.
 """
-from spec.lang import FALSE, Array, Bool, Enum, Int, Spec, If, And, Or, Min
+from spec.lang import FALSE, TRUE, Array, Bool, Enum, Int, Spec, If, And, Or, Min
 
 spec = Spec("producer", __doc__)
 spec.param("records", 2, lo=1, hi=4, doc="records the producer sends, one per batch")
@@ -35,6 +44,8 @@ spec.param("max_epoch", 3, lo=1, hi=12, doc="producer epoch cap of the explicit 
 spec.param("coordinator_failovers", 1, lo=0, hi=2, doc="transaction coordinator failovers")
 spec.param("leader_failovers", 1, lo=0, hi=3, doc="partition leader failovers")
 spec.param("deletions", 1, lo=0, hi=3, doc="DeleteRecords calls (or retention passes)")
+spec.param("transactional", 1, lo=0, hi=1, doc="1: a transactional producer (transactional.id set); "
+           "0: the idempotent-only producer, which bumps its own epoch (KIP-360)")
 
 Error = spec.outcomes(Enum("Error", """NONE DUPLICATE_SEQUENCE_NUMBER OUT_OF_ORDER_SEQUENCE_NUMBER
     UNKNOWN_PRODUCER_ID INVALID_PRODUCER_EPOCH PRODUCER_FENCED INVALID_TXN_STATE
@@ -290,6 +301,8 @@ def produce_append(s, p, r):
     is verified with the coordinator, which adds the partition (busy: CONCURRENT_TRANSACTIONS,
     another epoch: INVALID_PRODUCER_EPOCH); a new epoch, or no state, must start at sequence 0,
     the same epoch must continue at last+1 (else OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+    if not p.transactional:
+        return produce_append_idempotent(s, p, r)
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     ongoing = s.txn_open[r] & (pe == e)
     in_order = If(e != pe, q == 0, q == s.last_seq[r] + 1)
@@ -304,6 +317,14 @@ def produce_append(s, p, r):
 def produce_append_v1(s, p, r):
     """Transaction version 1 without verification: the leader takes a transactional batch on
     its word; with no state any sequence is accepted (checkSequence, epoch -1)."""
+    return produce_append_idempotent(s, p, r)
+
+
+def produce_append_idempotent(s, p, r):
+    """A batch that no coordinator verifies (ProducerAppendInfo.checkProducerEpoch and
+    checkSequence with no VerificationStateEntry): a duplicate first, an older epoch is
+    INVALID_PRODUCER_EPOCH, with no state any sequence is accepted, a new epoch must start at
+    0 and the same epoch continue at last+1."""
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     in_order = If(pe == NO_EPOCH, True, If(e != pe, q == 0, q == s.last_seq[r] + 1))
     return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
@@ -373,8 +394,15 @@ def remove_entry(s, x, when):
 
 @spec.action(actors=("producer", "coordinator"))
 def InitProducerId(s, p):
-    """initTransactions: InitProducerId without an epoch (a new instance)."""
+    """initTransactions: InitProducerId without an epoch (a new instance). The idempotent-only
+    producer sends InitProducerId with no transactional id to any broker, which hands out a
+    new producer id at epoch 0 (ProducerIdManager); no coordinator keeps its state."""
     s.require((s.client == ClientState.UNINITIALIZED) | (s.client == ClientState.INITIALIZING))
+    if not p.transactional:
+        s.respond(Error.NONE)
+        s.epoch = 0
+        s.client = ClientState.READY
+        return
     out = s.rule("init-producer-id", expected=None)
     coordinator_init(s, None, out)
     s.respond(out)
@@ -386,7 +414,7 @@ def InitProducerId(s, p):
 def SecondInstanceInitProducerId(s, p):
     """A second instance with the same transactional id calls initTransactions: once it gets
     its epoch, the first instance (if already initialised) is a zombie."""
-    s.require(s.second_instance != SecondInstance.READY)
+    s.require(s.second_instance != SecondInstance.READY, p.transactional == 1)
     out = s.rule("init-producer-id", expected=None)
     coordinator_init(s, None, out)
     s.respond(out)
@@ -396,7 +424,7 @@ def SecondInstanceInitProducerId(s, p):
 
 @spec.action(actors=("producer", "producer"))
 def BeginTransaction(s, p):
-    s.require(s.client == ClientState.READY, s.sent < p.records)
+    s.require(s.client == ClientState.READY, s.sent < p.records, p.transactional == 1)
     s.client = ClientState.IN_TRANSACTION
     s.partition_in_txn = False
 
@@ -419,7 +447,16 @@ def AddPartitionsToTxn(s, p):
 
 @spec.action(actors=("producer", "producer"))
 def Send(s, p):
-    """send(): the record goes into a batch, which takes the partition's next sequence."""
+    """send(): the record goes into a batch, which takes the partition's next sequence. The
+    idempotent producer drains no batch while an epoch bump is pending
+    (RecordAccumulator.shouldStopDrainBatchesForPartition)."""
+    if not p.transactional:
+        s.require(s.client == ClientState.READY, ~s.epoch_bump_required, ~s.batch, s.sent < p.records)
+        s.batch = True
+        s.batch_seq = s.next_seq
+        s.next_seq = s.next_seq + 1
+        s.sent = s.sent + 1
+        return
     s.require(s.client == ClientState.IN_TRANSACTION, ~s.batch, s.sent < p.records)
     if not tv2(s):
         s.require(s.partition_in_txn)
@@ -449,7 +486,7 @@ def Produce(s, p, r, lost):
     s.respond(out)
     s.request = False
     ok = out == Error.NONE
-    if tv2(s):
+    if tv2(s) and p.transactional:
         # the coordinator added the partition when it verified the batch
         verified = ok & ~(s.txn_open[r] & (s.producer_epoch[r] == s.request_epoch))
         s.txn_state = If(verified, TxnState.Ongoing, s.txn_state)
@@ -463,7 +500,8 @@ def Produce(s, p, r, lost):
         s.entry_coordinator_epoch[x] = If(ok & (s.producer_epoch[x] == NO_EPOCH), -1,
                                           s.entry_coordinator_epoch[x])
         s.producer_epoch[x] = If(ok, e, s.producer_epoch[x])
-        s.txn_open[x] = s.txn_open[x] | ok
+        if p.transactional:
+            s.txn_open[x] = s.txn_open[x] | ok
         if truncate_head_drops_state(s):
             # a new batch lies above every replica's log start offset
             s.data_below_log_start[x] = s.data_below_log_start[x] & ~ok
@@ -492,9 +530,28 @@ def Produce(s, p, r, lost):
     s.batch = If(acked | failed | fenced, False, s.batch)
     s.batch_seq = If(reset, 0, s.batch_seq)
     s.next_seq = If(reset, 1, s.next_seq)
+    if not p.transactional:
+        # TransactionManager.handleFailedBatch: the idempotent producer has no transaction to
+        # abort; a failed batch (OUT_OF_ORDER_SEQUENCE_NUMBER or another error) requests an
+        # epoch bump for the partition (requestEpochBumpForPartition)
+        s.client = If(fenced, ClientState.FATAL_ERROR, s.client)
+        s.epoch_bump_required = s.epoch_bump_required | failed
+        return
     s.client = If(fenced, ClientState.FATAL_ERROR, If(failed, ClientState.ABORTABLE_ERROR, s.client))
     if kip360_client(s) and not tv2(s):
         s.epoch_bump_required = s.epoch_bump_required | failed
+
+
+@spec.action(actors=("producer", "producer"))
+def IdempotentEpochBump(s, p):
+    """The idempotent-only producer bumps its own epoch once no batch of the partition is in
+    flight, and restarts the partition's sequences at 0 (TransactionManager.
+    bumpIdempotentEpochAndResetIdIfNeeded, KAFKA-8805). Local to the client: no request."""
+    # the Kafka 2.3 client instead asked for a new producer id (resetProducerId): not modelled
+    s.require(p.transactional == 0, kip360_client(s), s.epoch_bump_required, ~s.batch)
+    s.epoch = s.epoch + 1
+    s.next_seq = 0
+    s.epoch_bump_required = False
 
 
 @spec.action(actors=("producer", "producer"))
@@ -504,7 +561,12 @@ def DeliveryTimeout(s, p):
     s.require(s.batch, s.request)
     s.respond(Error.REQUEST_TIMED_OUT)
     s.batch = False
-    abortable(s)
+    if p.transactional:
+        abortable(s)
+    else:
+        # TransactionManager.markSequenceUnresolved, then maybeResolveSequences once nothing is
+        # in flight: the batch was never acknowledged, so the idempotent producer bumps its epoch
+        s.epoch_bump_required = True
 
 
 @spec.action(actors=("producer", "coordinator"))
@@ -711,6 +773,8 @@ def fenced_stays_fenced(pre, post, action, args, outcome, p):
 @spec.transition_property("no-hanging-transaction", actions=["Produce"])
 def no_hanging_transaction(pre, post, action, args, outcome, p):
     """A transactional record is appended only while the coordinator's transaction includes the partition and has not completed, so that a marker will close it."""
+    if not p.transactional:
+        return TRUE
     unfinished = (post.txn_state == TxnState.Ongoing) | (post.txn_state == TxnState.PrepareCommit) | \
         (post.txn_state == TxnState.PrepareAbort)
     return ~(outcome == Error.NONE) | (unfinished & post.txn_partition)
@@ -745,6 +809,8 @@ def fenced_by_second_instance(s, p):
 @spec.invariant("client-epoch-not-ahead", lemma=True)
 def client_epoch_not_ahead(s, p):
     """The producer's epoch is never ahead of the coordinator's."""
+    if not p.transactional:
+        return TRUE   # the idempotent producer bumps its own epoch, with no transaction
     return s.epoch <= s.txn_epoch
 
 
@@ -757,6 +823,8 @@ def request_epoch_not_ahead(s, p):
 @spec.invariant("broker-epoch-not-ahead", lemma=True)
 def broker_epoch_not_ahead(s, p):
     """No replica's producer state is at an epoch newer than the coordinator's."""
+    if not p.transactional:
+        return TRUE   # the idempotent producer bumps its own epoch, with no transaction
     return And(*[s.producer_epoch[r] <= s.txn_epoch for r in replicas(p)])
 
 
@@ -825,6 +893,8 @@ def end_txn_while_ending(s, p):
 @spec.invariant("batch-in-transaction", lemma=True)
 def batch_in_transaction(s, p):
     """The producer has a batch awaiting its response only inside a transaction that includes the partition."""
+    if not p.transactional:
+        return TRUE   # the idempotent producer bumps its own epoch, with no transaction
     return ~s.batch | ((s.client == ClientState.IN_TRANSACTION) & s.partition_in_txn)
 
 
@@ -882,6 +952,8 @@ def only_sent_records_appended(s, p):
 @spec.invariant("timed-out-request-is-being-aborted", lemma=True)
 def timed_out_request_is_being_aborted(s, p):
     """While a request the producer no longer awaits is on the wire at the producer's epoch, the producer is aborting that transaction (whose EndTxn bumps the epoch) or has failed."""
+    if not p.transactional:
+        return TRUE   # the idempotent producer's own bump follows the timeout instead
     awaited = s.batch & (s.request_record == s.sent - 1)
     return ~s.request | awaited | (s.request_epoch < s.epoch) | And(
         s.partition_in_txn | (s.client == ClientState.FATAL_ERROR),
@@ -1158,8 +1230,8 @@ spec.known_bug("KAFKA-12152", broke="the idempotent producer's epoch bump did no
                "of partitions with no batch in flight, so their next batch at the new epoch was "
                "OUT_OF_ORDER_SEQUENCE_NUMBER", fix="PR #9832",
                code="TransactionManager.bumpIdempotentProducerEpoch",
-               not_expressible="the idempotent-only producer (no transactional id, local epoch "
-               "bump) writing to two partitions, and a property that a batch is not rejected for "
+               not_expressible="a producer writing to two partitions (the idempotent-only "
+               "producer is modelled, with one partition), and a property that a batch is not rejected for "
                "a sequence gap that does not exist")
 spec.known_bug("KAFKA-18575", broke="with transaction version 2 a transaction completing while the "
                "leader verified the next one's first batch made that batch fail",

@@ -223,3 +223,35 @@ def test_late_produce_is_appended_only_without_kip890():
     doc = load(ROOT / "tests/scenarios/producer/kafka-12671-kip360.json")
     r = replay(spec.instantiate("kip360"), doc)
     assert r.ok and r.trace.steps[-1].outcome == "INVALID_PRODUCER_EPOCH"
+
+
+# The idempotent-only producer (transactional=0): no coordinator, its own epoch bump after a
+# failed or timed-out batch (TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded).
+@pytest.mark.parametrize("variant,params,count,violated,lengths", [
+    ("kip360", {}, 254, set(), {}),
+    ("kip360", {"records": 3, "max_epoch": 6}, 1002, set(), {}),
+    ("kafka-7190", {}, 1887, {"no-duplicate", "appended-retry-is-rejected", "no-log-start-movement"},
+     {"no-duplicate": 7}),
+    ("pre-kip360", {}, 927, {"no-duplicate", "acknowledged-is-appended", "appended-retry-is-rejected",
+                             "sequences-handed-out-in-order", "window-ends-at-the-batch",
+                             "window-ends-at-the-request", "no-log-start-movement"},
+     {"no-duplicate": 7, "acknowledged-is-appended": 11}),
+])
+def test_idempotent_producer(variant, params, count, violated, lengths):
+    res = search(spec.instantiate(variant, {"transactional": 0, **params}))
+    assert res.exhaustive and res.cut_by_bounds == 0
+    assert res.distinct_states == count
+    assert set(res.found) == violated
+    for prop, n in lengths.items():
+        assert len(res.found[prop].steps) == n
+
+
+def test_idempotent_producer_takes_no_transactional_step():
+    res = search(spec.instantiate("kip360", {"transactional": 0}))
+    never = set(res.never_fired())
+    # no transaction, coordinator or second instance; its own epoch bump does fire
+    assert {"BeginTransaction", "EndTxn", "WriteTxnMarker", "SecondInstanceInitProducerId",
+            "EpochBump"} <= never
+    assert not {"IdempotentEpochBump", "Send", "Produce", "DeliveryTimeout"} & never
+    # and the transactional producer never takes the idempotent producer's bump
+    assert "IdempotentEpochBump" in search(spec.instantiate("kip360")).never_fired()
