@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import io
+import socket
 import time
 
 from checker.conform.driver import Adapter, NotDrivable, SpecStep, TraceRun, register_adapter
@@ -183,6 +184,15 @@ class ClassicGroupAdapter(Adapter):
             return f"{action}: the classic_group adapter has no mapping for it"
         return None
 
+    def walk_allows(self, pre: dict, action: str) -> bool:
+        """A random walk takes CompleteJoin as soon as it is due: Kafka ends the join phase
+        inside the last rejoin, so no request can come between."""
+        M = sum(1 for k in pre if k.startswith("in_group["))
+        in_group = [pre[f"in_group[{j}]"] for j in range(M)]
+        due = pre["group_state"] == "PreparingRebalance" and any(in_group) and \
+            all(pre[f"awaiting_join[{j}]"] for j in range(M) if in_group[j])
+        return not due or action == "CompleteJoin" or action in CLIENT_SIDE
+
     def initial_reason(self, params, state: dict) -> str | None:
         """Requests reach only a new group: an empty group whose consumers have not started."""
         from spec.classic_group import spec
@@ -204,11 +214,31 @@ class ClassicGroupAdapter(Adapter):
         admin.create_topic(run.name, run.params.partitions)
         host_port = admin.find_coordinator(run.name, key_type=0)
         run.state["coordinator"] = host_port
+        self._wait_loaded(run)
+
+    def _wait_loaded(self, run: TraceRun) -> None:
+        """Waits (bounded, polling) while the coordinator loads the group's __consumer_offsets
+        partition: a request before that is answered NOT_COORDINATOR, which no spec step models."""
+        from kio.schema.describe_groups.v5 import request as d
+        deadline = time.monotonic() + JOIN_WAIT_S
+        while True:
+            r = self._admin(run).send(d.DescribeGroupsRequest(groups=(run.name,),
+                                                              include_authorized_operations=False))
+            err = error_name(r.groups[0].error_code)
+            if err not in ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the group coordinator is still loading after {JOIN_WAIT_S:.0f}s ({err})")
+            time.sleep(0.1)   # polling the coordinator's load, not waiting for an outcome
 
     def end(self, run: TraceRun) -> None:
         pool = run.state.get("pool")
         for c in run.connections:
-            c.close()                 # a parked JoinGroup's thread sees its connection close
+            try:
+                c.sock.shutdown(socket.SHUT_RDWR)   # wakes a thread blocked on a parked JoinGroup
+            except OSError:
+                pass
+            c.close()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -312,6 +342,10 @@ class ClassicGroupAdapter(Adapter):
         err = error_name(r.error_code)
         if err == "NONE":
             me.answer = self._answer(run, me, r)
+            if me.answer["generation"] > run.state.get("generation", 0):
+                # this JoinGroup ended the join phase (every member had rejoined): the spec's
+                # CompleteJoin must come next
+                run.state["join_ended"] = m
         elif err == "UNKNOWN_MEMBER_ID":
             me.member_id, me.generation = "", -1
         return {"outcome": err}
@@ -334,6 +368,10 @@ class ClassicGroupAdapter(Adapter):
     def _check_no_early_completion(self, run: TraceRun) -> None:
         """A parked JoinGroup answered before the trace's CompleteJoin: Kafka ended the join phase
         (its initial delay, or every member rejoined) when the spec had not."""
+        if run.state.get("join_ended") is not None:
+            raise NotDrivable(f"timing: member {run.state['join_ended']}'s JoinGroup ended the join "
+                              f"phase (every member had rejoined: GroupMetadataManager."
+                              f"maybeCompleteJoinPhase) before the trace's CompleteJoin")
         for j, x in enumerate(run.state["members"]):
             if x.joining is not None and x.joining.done():
                 raise NotDrivable(f"timing: Kafka answered member {j}'s JoinGroup (ended the join "
@@ -357,6 +395,8 @@ class ClassicGroupAdapter(Adapter):
                 return {"outcome": error_name(r.error_code)}
             x.answer = answers[j] = self._answer(run, x, r)
         a = max(answers.values(), key=lambda x: x["generation"])
+        run.state["generation"] = a["generation"]
+        run.state.pop("join_ended", None)
         ids = {x.member_id: j for j, x in enumerate(members) if x.member_id}
         return {"generation": a["generation"], "protocol_name": a["protocol"],
                 "leader": ids.get(a["leader"], -1)}

@@ -1,0 +1,174 @@
+"""The classic_group spec's conformance adapter (checker/conform/classic_group.py): its mapping and
+the ConsumerProtocol bytes without a broker, then (marked `kafka`) every scenario and saved
+counterexample replayed on a real broker of each release in conftest_kafka.RELEASES, a check that
+a wrong assignment is reported as a divergence, and short seeded walks."""
+from pathlib import Path
+
+import pytest
+
+from checker.conform import classic_group as adapter_module
+from checker.conform import driver
+from checker.conform.classic_group import (CLIENT_SIDE, REQUESTS, ClassicGroupAdapter,
+                                           assignment_bytes, read_assignment, read_subscription,
+                                           spec_assignment, subscription_bytes)
+from conftest_kafka import kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
+from spec.classic_group import spec
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = sorted((ROOT / "tests" / "scenarios" / "classic_group").glob("*.json")) + \
+    sorted((ROOT / "counterexamples" / "classic_group").glob("*/*.json"))
+# every trace a 4.x group coordinator can be driven through; each must conform on every release
+CONFORMING = {
+    "scenarios/classic_group/cooperative_revoke_then_rejoin.json",
+    "scenarios/classic_group/single_bounce_inconsistent_protocol.json",
+    "classic_group/kafka-12983/assignment-respects-owners.json",
+    "classic_group/kafka-12983/no-double-commit.json",
+    "classic_group/kafka-12983/revoked-before-reassigned.json",
+    "classic_group/kafka-12983/single-owner.json",
+    "classic_group/kafka-14016/cooperative-keeps-owned.json",
+    "classic_group/pre-kip792-kafka-12983/assignment-respects-owners.json",
+    "classic_group/pre-kip792-kafka-12983/no-double-commit.json",
+    "classic_group/pre-kip792-kafka-12983/revoked-before-reassigned.json",
+    "classic_group/pre-kip792-kafka-12983/single-owner.json",
+}
+# traces the spec allows and Kafka cannot run in that order: a request between the last rejoin
+# and CompleteJoin (GroupMetadataManager.maybeCompleteJoinPhase ends the join phase inside the
+# last rejoin); spec/classic_group_notes.md, "Conformance"
+JOIN_ENDS_AT_ONCE = {
+    "scenarios/classic_group/kafka_13419_missed_sync.json",
+    "classic_group/kafka-14639/assignment-respects-owners.json",
+    "classic_group/kafka-14639/revoke-before-assign.json",
+    "classic_group/kafka-14639/revoked-before-reassigned.json",
+    "classic_group/kafka-14639/single-owner.json",
+    "classic_group/pre-kip792-kafka-12983/stale-claim-never-wins.json",
+}
+
+
+def short(path: Path) -> str:
+    return "/".join(path.parts[-3:])
+
+
+def job(path: Path) -> driver.Job:
+    """The trace as a job; an initial state saved before a field existed takes the field's
+    initial value (the scenarios predate needs_join_prepare)."""
+    j = driver.load_job(path, "classic_group")
+    if j.doc.get("state"):
+        model = spec.instantiate(j.doc.get("variant"), j.doc.get("params", {}))
+        fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+        for k, v in fresh.items():
+            j.doc["state"].setdefault(k, v)
+    return j
+
+
+# ---------------------------------------------------------------------------------------------
+# The mapping, without a broker
+
+def test_every_action_is_mapped_once():
+    names = {a.name for a in spec.actions}
+    for name in names:
+        assert (name in REQUESTS) + (name in CLIENT_SIDE) == 1, name
+    assert set(REQUESTS) | set(CLIENT_SIDE) == names
+
+
+def test_subscription_bytes_follow_consumer_protocol():
+    """Version prefix, then the struct; KIP-792's generation only from version 2 on."""
+    data = subscription_bytes("t", [0, 2], 3, with_generation=True)
+    assert data[:2] == (3).to_bytes(2, "big")
+    assert read_subscription(data) == ([0, 2], 3)
+    old = subscription_bytes("t", [1], 3, with_generation=False)
+    assert old[:2] == (1).to_bytes(2, "big")
+    assert read_subscription(old) == ([1], -1)
+    assert read_assignment(assignment_bytes("t", [1, 0])) == [0, 1]
+    assert read_assignment(b"") == []
+
+
+CLAIM_SCENARIOS = ["equal_generation_claims_both_lose", "higher_generation_claim_wins",
+                   "pre_kip792_first_claim_kept", "sole_claim_older_generation_kept"]
+
+
+@pytest.mark.parametrize("name", CLAIM_SCENARIOS)
+def test_leader_assignment_is_the_specs_assignor(name):
+    """The leader's assignment, computed from the subscriptions in its JoinGroup answer, is the
+    one the claim scenarios expect from the leader's SyncGroup."""
+    doc = job(ROOT / "tests" / "scenarios" / "classic_group" / f"{name}.json").doc
+    model = spec.instantiate(doc["variant"], doc["params"])
+    st, P = doc["state"], model.params.partitions
+    subs = {j: ([q for q in range(P) if st["subscription_owned"][j * P + q]],
+                st["subscription_generation"][j])
+            for j in range(model.params.members) if st["in_group"][j]}
+    got = spec_assignment(model, st["leader"], st["generation"], st["protocol_name"], subs)
+    want = doc["steps"][1]["expect"]["state"]["assignment"]
+    assert got == {j: [q for q in range(P) if want[j * P + q]] for j in subs}
+
+
+def test_initial_state_reachable_only_when_new():
+    a = ClassicGroupAdapter()
+    model = spec.instantiate("kip792", {})
+    fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+    assert a.initial_reason(model.params, fresh) is None
+    assert "mid-rebalance" in a.initial_reason(model.params, dict(fresh, generation=2))
+
+
+def test_join_phase_is_never_held_open():
+    """Where the spec's CompleteJoin is due, a walk takes it (or a client step), and the view
+    leaves the group state out (Kafka is already CompletingRebalance)."""
+    model = spec.instantiate("kip792", {"members": 2, "partitions": 2})
+    a = ClassicGroupAdapter()
+    words = model.initial_words[0]
+    ex = driver.Executor(model)
+    for action, args in [("StartConsumer", {"m": 0}), ("JoinGroup", {"m": 0})]:
+        inst = model.instance(action, args)
+        pre = driver._flat(model, words)
+        words, out, _ = ex.apply(words, inst.index)
+    post = driver._flat(model, words)
+    assert not a.walk_allows(post, "JoinGroup") and a.walk_allows(post, "CompleteJoin")
+    step = driver.SpecStep(2, "JoinGroup(m=0)", "JoinGroup", {"m": 0}, "NONE", pre, post)
+    run = driver.TraceRun(None, "t", model.params, model=model)
+    assert "group_state" not in a.view(run, step)
+    assert a.view(run, step)["in_group"] == [True, False]
+
+
+# ---------------------------------------------------------------------------------------------
+# On a real broker
+
+def replay(broker, path):
+    return driver.run_trace(broker, ClassicGroupAdapter(), spec, job(path), broker.version)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("path", TRACES, ids=short)
+def test_trace_on_kafka(kafka_broker, path):
+    """Every scenario and saved counterexample: the drivable ones conform step by step, the
+    others are not drivable, with the reason."""
+    out = replay(kafka_broker, path)
+    if short(path) in CONFORMING:
+        assert out.kind == driver.CONFORMS, out.text()
+    else:
+        assert out.kind == driver.NOT_DRIVABLE, out.text()
+        if short(path) in JOIN_ENDS_AT_ONCE:
+            assert "ended the join phase" in out.detail, out.text()
+
+
+@pytest.mark.kafka
+def test_a_wrong_assignment_is_a_divergence(kafka_broker, monkeypatch):
+    """A broken client (its leader hands every partition to itself) is caught at that step."""
+    def greedy(model, leader, generation, protocol, subs):
+        return {j: (list(range(model.params.partitions)) if j == leader else []) for j in subs}
+    monkeypatch.setattr(adapter_module, "spec_assignment", greedy)
+    path = ROOT / "tests" / "scenarios" / "classic_group" / "cooperative_revoke_then_rejoin.json"
+    out = replay(kafka_broker, path)
+    assert out.kind == driver.DIVERGES and out.step == 12, out.text()
+    assert "assigned: spec said [0], Kafka said [0, 1]" in out.detail
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("variant,seed", [("kip792", 1), ("kip792", 2), ("pre-kip792", 3)])
+def test_seeded_walk_conforms(kafka_broker, variant, seed):
+    """Walks without timeouts or bounces: the leader never leaves, so Kafka's re-election by
+    HashMap order (see the notes) cannot enter."""
+    adapter = ClassicGroupAdapter()
+    doc = spec_walk(spec.instantiate(variant, {}), adapter, depth=20, seed=seed)
+    assert len(doc["steps"]) >= 15
+    out = driver.run_trace(kafka_broker, adapter, spec, driver.Job(f"walk-{variant}-{seed}", doc),
+                           kafka_broker.version)
+    assert out.kind == driver.CONFORMS, out.text()
