@@ -67,7 +67,11 @@ def load_spec(name_or_path: str) -> Spec:
                 raise SpecError(f"{name_or_path} is not a Python source file") from None
             raise SpecError(f"{user_line(e)}: loading the spec raised {type(e).__name__}: {e}") from None
         except SyntaxError as e:
-            raise SpecError(f"{e.filename}:{e.lineno}: syntax error in spec: {e.msg}") from None
+            if "null bytes" in str(e.msg):
+                raise SpecError(f"{name_or_path} is not a Python source file (it holds null "
+                                f"bytes)") from None
+            raise SpecError(f"{e.filename or path}:{e.lineno or '?'}: syntax error in spec: "
+                            f"{e.msg}") from None
         except UnicodeDecodeError:
             raise SpecError(f"{name_or_path} is not a Python source file (not UTF-8 text)") from None
         except Exception as e:

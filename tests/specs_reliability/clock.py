@@ -11,11 +11,12 @@ from spec.lang import Bool, Int, Spec
 
 spec = Spec("clock", __doc__)
 LIMIT = 10
+spec.param("cap", 3, 1, 20, "the search bound of the clock (LIMIT is reached when cap >= LIMIT)")
 
 
 @spec.state
 def state(p):
-    return {"clock": Int(0, 3, search_bound=True), "rang": Bool}
+    return {"clock": Int(0, p.cap, search_bound=True), "rang": Bool}
 
 
 @spec.init
