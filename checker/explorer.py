@@ -70,8 +70,6 @@ class Session:
     def __init__(self, model, trace: dict | None = None):
         self.lock = threading.Lock()
         self._use(model)
-        self.plan: list[int] | None = None
-        self.plan_name: str | None = None
         if trace is not None:
             self.load(trace, "trace")
 
@@ -80,6 +78,8 @@ class Session:
         self.ex = Executor(model)
         self.initial = model.initial_words[0]
         self.path: list[tuple[int, tuple, object]] = []   # (instance, state after, outcome)
+        self.plan: list[int] | None = None                 # a loaded trace's instances, of this model
+        self.plan_name: str | None = None
 
     @property
     def words(self) -> tuple:

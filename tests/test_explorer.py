@@ -81,8 +81,8 @@ def test_walking_a_counterexample_reaches_the_violation():
 
 
 def test_a_trace_of_another_spec_is_refused():
-    s = Session(load_spec("producer").instantiate())
-    with pytest.raises(ValueError, match="not of producer"):
+    s = Session(load_spec(str(ROOT / "tests" / "specs" / "ring.py")).instantiate())
+    with pytest.raises(ValueError, match="not of ring"):
         s.load(load(TRACE), "consistent.json")
 
 
@@ -178,6 +178,16 @@ def test_explorer_in_headless_chromium(tmp_path):
                 pg.wait_for_function(f"document.querySelectorAll('#path li').length == {n}")
             assert verdict.inner_text() == "VIOLATED"
             assert pg.locator("#next").is_disabled()
+            pg.screenshot(path=str(tmp_path / "explorer-violated.png"), full_page=True)
+            # another variant, then a trace loaded in the page: back to its variant, at its start
+            pg.select_option("#variant", "lamport")
+            pg.wait_for_function("document.querySelectorAll('#path li').length == 0")
+            assert "variant lamport" in pg.inner_text("#meta")
+            assert pg.locator("#trace-box").is_hidden()      # the trace belonged to the other variant
+            pg.set_input_files("#file", str(TRACE))
+            pg.wait_for_function("document.getElementById('meta').textContent.includes('commit-without-prepares')")
+            assert "step 0 of 3" in pg.inner_text("#trace-name")
+            assert "consistent.json" in pg.inner_text("#trace-name")
             pg.screenshot(path=str(tmp_path / "explorer.png"), full_page=True)
             assert pg.kcheck_errors == []
             assert foreign_requests(pg.kcheck_requests) == []

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.slow     # each test runs pytest in a subprocess
 
 TWO_PHASE = (Path(__file__).resolve().parent.parent / "spec" / "examples" / "two_phase.py").read_text()
 RECORD = 'violates=["consistent"] + ["commit-after-all-prepared"]'

@@ -52,6 +52,7 @@ def test_the_scenario_replays(new_spec):
     assert r.returncode == 0 and "REPRODUCES" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_its_test_passes_under_pytest(new_spec):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=new_spec,
                        capture_output=True, text=True, timeout=300)
