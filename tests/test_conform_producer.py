@@ -3,7 +3,6 @@ broker, then (marked `kafka`) every scenario and saved counterexample replayed o
 each release in conftest_kafka.RELEASES, a check that a rule Kafka does not run is reported as a
 divergence, and short seeded walks."""
 import io
-import random
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, REQUESTS, Produ
                                       describe_transactions_response, read_batches, record_batch,
                                       spec_outcome_of_produce)
 from checker.trace import Executor
-from conftest_kafka import kafka_broker  # noqa: F401  (the session's broker per release)
+from conftest_kafka import kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
 from spec.producer import spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +20,7 @@ TRACES = sorted((ROOT / "tests" / "scenarios" / "producer").glob("*.json")) + \
     sorted((ROOT / "counterexamples" / "producer").glob("*/*.json"))
 # every trace that a single 4.x broker can drive; it must conform on every release tested
 CONFORMING = {
+    "scenarios/producer/idempotent-timeout-bump-keeps-order.json",
     "scenarios/producer/init-fences-ongoing-transaction.json",
     "scenarios/producer/kafka-12671-kip360.json",
     "scenarios/producer/kafka-12671.json",
@@ -169,32 +169,13 @@ def test_verification_is_why_kafka_12671_no_longer_hangs(kafka_broker):
     assert "outcome: spec said NONE, Kafka said INVALID_PRODUCER_EPOCH" in out.detail
 
 
-def walk(model, adapter, depth, seed):
-    """A random walk of the spec (every enabled drivable action instance equally likely, never a
-    request Kafka would answer from a state it cannot hold)."""
-    rng, ex = random.Random(seed), Executor(model)
-    words, steps = model.initial_words[0], []
-    for _ in range(depth):
-        pre = driver._flat(model, words)
-        choices = [inst for inst in model.instances
-                   if adapter.action_reason(inst.action.name, dict(inst.args)) is None
-                   and adapter.walk_allows(pre, inst.action.name)
-                   and ex.enabled(words, inst.index)]
-        if not choices:
-            break
-        inst = rng.choice(choices)
-        words, _, _ = ex.apply(words, inst.index)
-        steps.append({"action": inst.action.name,
-                      "args": {k: getattr(v, "name", v) for k, v in inst.args.items()}})
-    return {"kcheck_trace": 1, "spec": "producer", "variant": model.variant,
-            "params": model.params.as_dict(), "steps": steps}
-
-
 @pytest.mark.kafka
-@pytest.mark.parametrize("variant,seed", [("kip360", 1), ("kip360", 2), ("pre-kip890", 3)])
-def test_seeded_walk_conforms(kafka_broker, variant, seed):
+@pytest.mark.parametrize("variant,params,seed", [("kip360", {}, 1), ("kip360", {}, 2),
+                                                 ("pre-kip890", {}, 3),
+                                                 ("kip360", {"transactional": 0}, 5)])
+def test_seeded_walk_conforms(kafka_broker, variant, params, seed):
     adapter = ProducerAdapter()
-    doc = walk(spec.instantiate(variant, {}), adapter, depth=16, seed=seed)
+    doc = spec_walk(spec.instantiate(variant, params), adapter, depth=16, seed=seed)
     assert len(doc["steps"]) >= 10
     out = driver.run_trace(kafka_broker, adapter, spec, driver.Job(f"walk-{variant}-{seed}", doc),
                            kafka_broker.version)

@@ -40,7 +40,8 @@ TV1_VERSIONS = {"Produce": 11, "EndTxn": 4, "InitProducerId": 5, "AddPartitionsT
 
 # spec action -> what it is on Kafka
 REQUESTS = {
-    "InitProducerId": "InitProducerId(transactional_id, producer_id=-1, epoch=-1) from the producer",
+    "InitProducerId": "InitProducerId(transactional_id, producer_id=-1, epoch=-1) from the producer "
+                      "(transactional_id null for the idempotent-only producer)",
     "SecondInstanceInitProducerId": "InitProducerId(transactional_id, producer_id=-1, epoch=-1) "
                                     "on a second connection (the second instance)",
     "AddPartitionsToTxn": "AddPartitionsToTxn v3 (transaction version 1 only)",
@@ -65,6 +66,8 @@ CLIENT_SIDE = {
     "CommitTransaction": "the producer's state (EndTxn is the next request)",
     "AbortTransaction": "the producer's state (EndTxn is the next request)",
     "WriteTxnMarker": "nothing to send: Kafka's coordinator sends the marker itself",
+    "IdempotentEpochBump": "the idempotent producer's own epoch bump (TransactionManager."
+                           "bumpIdempotentEpochAndResetIdIfNeeded): epoch + 1, sequences from 0",
 }
 NOT_DRIVABLE = {
     "CoordinatorFailover": "moving the transaction coordinator (the __transaction_state "
@@ -150,8 +153,10 @@ def describe_transactions_response():
     return copy(r.DescribeTransactionsResponse, {"transaction_states": (tuple[state, ...], {})})
 
 
-def record_batch(producer_id: int, epoch: int, sequence: int, value: bytes) -> bytes:
-    """One transactional v2 record batch of one record, CRC32C included (kio.records)."""
+def record_batch(producer_id: int, epoch: int, sequence: int, value: bytes,
+                 transactional: bool = True) -> bytes:
+    """One v2 record batch of one record (transactional, or only idempotent), CRC32C included
+    (kio.records)."""
     k = _kio()
     p, rs = k["prim"], k["rschema"]
     now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
@@ -159,7 +164,7 @@ def record_batch(producer_id: int, epoch: int, sequence: int, value: bytes) -> b
                     key=None, value=value, headers=())
     batch = rs.NewRecordBatch(producer_id=p.i64(producer_id), producer_epoch=p.i16(epoch),
                               base_sequence=p.i32(sequence), records=(rec,),
-                              attributes=p.i16(TRANSACTIONAL_BATCH))
+                              attributes=p.i16(TRANSACTIONAL_BATCH if transactional else 0))
     buf = io.BytesIO()
     k["rwrite"].write_new_batch(buf, batch)
     return buf.getvalue()
@@ -186,6 +191,7 @@ class Client:
     spec's TransactionManager and Sender, spec/producer.py): the epoch Kafka handed out, the
     next sequence, the pending end of the transaction, the request held on the wire."""
     transaction_version: int = 2
+    transactional: bool = True        # False: the idempotent-only producer (no transactional id)
     producer_id: int = -1
     epoch: int = -1
     next_seq: int = 0
@@ -248,12 +254,14 @@ class ProducerAdapter(Adapter):
         variant = getattr(run, "variant", None)
         if variant in UNREACHABLE_VARIANTS:
             raise NotDrivable(f"variant {variant} {UNREACHABLE_VARIANTS[variant]}")
-        run.state["client"] = Client(transaction_version=self._version(run))
+        transactional = bool(getattr(run.params, "transactional", 1))
+        run.state["client"] = Client(transaction_version=self._version(run), transactional=transactional)
         admin = self._conn(run, "admin")
         admin.create_topic(run.name, 1)
-        admin.find_coordinator(run.name, key_type=1)
+        if transactional:
+            admin.find_coordinator(run.name, key_type=1)
         self._describe = describe_transactions_response()
-        if run.state["client"].transaction_version == 1 and self.tv1_without_verification:
+        if transactional and run.state["client"].transaction_version == 1 and self.tv1_without_verification:
             set_verification(admin, False)
             run.state["client"].changed_config = True
 
@@ -271,7 +279,7 @@ class ProducerAdapter(Adapter):
                 f"{action} needs the coordinator held in PrepareCommit/PrepareAbort, but Kafka's "
                 f"coordinator sends its markers by itself as soon as the prepare is written "
                 f"(TransactionMarkerChannelManager), so the state cannot be held")
-        before = self._settled(run) if action in REQUESTS else None
+        before = self._settled(run) if action in REQUESTS and c.transactional else None
         if action in ("InitProducerId", "SecondInstanceInitProducerId", "EpochBump",
                       "AbortTimedOutTransaction"):
             who = {"InitProducerId": "producer", "SecondInstanceInitProducerId": "second",
@@ -305,6 +313,8 @@ class ProducerAdapter(Adapter):
                 c.appended_offsets.add(offset)
         elif action in ("DeliveryTimeout", "WriteTxnMarker"):
             pass
+        elif action == "IdempotentEpochBump":
+            c.epoch, c.next_seq = c.epoch + 1, 0
         elif action == "CommitTransaction":
             c.pending_end = True
         elif action == "AbortTransaction":
@@ -319,6 +329,9 @@ class ProducerAdapter(Adapter):
         elif action == "TxnMarkerArrives":
             c.markers_pending = False
         if action in REQUESTS:
+            if not c.transactional:
+                obs.update(self._observe(run, c, None))
+                return obs
             after = self._settled(run) if not c.markers_pending else self._describe_transaction(run)
             # the coordinator began completing a transaction that has partitions: its markers
             # are on their way (the spec's WriteTxnMarker / TxnMarkerArrives follow)
@@ -337,11 +350,15 @@ class ProducerAdapter(Adapter):
         post, v = step.post, {}
         if step.outcome is not None:
             v["outcome"] = step.outcome
-        v["response_epoch"] = post["txn_epoch"]
-        v["txn_epoch"] = post["txn_epoch"]
+        transactional = bool(getattr(run.params, "transactional", 1))
+        # the idempotent producer's only InitProducerId answer is its epoch; no coordinator keeps it
+        v["response_epoch"] = post["txn_epoch"] if transactional else post["epoch"]
+        if transactional:
+            v["txn_epoch"] = post["txn_epoch"]
         if post["txn_state"] not in PREPARE:
-            v["txn_state"] = post["txn_state"]
-            v["txn_partition"] = post["txn_partition"]
+            if transactional:
+                v["txn_state"] = post["txn_state"]
+                v["txn_partition"] = post["txn_partition"]
             v["producer_epoch"] = post["producer_epoch[0]"]
             v["txn_open"] = post["txn_open[0]"]
             v["appended"] = [post[f"appended[{k}]"] for k in range(run.params.records)]
@@ -351,9 +368,11 @@ class ProducerAdapter(Adapter):
 
     # observations ----------------------------------------------------------------------------
     def _observe(self, run: TraceRun, c: Client, described: dict | None) -> dict:
-        obs = {"txn_epoch": described["epoch"] if described else -1,
-               "txn_state": described["state"] if described else "Empty",
-               "txn_partition": bool(described and described["partitions"])}
+        obs = {}
+        if c.transactional:
+            obs = {"txn_epoch": described["epoch"] if described else -1,
+                   "txn_state": described["state"] if described else "Empty",
+                   "txn_partition": bool(described and described["partitions"])}
         entry = self._describe_producer(run, c) if c.producer_id != -1 else None
         obs["producer_epoch"] = entry["epoch"] if entry else -1
         obs["txn_open"] = bool(entry and entry["txn_open"])
@@ -386,8 +405,9 @@ class ProducerAdapter(Adapter):
     def _init_producer_id(self, run, who: str, producer_id: int, epoch: int):
         k = _kio()
         m, p, t = k["init"], k["prim"], k["types"]
+        c: Client = run.state["client"]
         req = m.InitProducerIdRequest(
-            transactional_id=t.TransactionalId(run.name),
+            transactional_id=t.TransactionalId(run.name) if c.transactional else None,
             transaction_timeout=p.i32Timedelta.parse(datetime.timedelta(milliseconds=TXN_TIMEOUT_MS)),
             producer_id=t.ProducerId(producer_id), producer_epoch=p.i16(epoch))
         resp = self._coordinator_call(run, who, req)
@@ -410,8 +430,9 @@ class ProducerAdapter(Adapter):
         k = _kio()
         m = k["produce_tv2"] if c.transaction_version == 2 else k["produce_tv1"]
         p, t = k["prim"], k["types"]
-        batch = record_batch(c.producer_id, epoch, seq, f"record-{record}".encode())
-        req = m.ProduceRequest(transactional_id=t.TransactionalId(run.name), acks=p.i16(-1),
+        batch = record_batch(c.producer_id, epoch, seq, f"record-{record}".encode(), c.transactional)
+        req = m.ProduceRequest(transactional_id=t.TransactionalId(run.name) if c.transactional else None,
+                               acks=p.i16(-1),
                                timeout=p.i32Timedelta.parse(datetime.timedelta(seconds=30)),
                                topic_data=(m.TopicProduceData(name=t.TopicName(run.name), partition_data=(
                                    m.PartitionProduceData(index=p.i32(0), records=p.Records(batch)),)),))
