@@ -165,7 +165,7 @@ def record_progress(args, sg, verdicts, traces, against_record: bool) -> None:
     exp = _expected(spec, v)
     _cases(args).extend(
         _case("progress", spec, v, name, verdict["kind"], verdict["status"], verdict["doc"],
-              traces.get(name), name in exp, against_record, sg.elapsed_s)
+              traces.get(name), name in exp, against_record, sg.elapsed_s, note=verdict.get("reason"))
         for name, verdict in verdicts.items())
 
 

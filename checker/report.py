@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import html
+import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -62,6 +63,7 @@ class SpecReport:
     runs: list[VariantRun]
     saved: list[SavedTrace]
     elapsed_s: float
+    conformance: dict | None = None    # `kcheck conform --json` of this spec, when given
 
 
 def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, prove: bool = False,
@@ -140,7 +142,8 @@ def _steps(n: int) -> str:
     return f"{n} step{'' if n == 1 else 's'}"
 
 
-def _cell(status: str, trace: Trace | None, expected: bool, variant: str, prop: str) -> str:
+def _cell(status: str, trace: Trace | None, expected: bool, variant: str, prop: str,
+          note: str | None = None) -> str:
     differs = (status == "violated") != expected and status != "bounded"
     if status == "violated":
         what = "lasso, " if trace is not None and trace.loop_index is not None else ""
@@ -150,7 +153,8 @@ def _cell(status: str, trace: Trace | None, expected: bool, variant: str, prop: 
     cls = f"verdict {status}" + (" differs" if differs else "")
     rec = ' <span class="record">≠ record</span>' if differs else \
         (' <span class="recorded">recorded</span>' if expected and status == "violated" else "")
-    return (f'<td class="{cls}" data-variant="{_e(variant)}" data-property="{_e(prop)}" '
+    title = f' title="{_e(note)}"' if note else ""
+    return (f'<td class="{cls}" data-variant="{_e(variant)}" data-property="{_e(prop)}"{title} '
             f'data-status="{_e(status)}" data-matches-record="{str(not differs).lower()}">{text}{rec}</td>')
 
 
@@ -172,8 +176,8 @@ def _matrix(rep: SpecReport) -> str:
     for r in runs:
         exp = spec.variants[r.variant].expected_violations if spec.variants else set()
         cells = [_cell(r.search.status(p), r.traces.get(p), p in exp, r.variant, p) for p in safety]
-        cells += [_cell(r.progress[p]["status"], r.progress_traces.get(p), p in exp, r.variant, p)
-                  for p in prog]
+        cells += [_cell(r.progress[p]["status"], r.progress_traces.get(p), p in exp, r.variant, p,
+                        r.progress[p].get("reason")) for p in prog]
         if lemmas:
             broken = [p for p in lemmas if r.search.status(p) == "violated"]
             bad = [p for p in broken if p not in exp]
@@ -397,6 +401,38 @@ def _saved(rep: SpecReport) -> str:
             '<th>replay</th><th>message</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>")
 
 
+def _conformance(rep: SpecReport) -> str:
+    c = rep.conformance
+    if not c:
+        return ("<p>Not given (kcheck conform SPEC --json &gt; FILE replays the spec's traces on a real "
+                "broker; kcheck report --conformance FILE shows its results here).</p>")
+    rows = [f'<tr><td><code>{_e(t.get("trace"))}</code></td><td>{_e(t.get("variant"))}</td>'
+            f'<td>{_e(t.get("steps"))}</td><td class="verdict {"holds" if t.get("outcome") == "conforms" else "violated"}">'
+            f'{_e(t.get("outcome"))}</td><td>{_e(t.get("step") or "")}</td><td>{_e(t.get("detail") or "")}</td>'
+            f'<td>{_e(", ".join(t.get("matches") or []))}</td></tr>' for t in c["traces"]]
+    return (f'<p>Kafka {_e(c.get("kafka"))}: {len(c["traces"])} trace(s) replayed on a broker.</p>'
+            '<table id="conformance"><thead><tr><th>trace</th><th>variant</th><th>steps</th><th>outcome</th>'
+            '<th>at step</th><th>detail</th><th>variants Kafka matched</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def load_conformance(path: str) -> dict:
+    """The JSON that `kcheck conform --json` prints."""
+    from checker.cli import BadInput
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise BadInput(f"--conformance {path}: cannot read it ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise BadInput(f"--conformance {path}: not JSON (line {e.lineno}: {e.msg}); give the output "
+                       f"of 'kcheck conform SPEC --json'") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("traces"), list) or \
+            not all(isinstance(t, dict) for t in doc["traces"]):
+        raise BadInput(f"--conformance {path}: expected the output of 'kcheck conform SPEC --json' "
+                       f"(an object with 'kafka' and a list 'traces')")
+    return doc
+
+
 def render_html(rep: SpecReport) -> str:
     spec = rep.spec
     from checker.render import params_str
@@ -415,6 +451,7 @@ def render_html(rep: SpecReport) -> str:
 Generated {when} by <code>kcheck report</code> from the engines' results.</p></header>
 <nav><a href="#verdicts">Verdicts</a> <a href="#counterexamples">Counterexamples</a>
 <a href="#proofs-section">Proofs</a> <a href="#bugs">Known bugs</a> <a href="#saved-section">Saved traces</a>
+<a href="#conformance-section">Conformance</a>
 <a href="#statistics">Statistics</a></nav>
 <section id="verdicts"><h2>Verdicts by variant</h2>{_matrix(rep)}
 <details><summary>Properties</summary>{_properties(spec, rep.runs)}</details>
@@ -423,6 +460,7 @@ Generated {when} by <code>kcheck report</code> from the engines' results.</p></h
 <section id="proofs-section"><h2>Proofs (k-induction)</h2>{_proofs(rep)}</section>
 <section id="bugs"><h2>Known Kafka bugs</h2>{_known_bugs(rep)}</section>
 <section id="saved-section"><h2>Saved counterexamples, replayed</h2>{_saved(rep)}</section>
+<section id="conformance-section"><h2>Conformance with Kafka</h2>{_conformance(rep)}</section>
 <section id="statistics"><h2>Statistics</h2>{_stats(rep)}</section>
 </body></html>
 """
@@ -450,6 +488,8 @@ def register(sub) -> dict:
     r.add_argument("--max-states", type=_positive("--max-states"))
     r.add_argument("--no-progress", action="store_true", help="skip the progress properties (state graph)")
     r.add_argument("--prove", action="store_true", help="also run k-induction on every property not violated")
+    r.add_argument("--conformance", metavar="FILE",
+                   help="also show these conformance results (the output of 'kcheck conform SPEC --json')")
     r.add_argument("--saved", default="counterexamples", metavar="DIR",
                    help="where saved counterexamples are read from (default counterexamples)")
     return {"report": cmd_report}
@@ -465,6 +505,9 @@ def cmd_report(args, console) -> int:
     if out.exists() and not out.is_dir():
         raise BadInput(f"-o {args.output}: exists and is not a directory; give a directory to write the pages to")
     specs = [load_spec(n) for n in names]
+    conformance = load_conformance(args.conformance) if args.conformance else None
+    if conformance is not None and len(specs) > 1:
+        raise BadInput("--conformance holds one spec's results: give that spec, not 'all'")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -475,6 +518,7 @@ def cmd_report(args, console) -> int:
                       max_states=args.max_states, saved_dir=args.saved,
                       on_variant=lambda v, s=spec: console.print(f"{s.name}/{v} ...", markup=False)
                       if console.is_terminal else None)
+        rep.conformance = conformance
         page = out / f"{spec.name}.html"
         page.write_text(render_html(rep), encoding="utf-8")
         ok = not any(r.diffs for r in rep.runs)

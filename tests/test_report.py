@@ -2,6 +2,7 @@
 lassos, proofs, saved traces), needs nothing from the network, and shows in a real browser."""
 import copy
 import dataclasses
+import json
 import re
 import subprocess
 import sys
@@ -150,6 +151,27 @@ def test_bad_output_directory_is_one_line_and_exit_2(tmp_path):
     assert r.stderr.strip().count("\n") == 0 and "not a directory" in r.stderr
     r = kcheck("report", "no_such_spec", "-o", str(tmp_path))
     assert r.returncode == 2 and "unknown spec 'no_such_spec'" in r.stderr
+
+
+def test_conformance_results_are_shown(tmp_path):
+    # the shape `kcheck conform SPEC --json` prints (checker/conform/driver.to_json)
+    conf = {"kafka": "4.3.1", "traces": [
+        {"trace": "tests/scenarios/x.json", "variant": "lamport", "steps": 3, "outcome": "conforms",
+         "step": None, "detail": "", "matches": ["lamport"], "seconds": 1.0, "wire_log": None},
+        {"trace": "counterexamples/y.json", "variant": "lamport", "steps": 4, "outcome": "diverges",
+         "step": 2, "detail": "spec said NONE, Kafka said FENCED_MEMBER_EPOCH", "matches": [],
+         "seconds": 1.0, "wire_log": None}]}
+    f = tmp_path / "conform.json"
+    f.write_text(json.dumps(conf))
+    r = kcheck("report", "two_phase", "-o", str(tmp_path / "out"), "--no-progress", "--conformance", str(f))
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "out" / "two_phase.html").read_text()
+    table = re.search(r'<table id="conformance">.*?</table>', page, re.S).group(0)
+    assert table.count("<tr>") == 3 and "spec said NONE, Kafka said FENCED_MEMBER_EPOCH" in table
+    assert "Kafka 4.3.1: 2 trace(s) replayed" in page
+    f.write_text("[1, 2]")
+    r = kcheck("report", "two_phase", "-o", str(tmp_path / "out"), "--conformance", str(f))
+    assert r.returncode == 2 and "kcheck conform SPEC --json" in r.stderr
 
 
 def test_the_page_ships_inside_the_package():
