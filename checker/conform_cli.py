@@ -65,6 +65,15 @@ def _jobs(args, spec) -> list[driver.Job]:
         raise BadInput(str(e)) from None
 
 
+def walk_filter(adapter):
+    """The action instances a walk may take for this adapter: those it can drive
+    (``action_reason``) from that state (``walk_allows(state, action)``, if it has one: no
+    request Kafka would answer from a state it cannot hold)."""
+    allows = getattr(adapter, "walk_allows", lambda state, action: True)
+    return lambda state, inst: (adapter.action_reason(inst.action.name, dict(inst.args)) is None
+                                and allows(state, inst.action.name))
+
+
 def _walk_jobs(args, spec, adapter) -> list[driver.Job]:
     from checker.walk import random_walk
     model = spec.instantiate(args.variant, {})
@@ -72,7 +81,8 @@ def _walk_jobs(args, spec, adapter) -> list[driver.Job]:
     for i in range(args.walks):
         seed = args.seed + i
         doc = random_walk(model, args.depth, seed,
-                          start=lambda s: adapter.initial_reason(model.params, s) is None)
+                          start=lambda s: adapter.initial_reason(model.params, s) is None,
+                          allow=walk_filter(adapter))
         jobs.append(driver.Job(f"walk seed={seed} ({model.variant}, {len(doc['steps'])} steps)", doc))
     return jobs
 

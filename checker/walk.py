@@ -16,9 +16,12 @@ import numpy as np
 from checker.trace import Executor, build, to_json
 
 
-def random_walk(model, steps: int, seed: int, start=None, executor: Executor | None = None) -> dict:
+def random_walk(model, steps: int, seed: int, start=None, executor: Executor | None = None,
+                allow=None) -> dict:
     """The trace document of one walk. `start(state) -> bool` restricts the initial states
-    (shown values, declared names), e.g. to those a conformance adapter can reach."""
+    (shown values, declared names), e.g. to those a conformance adapter can reach;
+    `allow(state, instance) -> bool` the action instances a step may take (state: shown values,
+    flat field names), e.g. to those a conformance adapter can drive from that state."""
     rng = random.Random(seed)
     ex = executor or Executor(model)
     lay = model.layout
@@ -32,6 +35,10 @@ def random_walk(model, steps: int, seed: int, start=None, executor: Executor | N
         S = np.array(words, dtype=np.uint64).reshape(-1, 1)
         enabled = [k for k, g in enumerate(ex.comp.guards(S))
                    if bool(g if isinstance(g, (bool, np.bool_)) else np.broadcast_to(g, (1,))[0])]
+        if allow is not None:
+            flat = dict(zip((f.name for f in lay.fields),
+                            (f.type.show(v) for f, v in zip(lay.fields, lay.unpack_flat(words)))))
+            enabled = [k for k in enabled if allow(flat, model.instances[k])]
         rng.shuffle(enabled)
         for k in enabled:
             nxt, _, inside = ex.apply(words, k)

@@ -7,8 +7,6 @@ broker that cannot start fails the test with the reason in one line (no Java, Ma
 resolve the release, the broker exited: the log's path); it is never skipped."""
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from checker.conform import driver
@@ -56,24 +54,8 @@ def kafka_broker(request) -> Broker:
 
 
 def spec_walk(model, adapter, depth: int, seed: int) -> dict:
-    """A random walk of the spec as a trace document: at each step every enabled action instance
-    within the search bounds that the adapter can drive (``action_reason``) and that asks Kafka
-    nothing it cannot hold (``walk_allows``) is equally likely."""
-    from checker.trace import Executor
-    rng, ex = random.Random(seed), Executor(model)
-    words, steps = model.initial_words[0], []
-    allows = getattr(adapter, "walk_allows", lambda pre, action: True)
-    for _ in range(depth):
-        pre = driver._flat(model, words)
-        choices = [inst for inst in model.instances
-                   if adapter.action_reason(inst.action.name, dict(inst.args)) is None
-                   and allows(pre, inst.action.name) and ex.enabled(words, inst.index)
-                   and ex.apply(words, inst.index)[2]]      # within the search bounds
-        if not choices:
-            break
-        inst = rng.choice(choices)
-        words, _, _ = ex.apply(words, inst.index)
-        steps.append({"action": inst.action.name,
-                      "args": {k: getattr(v, "name", v) for k, v in inst.args.items()}})
-    return {"kcheck_trace": 1, "spec": model.spec.name, "variant": model.variant,
-            "params": model.params.as_dict(), "steps": steps}
+    """A seeded random walk (checker/walk.py) through the action instances the adapter can drive,
+    as `kcheck conform --walks` takes them."""
+    from checker.conform_cli import walk_filter
+    from checker.walk import random_walk
+    return random_walk(model, depth, seed, allow=walk_filter(adapter))
