@@ -485,4 +485,7 @@ def run():
 
 
 if __name__ == "__main__":
-    run()
+    # `python -m checker.cli` runs this file as __main__, a second copy of the module: the command
+    # modules raise checker.cli.BadInput, which only that copy's main() catches
+    from checker.cli import run as run_imported
+    run_imported()
