@@ -30,9 +30,21 @@ Properties:
 - single-owner: no partition is owned by two consumers at once.
 - revoke-before-assign: under COOPERATIVE, no partition is revoked from one member and assigned to
   another in the same round.
+- revoked-before-reassigned (the owner's view of the same rule): a partition is never handed to a
+  new owner while the consumer that holds it has not revoked it.
+- cooperative-keeps-owned: a COOPERATIVE consumer still in the group keeps its partitions when it
+  rejoins (KIP-429).
+- stale-claim-never-wins: a partition two members claim never goes to the older claim (KIP-792).
 - no-double-commit: no two members commit offsets for the same partition while both own it.
 - generation-monotonic: a member never acts on a generation older than one it already completed.
 Progress (checked by the progress engine): rebalance-completes.
+
+Known bugs (spec.known_bug, after the variants): kafka-12983 (onJoinPrepare once per rebalance,
+the client whose member left out of a generation still claims and processes its old partitions),
+kafka-14639 (claims below the top generation dropped), kafka-14016 (SyncGroup
+REBALANCE_IN_PROGRESS resets the generation); KAFKA-13419, KAFKA-12984, KAFKA-13406 and KAFKA-14196
+are recorded as not expressible, with the reason. pre-kip792-kafka-12983 shows KIP-792's motivating
+problem, which needs that old client.
 
 The KAFKA-13419 interleaving (a delayed SyncGroup answered REBALANCE_IN_PROGRESS, the partition
 moved away in the missed assignment, the rejoin still claiming it) is exhibited by kip792 (and
@@ -603,7 +615,7 @@ KIP726_LEMMAS = ["assignment-respects-owners", "joined-subscription-is-owned",
                  "protocol-fixed-by-assignors", "range-round-members-own-nothing"]
 spec.variant("kip726-downgrade", "every consumer on [cooperative-sticky, range] with KIP-726's "
              "dynamic protocol selection; one may restart with [range] alone (a downgrade, or a "
-             "consumer started with only RangeAssignor)",
+             "consumer started with only RangeAssignor)", params={"max_generation": 3},
              violates=["single-owner", "revoke-before-assign", "revoked-before-reassigned"] + KIP726_LEMMAS,
              findings={
                  "single-owner": "the group runs COOPERATIVE under cooperative-sticky; a member "
@@ -711,13 +723,22 @@ spec.known_bug(
     "id, and the bug costs a slow rebalance, which no property states")
 spec.known_bug(
     "KAFKA-12984", broke="CooperativeStickyAssignor trusted two claims on one partition in one "
-    "generation and failed the assignment (or, with no generation, could keep the stale claim)",
+    "generation and threw on the invalid input, failing the rebalance",
     fix="PR #10985 (generation back in the cooperative userData; same-generation claims invalidated)",
     code="AbstractStickyAssignor.allSubscriptionsEqual / CooperativeStickyAssignor.memberData",
     not_expressible="a second fix undone at once: two claims on one partition reach the assignor "
     "only from the pre-KAFKA-12983 client (variants kafka-12983 and pre-kip792-kafka-12983 show "
     "them); with the shipped client the rule is never exercised, so the one-fix variant holds "
     "everything")
+spec.known_bug(
+    "KAFKA-13406", broke="the leader validated the built-in cooperative-sticky assignment too, so "
+    "an assignment that revoked and added one partition in a round threw and the rebalance got "
+    "stuck",
+    fix="PR #11439 (validateCooperativeAssignment skipped for the built-in assignor)",
+    code="ConsumerCoordinator.onLeaderElected / validateCooperativeAssignment",
+    not_expressible="a second fix undone at once: with the shipped claim rule and client the "
+    "leader's assignment never revokes and adds a partition in one round (revoke-before-assign "
+    "is proved), so the validation never fires; it would need kafka-14639's rule as well")
 spec.known_bug(
     "KAFKA-14196", broke="an EAGER member's asynchronous auto-commit in onJoinPrepare could land "
     "after the partition's new owner had fetched the committed offset, so records were consumed "

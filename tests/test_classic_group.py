@@ -71,7 +71,7 @@ DEFAULT_TRACE_LENGTH = {("kip726-dynamic", "single-owner"): 20,
 # known-bug work (the state the pre-KAFKA-12983 client needs stays constant elsewhere)
 DEFAULT_STATES = {"kip792": 87146, "pre-kip792": 87146, "double-bounce": 1851585,
                   "single-bounce": 165407, "kip726-dynamic": 637466, "shipped-default": 23876,
-                  "kip726-downgrade": 779110, "pre-kip792-kafka-12983": 96068,
+                  "kip726-downgrade": 428337, "pre-kip792-kafka-12983": 96068,
                   "kafka-12983": 98822, "kafka-14639": 103312, "kafka-14016": 65015}
 
 
