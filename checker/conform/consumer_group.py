@@ -29,8 +29,8 @@ import hashlib
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
-from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TraceRun, _version_key,
-                                    register_adapter)
+from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
+                                    _version_key, register_adapter)
 from checker.conform.wire import WireError, error_name, ms, schema
 
 LEFT, STATIC_LEFT = -1, -2
@@ -296,6 +296,11 @@ class ConsumerGroupAdapter(Adapter):
         else:
             raise NotDrivable(f"action {action} has no request in the consumer_group adapter")
         obs.update(self._describe(run))
+        listed = self._listed(run)
+        for k in range(run.params.members):
+            if st.get("described") is not None and st["in_group"][k] and self._mid(run, k) not in listed:
+                raise TimerFired(f"member {k} left the group with no request for it (a session or "
+                                 f"rebalance timer fired during the replay)")
         return obs
 
     # -- the spec's prediction, in the same words ----------------------------------------------
@@ -373,6 +378,7 @@ class ConsumerGroupAdapter(Adapter):
             group_ids=(st["group"],), include_authorized_operations=False))
         g = r.groups[0]
         if g.error_code != ErrorCode.none:
+            st["described"] = None
             return {}
         st["described"] = g
         return {mb.member_id: mb for mb in g.members}
@@ -419,6 +425,10 @@ class ConsumerGroupAdapter(Adapter):
             if time.monotonic() > deadline:
                 raise WireError(f"the group coordinator is still loading after 30s ({error_name(code)})")
             time.sleep(0.2)   # polling the coordinator's load, not waiting for an outcome
+
+    def _listed(self, run) -> set:
+        g = run.state.get("described")
+        return {mb.member_id for mb in g.members} if g is not None else set()
 
     def _describe(self, run) -> dict:
         """Kafka's view of the group (ConsumerGroupDescribe), in the spec's units."""

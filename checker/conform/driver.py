@@ -34,6 +34,11 @@ class NotDrivable(Exception):
     requests cannot reach); the message says why."""
 
 
+class TimerFired(Exception):
+    """Kafka ran a timer the trace did not ask for (a session or rebalance timeout fenced a
+    member during the replay): a timing divergence, not a verdict on the spec."""
+
+
 # ---------------------------------------------------------------------------------------------
 # The spec's prediction
 
@@ -209,8 +214,8 @@ def adapter_for(spec_name: str) -> Adapter:
 # ---------------------------------------------------------------------------------------------
 # Outcomes
 
-CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, BROKEN = (
-    "conforms", "diverges", "diverges as expected", "not drivable", "broken")
+CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, BROKEN, TIMING = (
+    "conforms", "diverges", "diverges as expected", "not drivable", "broken", "timing divergence")
 
 
 @dataclass
@@ -334,6 +339,9 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
                 observations.append(adapter.drive(run, st["action"], dict(st.get("args", {}))))
             except NotDrivable as e:
                 stopped = (i, str(e), NOT_DRIVABLE)
+                break
+            except TimerFired as e:
+                stopped = (i, str(e), TIMING)
                 break
             # after a divergence, keep driving only when every variant's verdict is wanted
             if not all_variants and compare(adapter.view(run, prediction[i - 1]), observations[-1]):
