@@ -269,6 +269,15 @@ def test_kip792_problem_needs_the_old_client():
     assert len(labels) == 19
     # the member rejoins after an UNKNOWN_MEMBER_ID answer without onJoinPrepare
     assert labels.count("SessionTimeout(m=0)") + labels.count("SessionTimeout(m=1)") >= 1
+    # the same steps with today's client: the retry re-runs onJoinPrepare and claims nothing; the
+    # scenario breaks at that JoinGroup under the old client
+    doc = load(ROOT / "tests/scenarios/classic_group/kip792_problem_needs_the_old_client.json")
+    model = old_client["pre-kip792-kafka-12983"].model
+    assert [(s["action"], s["args"]) for s in doc["steps"]] == \
+        [(model.instances[k].action.name, model.instances[k].args) for k in trace.steps]
+    assert replay(spec.instantiate(doc["variant"], doc["params"]), doc).ok
+    r = replay(spec.instantiate("pre-kip792-kafka-12983", doc["params"]), doc)
+    assert not r.ok and r.failed_step == 16
 
 
 def test_kafka_14639_needs_the_older_subscription_generation():

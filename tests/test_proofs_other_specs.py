@@ -134,8 +134,8 @@ NOT_INDUCTIVE_ELSEWHERE = {
     ("classic_group", "kafka-14639"): {"no-double-commit", "stale-claim-never-wins"},
 }
 # cooperative-keeps-owned is not inductive in any variant (see VERDICTS)
-for (_n, _v) in [("classic_group", v) for v in load_spec("classic_group").variants]:
-    NOT_INDUCTIVE_ELSEWHERE.setdefault((_n, _v), set()).add("cooperative-keeps-owned")
+for _variant in load_spec("classic_group").variants:
+    NOT_INDUCTIVE_ELSEWHERE.setdefault(("classic_group", _variant), set()).add("cooperative-keeps-owned")
 HOLDING_ELSEWHERE = [(n, v, p) for n in SPECS for v, var in load_spec(n).variants.items()
                      if v != DEFAULT[n] for p in VERDICTS[n]
                      if p != "deadlock" and p not in var.expected_violations]
