@@ -15,9 +15,32 @@ from pathlib import Path
 
 from rich.console import Console
 
-from checker import ci_outputs
-from spec import SHIPPED
-from spec.lang import SpecError
+
+def _package_clash() -> str | None:
+    """kcheck's two top-level packages have generic names: a user's own module called 'spec'
+    found first on the path (python -m run from a folder that holds one) would replace the spec
+    language. Named in one line instead of an ImportError traceback."""
+    import importlib.util
+    own = Path(__file__).resolve().parent.parent / "spec"
+    try:
+        found = importlib.util.find_spec("spec")
+    except (ImportError, ValueError):
+        found = None
+    origin = Path(found.origin).resolve().parent if found is not None and found.origin else None
+    if origin != own:
+        return (f"the module 'spec' found first on the path ({found.origin if found else 'none'}) "
+                f"is not kcheck's spec language ({own}): rename your own 'spec' module, or run "
+                f"the installed 'kcheck' command rather than 'python -m' from that folder")
+    return None
+
+
+if _package_clash():
+    sys.stderr.write(f"kcheck: error: {_package_clash()}\n")
+    raise SystemExit(2)
+
+from checker import ci_outputs  # noqa: E402
+from spec import SHIPPED  # noqa: E402
+from spec.lang import SpecError  # noqa: E402
 
 OK, VIOLATED, BAD_INPUT, BOUNDED, INTERRUPTED = 0, 1, 2, 3, 130
 SAVE_FAILED, TERMINATED = 5, 143

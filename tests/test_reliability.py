@@ -560,3 +560,25 @@ def test_a_closing_line_counts_the_verdicts_compared(capsys):
     code, out, _ = run(capsys, "check", "two_phase", "--all-variants")
     assert code == OK
     assert "verdicts compared with the record: all match;" in out.splitlines()[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Packaging: kcheck's generic package names beside a user's own
+
+def test_a_users_own_spec_package_first_on_the_path_is_named_in_one_line(tmp_path):
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "__init__.py").write_text("")
+    p = subprocess.run([sys.executable, "-m", "checker.cli", "list"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert p.returncode == BAD_INPUT and "Traceback" not in p.stderr
+    line = one_line_error(p.stderr)
+    assert str(tmp_path / "spec" / "__init__.py") in line and "rename your own 'spec'" in line
+
+
+def test_a_spec_module_beside_a_users_spec_is_named_and_the_spec_still_runs(tmp_path, capsys):
+    (tmp_path / "spec.py").write_text("HELPER = 1\n")
+    user = tmp_path / "tiny.py"
+    user.write_text((SPECS / "never_fires.py").read_text())
+    code, out, err = run(capsys, "check", user)
+    assert code == OK and "holds" in out
+    assert f"kcheck: warning: {tmp_path / 'spec.py'} has the name of kcheck's package 'spec'" in err
