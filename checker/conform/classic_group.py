@@ -41,7 +41,8 @@ import io
 import socket
 import time
 
-from checker.conform.driver import Adapter, NotDrivable, SpecStep, TraceRun, register_adapter
+from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
+                                    register_adapter)
 from checker.conform.wire import error_name, ms
 
 SESSION_TIMEOUT_MS = 60_000      # no session expires during a trace unasked
@@ -253,6 +254,8 @@ class ClassicGroupAdapter(Adapter):
         if action == "StartConsumer":
             self._start(me, START[run.variant])
         elif action == "JoinGroup":
+            if run.state.get("group_state", "Empty") == "Empty":
+                run.state["initial_rebalance"] = True   # the initial delay, a timer, ends it
             obs.update(self._join(run, m, me))
         elif action == "CompleteJoin":
             obs.update(self._complete_join(run))
@@ -369,13 +372,17 @@ class ClassicGroupAdapter(Adapter):
         """A parked JoinGroup answered before the trace's CompleteJoin: Kafka ended the join phase
         (its initial delay, or every member rejoined) when the spec had not."""
         if run.state.get("join_ended") is not None:
-            raise NotDrivable(f"timing: member {run.state['join_ended']}'s JoinGroup ended the join "
+            raise NotDrivable(f"member {run.state['join_ended']}'s JoinGroup ended the join "
                               f"phase (every member had rejoined: GroupMetadataManager."
                               f"maybeCompleteJoinPhase) before the trace's CompleteJoin")
         for j, x in enumerate(run.state["members"]):
             if x.joining is not None and x.joining.done():
-                raise NotDrivable(f"timing: Kafka answered member {j}'s JoinGroup (ended the join "
-                                  f"phase) before the trace's CompleteJoin")
+                if run.state.get("initial_rebalance"):
+                    raise TimerFired(f"the new group's initial delay (group.initial.rebalance."
+                                     f"delay.ms) ended the join phase, answering member {j}'s "
+                                     f"JoinGroup, before the trace's CompleteJoin")
+                raise NotDrivable(f"Kafka answered member {j}'s JoinGroup (ended the join phase: "
+                                  f"every member had rejoined) before the trace's CompleteJoin")
 
     def _complete_join(self, run: TraceRun) -> dict:
         members = run.state["members"]
@@ -397,6 +404,7 @@ class ClassicGroupAdapter(Adapter):
         a = max(answers.values(), key=lambda x: x["generation"])
         run.state["generation"] = a["generation"]
         run.state.pop("join_ended", None)
+        run.state.pop("initial_rebalance", None)
         ids = {x.member_id: j for j, x in enumerate(members) if x.member_id}
         return {"generation": a["generation"], "protocol_name": a["protocol"],
                 "leader": ids.get(a["leader"], -1)}
@@ -484,6 +492,7 @@ class ClassicGroupAdapter(Adapter):
         g = r.groups[0]
         ids = {x.member_id for x in g.members}
         state = {"Dead": "Empty"}.get(g.group_state, g.group_state)
+        run.state["group_state"] = state
         return {"group_state": state,
                 "in_group": [bool(x.member_id) and x.member_id in ids for x in run.state["members"]]}
 
