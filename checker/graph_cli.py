@@ -269,24 +269,38 @@ def cmd_progress(args, console) -> int:
                              "results": [_result_json(*r) for r in results],
                              "record": {"matches": not diffs, "differences": diffs}})
         else:
+            from checker.render import print_folded
             props = list(results[0][1]) if results else []
-            t = Table(title=f"{spec.name}: progress verdicts by variant "
-                            f"({params_str(results[0][0].model.params.as_dict())})", title_justify="left")
-            t.add_column("variant")
-            for p in props:
-                t.add_column(p)
-            t.add_column("states")
+            rows = []
             for sg, verdicts, traces in results:
                 v = sg.model.variant
                 exp = spec.variants[v].expected_violations if v in spec.variants else set()
                 cells = []
                 for p in props:
                     cell = _verdict_cell(verdicts[p], traces.get(p))
-                    if (verdicts[p]["status"] == "violated") != (p in exp):
+                    if (verdicts[p]["status"] == "violated") != (p in exp) and \
+                            verdicts[p]["status"] != "bounded":
                         cell += " (≠ record)"
                     cells.append(cell)
-                t.add_row(v, *cells, f"{sg.states:,}")
-            console.print(t)
+                rows.append((v, *cells, f"{sg.states:,}"))
+
+            def build(headers):
+                t = Table(title=f"{spec.name}: progress verdicts by variant "
+                                f"({params_str(results[0][0].model.params.as_dict())})",
+                          title_justify="left")
+                t.add_column("variant")
+                for h in headers:
+                    t.add_column(h)
+                t.add_column("states")
+                for row in rows:
+                    t.add_row(*row)
+                return t
+            print_folded(console, build, props)
+            for sg, verdicts, _ in results:
+                for n, v in verdicts.items():
+                    if v.get("reason"):
+                        console.print(f"{sg.model.variant}: {n}: no violation (bounded): {v['reason']}",
+                                      markup=False)
             for d in diffs:
                 console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
         codes.append(VIOLATED if diffs else

@@ -96,20 +96,28 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
             console.print(f"saved: {saved[p]}")
 
 
+def print_folded(console: Console, build, names: list[str]):
+    """Prints the table ``build(headers)`` makes, with ``names`` as column headers; when it is
+    wider than the terminal, the headers become P1, P2, ... with a legend below, so the matrix
+    stays readable at 80 columns (a pipe or a file keeps the full names)."""
+    t = build(names)
+    natural = console.measure(t, options=console.options.update_width(100_000)).maximum
+    if not console.is_terminal or natural <= console.width:
+        console.print(t)
+        return
+    short = [f"P{i}" for i in range(1, len(names) + 1)]
+    console.print(build(short))
+    for a, n in zip(short, names):
+        console.print(f"  {a} = {n}", markup=False)
+
+
 def print_matrix(console: Console, spec, results: list[SearchResult], traces: dict, diffs: list[str]):
     # lemmas (auxiliary invariants for the proofs) share one column: they are checked like any
     # invariant, but the matrix is about the protocol's properties
     all_props = results[0].properties if results else []
     lemmas = [p for p in all_props if p in spec.properties and spec.properties[p].lemma]
     props = [p for p in all_props if p not in lemmas]
-    t = Table(title=f"{spec.name}: verdicts by variant ({params_str(results[0].model.params.as_dict())})"
-              if results else spec.name, title_justify="left")
-    t.add_column("variant")
-    for p in props:
-        t.add_column(p)
-    if lemmas:
-        t.add_column(f"lemmas ({len(lemmas)})")
-    t.add_column("states")
+    rows = []
     for r in results:
         v = r.model.variant
         cells = []
@@ -129,8 +137,26 @@ def print_matrix(console: Console, spec, results: list[SearchResult], traces: di
                              for p in broken))
         note = "" if r.exhaustive else " (stopped: all violated)" if r.stop_reason == "all-violated" \
             else f" ({r.stop_reason})"
-        t.add_row(v, *cells, f"{r.distinct_states:,}{note}")
-    console.print(t)
+        rows.append((v, *cells, f"{r.distinct_states:,}{note}"))
+
+    def build(headers):
+        t = Table(title=f"{spec.name}: verdicts by variant ({params_str(results[0].model.params.as_dict())})"
+                  if results else spec.name, title_justify="left")
+        t.add_column("variant")
+        for h in headers:
+            t.add_column(h)
+        if lemmas:
+            t.add_column(f"lemmas ({len(lemmas)})")
+        t.add_column("states")
+        for row in rows:
+            t.add_row(*row)
+        return t
+    print_folded(console, build, props)
+    for r in results:
+        for p in r.properties if r.exhaustive and hasattr(r, "reason") else ():
+            why = r.reason(p)
+            if why:
+                console.print(f"{r.model.variant}: {p}: no violation (bounded): {why}", markup=False)
     for d in diffs:
         console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
 

@@ -582,3 +582,29 @@ def test_a_spec_module_beside_a_users_spec_is_named_and_the_spec_still_runs(tmp_
     code, out, err = run(capsys, "check", user)
     assert code == OK and "holds" in out
     assert f"kcheck: warning: {tmp_path / 'spec.py'} has the name of kcheck's package 'spec'" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrices at the terminal's width
+
+def _matrix(width: int) -> str:
+    import io
+    from rich.console import Console
+    from checker.bfs import search
+    from checker.cli import _traces
+    from checker.loader import load_spec
+    from checker.render import print_matrix
+    spec = load_spec("two_phase")
+    results = [search(spec.instantiate(v, {})) for v in spec.variants]
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=True, width=width, color_system=None)
+    print_matrix(con, spec, results, {r.model.variant: _traces(r) for r in results}, [])
+    return buf.getvalue()
+
+
+def test_a_matrix_wider_than_the_terminal_folds_its_headers_with_a_legend():
+    narrow = _matrix(60)
+    assert "P1 = consistent" in narrow and "P2 = deadlock" in narrow
+    assert max(len(line) for line in narrow.splitlines()) <= 60
+    wide = _matrix(200)
+    assert "P1" not in wide and "consistent" in wide
