@@ -12,8 +12,8 @@ import pytest
 from checker.conform import driver
 from checker.conform.broker import Broker, BrokerError
 
-# the releases the conformance tests run: the newest and one before KIP-1251
-RELEASES = ("4.3.1", "4.2.2")
+# the releases the conformance tests run: 4.3.1 (the default), one before KIP-1251, the newest
+RELEASES = ("4.3.1", "4.2.2", "4.4.0")
 
 _brokers: dict[str, Broker] = {}
 _failed: dict[str, str] = {}

@@ -4,11 +4,11 @@ producer's own steps (BeginTransaction, Send, ProduceRequest, DeliveryTimeout, C
 the driver's client state, and what Kafka shows after each step (the response's error and epoch,
 DescribeTransactions, DescribeProducers) is compared with the spec's state.
 
-The spec's client is the oracle for what the client sends: a produce request carries the epoch
-and sequence the spec's producer put on the wire (`request_epoch`, `request_seq`), EndTxn the
-spec's producer epoch, so a divergence shows at the first step where Kafka answers differently,
-never later through a drifted client. Kafka's producer id is the one the first InitProducerId
-returns (the spec has one transactional id and so one producer id).
+The driver plays the producer (TransactionManager and Sender as the spec models them) from
+Kafka's answers only, never from the spec's prediction: its epoch is the one InitProducerId or a
+version-2 EndTxn handed out, its sequences restart at 0 with each new epoch, a produce request it
+puts on the wire carries the epoch and sequence of that moment. Kafka's producer id is the one
+the first InitProducerId returns (the spec has one transactional id and so one producer id).
 
 What a single broker cannot drive (said per trace, see NOT_DRIVABLE): the second replica
 (LeaderFailover, FollowerFetch, a step at replica 1), a coordinator failover, DeleteRecords (only
@@ -109,16 +109,17 @@ def _kio():
     """kio's modules, imported on first use so that the mapping above needs no kio."""
     import importlib
     names = {
-        "init": "kio.schema.init_producer_id.v5.request",
-        "end_tv1": "kio.schema.end_txn.v4.request", "end_tv2": "kio.schema.end_txn.v5.request",
-        "add": "kio.schema.add_partitions_to_txn.v3.request",
-        "produce_tv1": "kio.schema.produce.v11.request", "produce_tv2": "kio.schema.produce.v12.request",
+        "init": f"kio.schema.init_producer_id.v{TV2_VERSIONS['InitProducerId']}.request",
+        "end_tv1": f"kio.schema.end_txn.v{TV1_VERSIONS['EndTxn']}.request",
+        "end_tv2": f"kio.schema.end_txn.v{TV2_VERSIONS['EndTxn']}.request",
+        "add": f"kio.schema.add_partitions_to_txn.v{TV1_VERSIONS['AddPartitionsToTxn']}.request",
+        "produce_tv1": f"kio.schema.produce.v{TV1_VERSIONS['Produce']}.request",
+        "produce_tv2": f"kio.schema.produce.v{TV2_VERSIONS['Produce']}.request",
         "dtxn": "kio.schema.describe_transactions.v0.request",
         "dprod": "kio.schema.describe_producers.v0.request",
         "fetch": "kio.schema.fetch.v12.request",
-        "records": "kio.records", "rschema": "kio.records.schema", "rwrite": "kio.records.writers",
+        "rschema": "kio.records.schema", "rwrite": "kio.records.writers",
         "rread": "kio.records.readers", "prim": "kio.static.primitive", "types": "kio.schema.types",
-        "errors": "kio.schema.errors",
     }
     return {k: importlib.import_module(v) for k, v in names.items()}
 
@@ -254,13 +255,14 @@ class ProducerAdapter(Adapter):
         variant = getattr(run, "variant", None)
         if variant in UNREACHABLE_VARIANTS:
             raise NotDrivable(f"variant {variant} {UNREACHABLE_VARIANTS[variant]}")
+        self._describe = describe_transactions_response()
         transactional = bool(getattr(run.params, "transactional", 1))
         run.state["client"] = Client(transaction_version=self._version(run), transactional=transactional)
         admin = self._conn(run, "admin")
         admin.create_topic(run.name, 1)
         if transactional:
             admin.find_coordinator(run.name, key_type=1)
-        self._describe = describe_transactions_response()
+            self._describe_transaction(run)        # waits while the coordinator loads
         if transactional and run.state["client"].transaction_version == 1 and self.tv1_without_verification:
             set_verification(admin, False)
             run.state["client"].changed_config = True
@@ -350,6 +352,7 @@ class ProducerAdapter(Adapter):
         post, v = step.post, {}
         if step.outcome is not None:
             v["outcome"] = step.outcome
+        self._describe = describe_transactions_response()
         transactional = bool(getattr(run.params, "transactional", 1))
         # the idempotent producer's only InitProducerId answer is its epoch; no coordinator keeps it
         v["response_epoch"] = post["txn_epoch"] if transactional else post["epoch"]
@@ -453,10 +456,15 @@ class ProducerAdapter(Adapter):
     def _describe_transaction(self, run) -> dict | None:
         k = _kio()
         m, t = k["dtxn"], k["types"]
-        resp = self._conn(run, "admin").send(m.DescribeTransactionsRequest(
-            transactional_ids=(t.TransactionalId(run.name),)), self._describe)
-        st = resp.transaction_states[0]
-        err = error_name(st.error_code)
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            resp = self._conn(run, "admin").send(m.DescribeTransactionsRequest(
+                transactional_ids=(t.TransactionalId(run.name),)), self._describe)
+            st = resp.transaction_states[0]
+            err = error_name(st.error_code)
+            if err not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)   # the coordinator is loading __transaction_state: poll again
         if err == "TRANSACTIONAL_ID_NOT_FOUND":
             return None
         if err != "NONE":
