@@ -45,7 +45,7 @@ spec.param("metadata_changes", 0, lo=0, hi=1, doc="1: the subscribed topic's met
            "(partitions added), which bumps the group epoch")
 
 Error = spec.outcomes(Enum("Error", "NONE STALE_MEMBER_EPOCH ILLEGAL_GENERATION UNKNOWN_MEMBER_ID "
-                                    "FENCED_MEMBER_EPOCH UNSUPPORTED_VERSION"))
+                                    "FENCED_MEMBER_EPOCH UNSUPPORTED_VERSION UNRELEASED_INSTANCE_ID"))
 MemberState = Enum("MemberState", "STABLE UNREVOKED_PARTITIONS UNRELEASED_PARTITIONS")
 # what the coordinator records for one (member, partition)
 Hold = Enum("Hold", "NONE ASSIGNED PENDING_REVOCATION")
@@ -305,11 +305,11 @@ def _present_after(s, p, m_joining):
 def Join(s, p, m, target):
     """ConsumerGroupHeartbeat with member epoch 0: a new member, a static member rejoining under a
     new member id with the same instance id, or (KAFKA-19233) a known member starting over."""
-    s.require(s.client_epoch[m] == LEFT, ~s.response_in_flight[m])
+    s.require(_may_join(s, p, m), ~s.response_in_flight[m])
     record = s.member_epoch[m]
     if _is_static(p, m):
-        # (a static member's instance still held by a live member gets UNRELEASED_INSTANCE_ID;
-        # its client is gone, so the model never sends that)
+        # a static member's instance still held by a live member gets UNRELEASED_INSTANCE_ID
+        # (JoinUnreleasedInstance, reachable only when responses can be lost)
         s.require(record < 0)
     new_member = record == LEFT
     rejoin = record == STATIC_LEFT
@@ -348,6 +348,14 @@ def Join(s, p, m, target):
     s.respond(Error.NONE)
 
 
+def _may_join(s, p, m):
+    """The client sends a join: it is out of the group, or (when a response can be lost) it is
+    retrying a join whose response never came."""
+    if p.lost_responses:
+        return Or(s.client_epoch[m] == LEFT, s.client_epoch[m] == 0)
+    return s.client_epoch[m] == LEFT
+
+
 def _join_rejected(s, p, m):
     """Before KAFKA-19233 (PR #21305) throwIfConsumerGroupMemberEpochIsInvalid had no early return
     for epoch 0: a known member rejoining with 0 below its member epoch was fenced unless 0 was its
@@ -370,11 +378,29 @@ def JoinFenced(s, p, m):
     the coordinator rejects it with FENCED_MEMBER_EPOCH (only before KAFKA-19233; the fixed
     coordinator takes it as Join does). Nothing changes on the coordinator; the client reads the
     error and starts over."""
-    s.require(s.client_epoch[m] == LEFT, ~s.response_in_flight[m], _join_rejected(s, p, m))
+    s.require(_may_join(s, p, m), ~s.response_in_flight[m], _join_rejected(s, p, m))
     s.client_epoch[m] = 0
     s.response_in_flight[m] = True
     s.response_error[m] = True
     s.respond(Error.FENCED_MEMBER_EPOCH)
+
+
+def _static_rejoiners(p):
+    return [m for m in range(p.members) if _is_static(p, m)] if p.lost_responses else []
+
+
+@spec.action(m=_static_rejoiners, actors=("member {m}", "coordinator"))
+def JoinUnreleasedInstance(s, p, m):
+    """ConsumerGroupHeartbeat with member epoch 0 from a static member whose record is still live
+    under the same member id (its join response was lost, or its heartbeat was fenced, and the
+    client keeps its member id): GroupMetadataManager treats the join as a new process claiming the
+    instance id and answers UNRELEASED_INSTANCE_ID, which the Java client treats as fatal (the open
+    PR #23542 describes it). Nothing changes on the coordinator."""
+    s.require(_may_join(s, p, m), ~s.response_in_flight[m], s.member_epoch[m] >= 0)
+    s.client_epoch[m] = 0
+    s.response_in_flight[m] = True
+    s.response_error[m] = True
+    s.respond(Error.UNRELEASED_INSTANCE_ID)
 
 
 @spec.action(m=_members, target=_targets, actors=("member {m}", "coordinator"))
@@ -489,8 +515,8 @@ def LoseHeartbeatResponse(s, p, m):
     """A ConsumerGroupHeartbeat response that never arrives (the connection dropped, the request
     timed out): the client keeps its epoch and partitions and its next heartbeat retries with
     them (HeartbeatRequestManager; ConsumerMembershipManager only learns an epoch from a
-    response). Join responses are not lost here: a client at epoch 0 would just rejoin."""
-    s.require(s.response_in_flight[m], s.client_epoch[m] > 0)
+    response). A lost join response leaves the client at epoch 0: it sends the join again."""
+    s.require(s.response_in_flight[m], s.client_epoch[m] >= 0)
     s.response_in_flight[m] = False
     s.response_error[m] = False
 
@@ -701,11 +727,15 @@ FOUND_20442 = (
     "KAFKA-20442, 1 step: fencing the only member leaves the empty group with group epoch 2 and "
     "target assignment epoch 1")
 FOUND_19233 = (
-    "KAFKA-19233, 9 steps: member 1's heartbeat response (epoch 2) is lost; its retry at epoch 1 "
-    "is accepted by the previous-epoch rule and puts it in UNREVOKED_PARTITIONS at epoch 2, which "
-    "makes 2 its previous epoch too (updateMemberEpoch); that response is lost as well, the next "
-    "retry at epoch 1 is fenced, and the rejoin with epoch 0 is fenced again, since 0 is not its "
-    "previous epoch")
+    "KAFKA-19233, 5 steps: member 1 joins and is put in UNRELEASED_PARTITIONS at epoch 2 (previous "
+    "epoch 0); the response is lost and the retried join is accepted, since 0 is its previous "
+    "epoch, but reconciling it again writes the member with updateMemberEpoch(2), which makes 2 "
+    "the previous epoch; that response is lost too, and the next join with epoch 0 is fenced")
+FOUND_STATIC_REJOIN = (
+    "3 steps: static member 0 joins, the response is lost, and its retried join (same member id, "
+    "epoch 0) is refused with UNRELEASED_INSTANCE_ID, fatal for the Java client: the coordinator "
+    "takes it for another process claiming the instance id (Kafka as shipped; the open PR #23542 "
+    "describes and fixes it)")
 
 spec.variant("kip1251", "the check as Kafka 4.3 ships it: assignment epoch <= epoch <= member epoch",
              default=True, violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
@@ -774,13 +804,17 @@ spec.variant("kafka-16147", "before KAFKA-16147: a partition that goes from pend
                        "lost-only-after-removal": "KAFKA-16147: the client of a member still in "
                        "the group owns a partition that was just given to another member"})
 spec.variant("kafka-19233", "before KAFKA-19233: a known member rejoining with epoch 0 is fenced "
-             "unless 0 is its previous epoch (checked with lost heartbeat responses)",
-             params={"lost_responses": 1},
-             violates=["no-zombie-commit", "unrevoked-has-pending", "join-accepted",
-                       *LEMMAS_BROKEN_BY_19974],
+             "unless 0 is its previous epoch (checked with lost heartbeat responses and dynamic "
+             "members only, which keeps the static member's own finding out of its verdicts)",
+             params={"lost_responses": 1, "static_members": 0},
+             violates=["no-zombie-commit", "join-accepted", *LEMMAS_BROKEN_BY_19974],
              findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974,
-                       "unrevoked-has-pending": STATIC_LEAVE_20641,
                        "join-accepted": FOUND_19233})
+spec.variant("lost-responses", "kip1251 with lost heartbeat and join responses, at max_epoch 3",
+             params={"lost_responses": 1, "max_epoch": 3},
+             violates=["unrevoked-has-pending", "static-rejoin-accepted"],
+             findings={"unrevoked-has-pending": STATIC_LEAVE_20641,
+                       "static-rejoin-accepted": FOUND_STATIC_REJOIN})
 
 ZOMBIE_RESUBSCRIBE = (
     "the KAFKA-19974 zombie without a fence and a rejoin: two heartbeats of member 0 with a changed "
@@ -863,6 +897,12 @@ def no_spurious_fencing(pre, post, action, args, outcome, p):
 def join_accepted(pre, post, action, args, outcome, p):
     """A ConsumerGroupHeartbeat with member epoch 0 (a join, KIP-848) is never answered FENCED_MEMBER_EPOCH."""
     return outcome != Error.FENCED_MEMBER_EPOCH
+
+
+@spec.transition_property("static-rejoin-accepted", actions=["JoinUnreleasedInstance"])
+def static_rejoin_accepted(pre, post, action, args, outcome, p):
+    """A static member's own client rejoining with member epoch 0 under its member id is never refused with UNRELEASED_INSTANCE_ID."""
+    return outcome != Error.UNRELEASED_INSTANCE_ID
 
 
 @spec.transition_property("unreleased-waits-for-another-member",
