@@ -278,6 +278,23 @@ def test_shipped_traces_on_kafka_422_before_kip1251(kafka_422):
 
 
 @pytest.mark.kafka
+def test_the_new_behaviours_on_kafka_431(kafka_431):
+    cx = ZOMBIE.parent.parent
+    out = _run_all(kafka_431, [cx / "subscription-changes" / "no-zombie-commit.json",
+                               cx / "metadata-changes" / "no-zombie-commit.json",
+                               cx / "lost-responses" / "static-rejoin-accepted.json",
+                               cx / "kafka-19233" / "join-accepted.json"])
+    # the 6-step zombie through subscription changes and the 8-step one through CreatePartitions
+    assert out["no-zombie-commit.json"].kind == CONFORMS     # (the metadata one; same name)
+    assert out["static-rejoin-accepted.json"].kind == CONFORMS
+    join = out["join-accepted.json"]
+    assert (join.kind, join.step) == (EXPECTED, 5) and "KAFKA-19233's fix" in join.detail
+    six = run_trace(kafka_431, ConsumerGroupAdapter(), SPEC,
+                    _job(cx / "subscription-changes" / "no-zombie-commit.json"), "4.3.1")
+    assert six.kind == CONFORMS and six.steps == 6
+
+
+@pytest.mark.kafka
 def test_the_zombie_commit_on_the_newest_release(kafka_440):
     out = _run_all(kafka_440, [ZOMBIE, SCENARIOS / "heartbeat_race_kip1251.json"])
     assert out["no-zombie-commit.json"].kind == CONFORMS
