@@ -140,10 +140,15 @@ def relative_spec_ref(ref: str, trace_dir: str | Path) -> str:
     import os
     if ref in SHIPPED:
         return ref
+    spec, here = Path(ref).resolve(), Path(trace_dir).resolve()
     try:
-        return os.path.relpath(Path(ref).resolve(), Path(trace_dir).resolve())
+        # only when they share more than the root: a trace under /tmp naming a spec under /home
+        # by '../../..' would break as soon as the trace alone moved
+        if Path(os.path.commonpath([spec, here])) == Path(spec.anchor):
+            return str(spec)
+        return os.path.relpath(spec, here)
     except ValueError:   # another drive (Windows): keep the absolute path
-        return ref
+        return str(spec)
 
 
 def spec_path(ref: str, trace_file: str | Path) -> str:
@@ -221,7 +226,9 @@ def _schema_error(path, err) -> str:
         return (f"{path}: unknown key {', '.join(repr(k) for k in extra)} at {where}; "
                 f"valid keys there: {', '.join(allowed)}")
     if err.validator == "required":
-        return f"{path}: {err.message} at {where}"
+        missing = [k for k in err.validator_value if k not in err.instance]
+        return (f"{path}: field {', '.join(repr(k) for k in missing)} is missing at {where}; "
+                f"a trace has 'kcheck_trace', 'spec', 'variant', 'params', optional 'state', 'steps'")
     if err.validator == "type":
         want = err.validator_value if isinstance(err.validator_value, str) else \
             " or ".join(err.validator_value)
@@ -235,10 +242,9 @@ def validate(doc: Any, path: str | Path = "<trace>") -> dict:
     if not isinstance(doc, dict):
         raise TraceError(f"{path}: a trace file holds a JSON object with 'kcheck_trace', 'spec' "
                          f"and 'steps'")
-    version = doc.get("kcheck_trace")
-    if "kcheck_trace" not in doc:
-        raise TraceError(f"{path}: no 'kcheck_trace' key: this is not a kcheck trace (a trace "
-                         f"file is the JSON written by 'kcheck check --save')")
+    # a hand-written scenario may leave the version out: it is read as the current one, and
+    # checked against its schema like any other
+    version = doc.get("kcheck_trace", FORMAT)
     if isinstance(version, bool) or not isinstance(version, int) or version not in SUPPORTED_FORMATS:
         raise TraceError(f"{path}: trace format version {json.dumps(version)[:40]} is not one this "
                          f"kcheck reads (reads: {', '.join(map(str, SUPPORTED_FORMATS))})")

@@ -85,11 +85,14 @@ def test_unknown_format_versions_are_refused(trace, tmp_path, capsys, version):
     assert code == BAD_INPUT and "format version" in one_line_error(err)
 
 
-def test_a_trace_without_a_version_is_not_a_trace(trace, tmp_path, capsys):
+def test_a_scenario_without_a_version_is_read_as_the_current_format(trace, tmp_path, capsys):
     _, doc = trace
     del doc["kcheck_trace"]
+    code, out, _ = run(capsys, "replay", write(tmp_path, doc))
+    assert code == OK and "REPRODUCES" in out
+    doc["expcet"] = {}
     code, _, err = run(capsys, "replay", write(tmp_path, doc))
-    assert code == BAD_INPUT and "kcheck_trace" in one_line_error(err)
+    assert code == BAD_INPUT and "'expcet'" in one_line_error(err)
 
 
 @pytest.mark.parametrize("value", [True, 1.0, "3"])
