@@ -153,9 +153,6 @@ class ConsumerGroupAdapter(Adapter):
         # an empty group that exists: one member joined and left
         ghosts = max(s["group_epoch"] - s["target_epoch"], 0 if present else 1)
         final = {m: [q for q in range(p.partitions) if s["target_owner"][q] == m] for m in present}
-        # ghosts (members that join with nothing and leave at the end: each leave bumps the group
-        # epoch without a new target, as a removal does), then the members; the last join
-        # computes the initial target, so every partition is assigned at the same epoch
         # warm-up: a member joins and leaves until the initial target's epoch is within reach
         # (Kafka's epochs then run ahead of the spec's by delta >= 0, so no epoch maps below 1)
         warm, cycle, epoch = _member_id(run.name, 97, 0), 0, 0
@@ -168,7 +165,10 @@ class ConsumerGroupAdapter(Adapter):
             cycle += 1
             if cycle > s["target_epoch"]:
                 raise RuntimeError("setup: the group epoch does not grow with joins and leaves")
-        ghost_ids = [f"{_member_id(run.name, 99, g)}" for g in range(ghosts)]
+        # ghosts (members that join with nothing and leave at the end: each leave bumps the group
+        # epoch without a new target, as a removal does), then the members; the last join
+        # computes the initial target, so every partition is assigned at the same epoch
+        ghost_ids = [_member_id(run.name, 99, g) for g in range(ghosts)]
         for g, gid in enumerate(ghost_ids):
             self._script(run, {gid: []})
             r = self._heartbeat(run, gid, 0, frozenset(), None)
@@ -191,7 +191,7 @@ class ConsumerGroupAdapter(Adapter):
             st["client_epoch"][m] = int(r.member_epoch)
             st["owns"][m] = self._assigned(r)
         for gid in ghost_ids:
-            self._ok(self._heartbeat(run, gid, LEFT, frozenset(), None), "setup: ghost leave")
+            self._ok(self._heartbeat(run, gid, LEFT, None, None, leave=True), "setup: ghost leave")
         # Kafka's epochs run ahead of the spec's by a constant (a new group's first epoch, the
         # ghosts): measure it from the target epoch, then check everything else against it
         self._describe_raw(run)
