@@ -301,6 +301,7 @@ class ClassicGroupAdapter(Adapter):
         if not join_due:
             v["group_state"] = post["group_state"]
         if step.action == "CompleteJoin":
+            v["join_error"] = "none"
             v["generation"] = post["generation"]
             v["protocol_name"] = post["protocol_name"]
             v["leader"] = post["leader"]
@@ -399,14 +400,15 @@ class ClassicGroupAdapter(Adapter):
                                   f"{JOIN_WAIT_S:.0f}s") from None
             x.joining = None
             if error_name(r.error_code) != "NONE":
-                return {"outcome": error_name(r.error_code)}
+                # the spec's CompleteJoin answers every parked JoinGroup with the new generation
+                return {"join_error": f"member {j}: {error_name(r.error_code)}"}
             x.answer = answers[j] = self._answer(run, x, r)
         a = max(answers.values(), key=lambda x: x["generation"])
         run.state["generation"] = a["generation"]
         run.state.pop("join_ended", None)
         run.state.pop("initial_rebalance", None)
         ids = {x.member_id: j for j, x in enumerate(members) if x.member_id}
-        return {"generation": a["generation"], "protocol_name": a["protocol"],
+        return {"join_error": "none", "generation": a["generation"], "protocol_name": a["protocol"],
                 "leader": ids.get(a["leader"], -1)}
 
     def _sync(self, run: TraceRun, m: int, me: Member) -> dict:
