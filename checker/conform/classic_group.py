@@ -172,6 +172,7 @@ class Member:
         self.protocol = None
         self.leader_view = None
         self.conn = None
+        self.side_conn = None
 
 
 class ClassicGroupAdapter(Adapter):
@@ -337,7 +338,7 @@ class ClassicGroupAdapter(Adapter):
             if error_name(r.error_code) != "MEMBER_ID_REQUIRED":
                 return {"outcome": error_name(r.error_code)}
             me.member_id = r.member_id
-        me.joining = run.state["pool"].submit(self._join_request, run, me, protocols)
+        me.joining = run.state["pool"].submit(self._join_request, run, me, protocols, self._conn(run, me))
         try:
             r = me.joining.result(timeout=ANSWERED_AT_ONCE_S)
         except concurrent.futures.TimeoutError:
@@ -354,14 +355,14 @@ class ClassicGroupAdapter(Adapter):
             me.member_id, me.generation = "", -1
         return {"outcome": err}
 
-    def _join_request(self, run, me: Member, protocols):
+    def _join_request(self, run, me: Member, protocols, conn=None):
         from kio.schema.join_group.v9 import request as j
         req = j.JoinGroupRequest(group_id=run.name, session_timeout=ms(SESSION_TIMEOUT_MS),
                                  rebalance_timeout=ms(REBALANCE_TIMEOUT_MS), member_id=me.member_id,
                                  group_instance_id=None, protocol_type=PROTOCOL_TYPE,
                                  protocols=tuple(j.JoinGroupRequestProtocol(name=n, metadata=b)
                                                  for n, b in protocols), reason="kcheck")
-        return self._conn(run, me).send(req)
+        return (conn or self._conn(run, me)).send(req)
 
     def _answer(self, run, me: Member, r) -> dict:
         """A JoinGroup answer as the member keeps it until it processes it."""
@@ -505,6 +506,13 @@ class ClassicGroupAdapter(Adapter):
         return run.state["admin"]
 
     def _conn(self, run: TraceRun, me: Member):
+        """The member's connection to the coordinator. While its JoinGroup is parked, another
+        request goes on a second connection: the broker reads nothing more from a connection
+        until it has answered the request in flight (the channel is muted)."""
+        if me.joining is not None and not me.joining.done():
+            if me.side_conn is None:
+                me.side_conn = run.connect(run.state.get("coordinator"))
+            return me.side_conn
         if me.conn is None:
             me.conn = run.connect(run.state.get("coordinator"))
             # a parked JoinGroup is answered only when the join phase ends
