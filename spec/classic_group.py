@@ -685,8 +685,11 @@ spec.variant("kafka-14639", "the claim rule before PR #13550: only claims at the
                  "assignment-respects-owners": "the lemma form of the double ownership"})
 spec.variant("kafka-14016", "KAFKA-13891's reset put back: a SyncGroup answered "
              "REBALANCE_IN_PROGRESS resets the generation, so the member declares everything it "
-             "owns lost at its next JoinGroup", violates=["cooperative-keeps-owned"],
+             "owns lost at its next JoinGroup",
+             violates=["cooperative-keeps-owned", "owners-have-a-generation"],
              findings={
+                 "owners-have-a-generation": "the lemma form: the late member still owns its "
+                 "partitions after the reset took its generation",
                  "cooperative-keeps-owned": "a member's SyncGroup arrives after the next rebalance "
                  "began; the reset generation makes onJoinPrepare call onPartitionsLost, so a "
                  "COOPERATIVE member still in the group gives up every partition (the revocations "
@@ -887,6 +890,28 @@ def owners_are_members(s, p):
         return TRUE   # a timed-out member keeps its partitions until it learns it was removed
     return Forall(members(p), lambda j: Forall(parts(p), lambda q: Implies(
         s.owned[mp(p, j, q)], s.in_group[j])))
+
+
+@spec.invariant("synced-members-are-current", lemma=True)
+def synced_members_are_current(s, p):
+    """Without coordinator timeouts, a member the coordinator counts holds the coordinator's generation while it is stable or completing a rebalance, and so does its pending JoinGroup response."""
+    if p.timeouts:
+        return TRUE   # a timed-out member keeps its generation while the group moves on
+    return Forall(members(p), lambda j: Implies(
+        s.in_group[j] & ((s.member_state[j] == STABLE) | (s.member_state[j] == COMPLETING)),
+        s.member_generation[j] == s.generation) & Implies(
+        s.in_group[j] & (s.join_response_generation[j] != -1),
+        s.join_response_generation[j] == s.generation))
+
+
+@spec.invariant("owners-have-a-generation", lemma=True)
+def owners_have_a_generation(s, p):
+    """Without coordinator timeouts, a consumer that owns a partition holds a generation and a member id (so a COOPERATIVE one keeps what it owns when it rejoins)."""
+    if p.timeouts:
+        return TRUE   # a timed-out member loses its generation at its next request, still owning
+    return Forall(members(p), lambda j: Implies(
+        Exists(parts(p), lambda q: s.owned[mp(p, j, q)]),
+        (s.member_generation[j] != -1) & s.has_member_id[j]))
 
 
 @spec.invariant("assignment-exclusive", lemma=True)

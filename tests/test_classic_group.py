@@ -37,7 +37,7 @@ DEFAULT_VIOLATED = {
     "kafka-12983": ZOMBIE_DEFAULT | {"no-double-commit"},
     "kafka-14639": {"revoke-before-assign", "revoked-before-reassigned", "single-owner",
                     "assignment-respects-owners"},
-    "kafka-14016": {"cooperative-keeps-owned"},
+    "kafka-14016": {"cooperative-keeps-owned", "owners-have-a-generation"},
 }
 DEFAULT_TRACE_LENGTH = {("kip726-dynamic", "single-owner"): 20,
                         ("kip726-dynamic", "revoke-before-assign"): 13,
@@ -66,7 +66,8 @@ DEFAULT_TRACE_LENGTH = {("kip726-dynamic", "single-owner"): 20,
                         ("kafka-14639", "revoked-before-reassigned"): 26,
                         ("kafka-14639", "assignment-respects-owners"): 26,
                         ("kafka-14639", "single-owner"): 28,
-                        ("kafka-14016", "cooperative-keeps-owned"): 13}
+                        ("kafka-14016", "cooperative-keeps-owned"): 13,
+                        ("kafka-14016", "owners-have-a-generation"): 12}
 # distinct states of each variant at its own configuration; the first six are unchanged by the
 # known-bug work (the state the pre-KAFKA-12983 client needs stays constant elsewhere)
 DEFAULT_STATES = {"kip792": 87146, "pre-kip792": 87146, "double-bounce": 1851585,

@@ -25,8 +25,7 @@ VERDICTS = {
         "single-owner": "proved", "revoke-before-assign": "proved",
         "no-double-commit": "proved", "generation-monotonic": "proved",
         "revoked-before-reassigned": "proved", "stale-claim-never-wins": "proved",
-        # needs a lemma tying an owner's generation to the coordinator's (not written; notes)
-        "cooperative-keeps-owned": "not-inductive",
+        "cooperative-keeps-owned": "proved",
     },
     "shared_consumption": {
         "no-loss": "proved", "key-range-exclusive": "proved", "key-ranges-cover": "proved",
@@ -128,14 +127,12 @@ NOT_INDUCTIVE_ELSEWHERE = {
     ("classic_group", "kip726-dynamic"): {"no-double-commit", "stale-claim-never-wins"},
     ("classic_group", "kip726-downgrade"): {"no-double-commit", "stale-claim-never-wins"},
     # timeouts=1: the lemmas that exclude a timed-out owner are vacuous there
-    ("classic_group", "kafka-12983"): {"revoke-before-assign", "stale-claim-never-wins"},
-    ("classic_group", "pre-kip792-kafka-12983"): {"revoke-before-assign"},
+    ("classic_group", "kafka-12983"): {"revoke-before-assign", "stale-claim-never-wins",
+                                       "cooperative-keeps-owned"},
+    ("classic_group", "pre-kip792-kafka-12983"): {"revoke-before-assign", "cooperative-keeps-owned"},
     # the pre-fix claim rule breaks assignment-respects-owners, which these rest on
     ("classic_group", "kafka-14639"): {"no-double-commit", "stale-claim-never-wins"},
 }
-# cooperative-keeps-owned is not inductive in any variant (see VERDICTS)
-for _variant in load_spec("classic_group").variants:
-    NOT_INDUCTIVE_ELSEWHERE.setdefault(("classic_group", _variant), set()).add("cooperative-keeps-owned")
 HOLDING_ELSEWHERE = [(n, v, p) for n in SPECS for v, var in load_spec(n).variants.items()
                      if v != DEFAULT[n] for p in VERDICTS[n]
                      if p != "deadlock" and p not in var.expected_violations]
