@@ -44,6 +44,8 @@ spec.param("max_epoch", 3, lo=1, hi=12, doc="producer epoch cap of the explicit 
 spec.param("coordinator_failovers", 1, lo=0, hi=2, doc="transaction coordinator failovers")
 spec.param("leader_failovers", 1, lo=0, hi=3, doc="partition leader failovers")
 spec.param("deletions", 1, lo=0, hi=3, doc="DeleteRecords calls (or retention passes)")
+spec.param("max_in_flight", 1, lo=1, hi=2, doc="max.in.flight.requests.per.connection: batches of "
+           "the partition awaiting their response, and requests on the wire")
 spec.param("transactional", 1, lo=0, hi=1, doc="1: a transactional producer (transactional.id set); "
            "0: the idempotent-only producer, which bumps its own epoch (KIP-360)")
 
@@ -58,23 +60,25 @@ TxnState = Enum("TxnState", "Empty Ongoing PrepareCommit PrepareAbort CompleteCo
 
 REPLICAS = 2
 NO_EPOCH = -1
+# the variants that are Kafka 2.3 as a whole (pre-kip360, and the same at two batches in flight)
+KAFKA_2_3 = ("pre-kip360", "pre-kip360-in-flight")
 
 
 def tv2(s):
     """Transaction version 2 (KIP-890): partition verification on produce and an epoch bump at
     every EndTxn. The 2.x world of pre-kip360 predates both; pre-kip890 removes them."""
-    return s.variant not in ("pre-kip360", "pre-kip890")
+    return s.variant not in KAFKA_2_3 + ("pre-kip890",)
 
 
 def kip360_client(s):
-    return s.variant != "pre-kip360"
+    return s.variant not in KAFKA_2_3
 
 
 def truncate_head_drops_state(s):
     """Before KAFKA-7190 (Kafka 2.4) ProducerStateManager.truncateHead removed a producer whose
     last data offset fell below the new log start offset; since then the state stays until the
     producer id expires."""
-    return s.variant in ("pre-kip360", "kafka-7190")
+    return s.variant in KAFKA_2_3 + ("kafka-7190",)
 
 
 @spec.state
@@ -98,6 +102,17 @@ def state(p):
         "request_record": Int(0, p.records - 1),
         "request_seq": Int(0, p.records),
         "request_epoch": E(),
+        # with max_in_flight=2: the earlier batch still awaiting its response (record
+        # earlier_record, sent before `batch`), whether `batch` was ever sent (a retry of it waits
+        # for the earlier one), and a second request queued on the connection behind `request`
+        "earlier_batch": Bool,
+        "earlier_record": Int(0, p.records - 1),
+        "earlier_seq": Int(0, p.records),
+        "batch_sent": Bool,
+        "next_request": Bool,
+        "next_request_record": Int(0, p.records - 1),
+        "next_request_seq": Int(0, p.records),
+        "next_request_epoch": E(),
         # the second instance with the same transactional id
         "second_instance": SecondInstance,
         # the transaction coordinator (its state is in the transaction log)
@@ -139,6 +154,9 @@ def init(p):
         "end_txn": EndTxnRequest.NO_REQUEST, "partition_in_txn": False,
         "sent": 0, "batch": False, "batch_seq": 0, "next_seq": 0,
         "request": False, "request_record": 0, "request_seq": 0, "request_epoch": NO_EPOCH,
+        "earlier_batch": False, "earlier_record": 0, "earlier_seq": 0, "batch_sent": False,
+        "next_request": False, "next_request_record": 0, "next_request_seq": 0,
+        "next_request_epoch": NO_EPOCH,
         "second_instance": SecondInstance.NOT_STARTED,
         "txn_epoch": NO_EPOCH, "txn_last_epoch": NO_EPOCH, "txn_state": TxnState.Empty,
         "txn_partition": False, "coordinator_epoch": 0,
@@ -263,6 +281,7 @@ def end_txn_v1(s, p, epoch, commit):
 
 spec.rule("end-txn", variant="pre-kip890")(end_txn_v1)
 spec.rule("end-txn", variant="pre-kip360")(end_txn_v1)
+spec.rule("end-txn", variant="pre-kip360-in-flight")(end_txn_v1)
 
 
 def coordinator_end_txn(s, epoch, commit, out):
@@ -332,6 +351,7 @@ def produce_append_idempotent(s, p, r):
                  If(in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER)))
 
 
+@spec.rule("produce-append", variant="pre-kip360-in-flight")
 @spec.rule("produce-append", variant="pre-kip360")
 def produce_append_pre_kip360(s, p, r):
     """Kafka 2.3: an older epoch is PRODUCER_FENCED; with no state (or only a marker left at
@@ -374,6 +394,7 @@ def marker_append_before_kafka_19999(s, p, r, c):
               If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
 
 
+@spec.rule("marker-append", variant="pre-kip360-in-flight")
 @spec.rule("marker-append", variant="pre-kip360")
 def marker_append_pre_kip360(s, p, r, c):
     """Kafka 2.3: as version 1, but an older epoch is PRODUCER_FENCED (checkProducerEpoch)."""
@@ -451,30 +472,56 @@ def Send(s, p):
     idempotent producer drains no batch while an epoch bump is pending
     (RecordAccumulator.shouldStopDrainBatchesForPartition)."""
     if not p.transactional:
-        s.require(s.client == ClientState.READY, ~s.epoch_bump_required, ~s.batch, s.sent < p.records)
-        s.batch = True
-        s.batch_seq = s.next_seq
-        s.next_seq = s.next_seq + 1
-        s.sent = s.sent + 1
-        return
-    s.require(s.client == ClientState.IN_TRANSACTION, ~s.batch, s.sent < p.records)
-    if not tv2(s):
-        s.require(s.partition_in_txn)
+        s.require(s.client == ClientState.READY, ~s.epoch_bump_required, s.sent < p.records)
+    else:
+        s.require(s.client == ClientState.IN_TRANSACTION, s.sent < p.records)
+        if not tv2(s):
+            s.require(s.partition_in_txn)
+        s.partition_in_txn = True
+    if p.max_in_flight == 1:
+        s.require(~s.batch)
+    else:
+        # a second batch may be in flight; the one awaiting becomes the earlier one
+        s.require(~s.batch | ~s.earlier_batch)
+        s.earlier_batch = s.earlier_batch | s.batch
+        s.earlier_record = If(s.batch, s.sent - 1, s.earlier_record)
+        s.earlier_seq = If(s.batch, s.batch_seq, s.earlier_seq)
+        s.batch_sent = False
     s.batch = True
     s.batch_seq = s.next_seq
     s.next_seq = s.next_seq + 1
     s.sent = s.sent + 1
-    s.partition_in_txn = True
 
 
 @spec.action(actors=("producer", "leader"))
 def ProduceRequest(s, p):
-    """The Sender puts the batch on the wire (a first attempt or a retry)."""
-    s.require(s.batch, ~s.request)
+    """The Sender puts the batch on the wire (a first attempt or a retry). With two in flight it
+    sends in sequence order, and a retried batch only once it is the first in flight
+    (RecordAccumulator.shouldStopDrainBatchesForPartition); the request queues behind the one
+    already on the connection."""
+    if p.max_in_flight == 1:
+        s.require(s.batch, ~s.request)
+        s.request = True
+        s.request_record = s.sent - 1
+        s.request_seq = s.batch_seq
+        s.request_epoch = s.epoch
+        return
+    on_wire = lambda k: (s.request & (s.request_record == k)) | (s.next_request & (s.next_request_record == k))
+    send_earlier = s.earlier_batch & ~on_wire(s.earlier_record)
+    send_batch = ~send_earlier & s.batch & ~on_wire(s.sent - 1) & (~s.earlier_batch | ~s.batch_sent)
+    s.require(send_earlier | send_batch, ~s.request | ~s.next_request)
+    rec = If(send_earlier, s.earlier_record, s.sent - 1)
+    seq = If(send_earlier, s.earlier_seq, s.batch_seq)
+    s.batch_sent = s.batch_sent | send_batch
+    head = ~s.request
     s.request = True
-    s.request_record = s.sent - 1
-    s.request_seq = s.batch_seq
-    s.request_epoch = s.epoch
+    s.request_record = If(head, rec, s.request_record)
+    s.request_seq = If(head, seq, s.request_seq)
+    s.request_epoch = If(head, s.epoch, s.request_epoch)
+    s.next_request = ~head
+    s.next_request_record = If(head, s.next_request_record, rec)
+    s.next_request_seq = If(head, s.next_request_seq, seq)
+    s.next_request_epoch = If(head, s.next_request_epoch, s.epoch)
 
 
 @spec.action(r=replicas, lost=[False, True], actors=("producer", "leader {r}"))
@@ -485,6 +532,14 @@ def Produce(s, p, r, lost):
     out = s.rule("produce-append", r=r)
     s.respond(out)
     s.request = False
+    if p.max_in_flight > 1:
+        # the request queued behind it on the connection is next
+        nxt = s.next_request
+        s.request = nxt
+        s.request_record = If(nxt, s.next_request_record, s.request_record)
+        s.request_seq = If(nxt, s.next_request_seq, s.request_seq)
+        s.request_epoch = If(nxt, s.next_request_epoch, s.request_epoch)
+        s.next_request = False
     ok = out == Error.NONE
     if tv2(s) and p.transactional:
         # the coordinator added the partition when it verified the batch
@@ -526,10 +581,37 @@ def Produce(s, p, r, lost):
         for x in replicas(p):
             # the acknowledged offset lies above every replica's log start offset
             s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked
+    if p.max_in_flight > 1:
+        # TransactionManager.canRetry: OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the
+        # next after the last acknowledged one (the earlier batch is still out) is retried
+        retriable = retriable | (mine & s.earlier_batch & (out == Error.OUT_OF_ORDER_SEQUENCE_NUMBER))
+        mine_e = s.earlier_batch & (rec == s.earlier_record)
+        acked_e = mine_e & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER))
+        fenced_e = mine_e & (out == Error.PRODUCER_FENCED)
+        reset_e = FALSE if kip360_client(s) else \
+            mine_e & (out == Error.UNKNOWN_PRODUCER_ID) & s.acked_below_log_start[r]
+        failed_e = mine_e & ~acked_e & (out != Error.CONCURRENT_TRANSACTIONS) & ~fenced_e & ~reset_e
+        s.earlier_batch = If(acked_e | failed_e | fenced_e, False, s.earlier_batch)
+        if not kip360_client(s):
+            for x in replicas(p):
+                s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked & ~acked_e
+        any_reset = reset | reset_e
+        # TransactionManager.startSequencesAtBeginning: every batch in flight restarts from 0,
+        # in sequence order (after KAFKA-8483); the earlier batch first
+        both = s.earlier_batch & s.batch
+        s.earlier_seq = If(any_reset, 0, s.earlier_seq)
+        s.batch_seq = If(any_reset, If(both, 1, 0), s.batch_seq)
+        s.next_seq = If(any_reset, If(both, 2, 1), s.next_seq)
+        fenced = fenced | fenced_e
+        failed_any = failed_e
+    else:
+        failed_any = FALSE
     failed = mine & ~acked & ~retriable & ~fenced & ~reset
     s.batch = If(acked | failed | fenced, False, s.batch)
-    s.batch_seq = If(reset, 0, s.batch_seq)
-    s.next_seq = If(reset, 1, s.next_seq)
+    if p.max_in_flight == 1:
+        s.batch_seq = If(reset, 0, s.batch_seq)
+        s.next_seq = If(reset, 1, s.next_seq)
+    failed = failed | failed_any
     if not p.transactional:
         # TransactionManager.handleFailedBatch: the idempotent producer has no transaction to
         # abort; a failed batch (OUT_OF_ORDER_SEQUENCE_NUMBER or another error) requests an
@@ -548,7 +630,8 @@ def IdempotentEpochBump(s, p):
     flight, and restarts the partition's sequences at 0 (TransactionManager.
     bumpIdempotentEpochAndResetIdIfNeeded, KAFKA-8805). Local to the client: no request."""
     # the Kafka 2.3 client instead asked for a new producer id (resetProducerId): not modelled
-    s.require(p.transactional == 0, kip360_client(s), s.epoch_bump_required, ~s.batch)
+    s.require(p.transactional == 0, kip360_client(s), s.epoch_bump_required, ~s.batch,
+              ~s.earlier_batch)
     s.epoch = s.epoch + 1
     s.next_seq = 0
     s.epoch_bump_required = False
@@ -558,9 +641,17 @@ def IdempotentEpochBump(s, p):
 def DeliveryTimeout(s, p):
     """delivery.timeout.ms expires while the request is still on the wire: the batch fails
     (abortable), the request may still arrive later."""
-    s.require(s.batch, s.request)
+    if p.max_in_flight == 1:
+        s.require(s.batch, s.request)
+        s.batch = False
+    else:
+        # the oldest batch expires first; only one whose request is on the wire is ambiguous
+        on_wire = lambda k: (s.request & (s.request_record == k)) | \
+            (s.next_request & (s.next_request_record == k))
+        s.require(If(s.earlier_batch, on_wire(s.earlier_record), s.batch & on_wire(s.sent - 1)))
+        s.batch = If(s.earlier_batch, s.batch, False)
+        s.earlier_batch = False
     s.respond(Error.REQUEST_TIMED_OUT)
-    s.batch = False
     if p.transactional:
         abortable(s)
     else:
@@ -572,7 +663,7 @@ def DeliveryTimeout(s, p):
 @spec.action(actors=("producer", "coordinator"))
 def CommitTransaction(s, p):
     """commitTransaction: EndTxn(COMMIT) once every batch completed (none if nothing was sent)."""
-    s.require(s.client == ClientState.IN_TRANSACTION, ~s.batch)
+    s.require(s.client == ClientState.IN_TRANSACTION, ~s.batch, ~s.earlier_batch)
     s.client = If(s.partition_in_txn, ClientState.COMMITTING_TRANSACTION, ClientState.READY)
     s.end_txn = If(s.partition_in_txn, EndTxnRequest.COMMIT, EndTxnRequest.NO_REQUEST)
 
@@ -581,7 +672,7 @@ def CommitTransaction(s, p):
 def AbortTransaction(s, p):
     """abortTransaction, by the application or after an abortable error."""
     s.require((s.client == ClientState.IN_TRANSACTION) | (s.client == ClientState.ABORTABLE_ERROR),
-              ~s.batch)
+              ~s.batch, ~s.earlier_batch)
     s.client = If(s.partition_in_txn | s.epoch_bump_required, ClientState.ABORTING_TRANSACTION,
                   ClientState.READY)
     s.end_txn = If(s.partition_in_txn, EndTxnRequest.ABORT, EndTxnRequest.NO_REQUEST)
@@ -739,7 +830,8 @@ def LeaderFailover(s, p):
 def ExpireProducer(s, p, r):
     """producer.id.expiration.ms: an idle producer with no open transaction is forgotten
     (long after any request or marker of it has been answered)."""
-    idle = And(~s.request, ~s.batch, *[~s.marker[c] for c in coordinators(p)])
+    idle = And(~s.request, ~s.batch, ~s.earlier_batch, ~s.next_request,
+               *[~s.marker[c] for c in coordinators(p)])
     if s.variant == "kafka-9144":
         # before KAFKA-9144 (ProducerStateManager.isProducerExpired) the last timestamp came
         # from data batches only; a marker that bumps the epoch clears the batches, so the
@@ -893,6 +985,8 @@ def end_txn_while_ending(s, p):
 @spec.invariant("batch-in-transaction", lemma=True)
 def batch_in_transaction(s, p):
     """The producer has a batch awaiting its response only inside a transaction that includes the partition."""
+    if p.max_in_flight > 1:
+        return TRUE   # stated for one batch in flight ("the" batch, "the" request)
     if not p.transactional:
         return TRUE   # the idempotent producer bumps its own epoch, with no transaction
     return ~s.batch | ((s.client == ClientState.IN_TRANSACTION) & s.partition_in_txn)
@@ -922,6 +1016,14 @@ def appended_retry_is_rejected(s, p):
                  for r in replicas(p)])
 
 
+@spec.invariant("one-batch-in-flight", lemma=True)
+def one_batch_in_flight(s, p):
+    """With max.in.flight 1 the producer awaits no earlier batch and queues no second request."""
+    if p.max_in_flight > 1:
+        return TRUE
+    return ~s.earlier_batch & ~s.next_request
+
+
 @spec.invariant("retained-window-is-ordered", lemma=True)
 def retained_window_is_ordered(s, p):
     """A replica's retained sequence window, when it has one, starts no later than it ends."""
@@ -932,6 +1034,8 @@ def retained_window_is_ordered(s, p):
 @spec.invariant("request-is-the-batch", lemma=True)
 def request_is_the_batch(s, p):
     """A request on the wire for the batch the producer awaits carries the batch's epoch and sequence; a request for an earlier batch carries an older epoch."""
+    if p.max_in_flight > 1:
+        return TRUE   # stated for one batch in flight ("the" batch, "the" request)
     cur = s.request_record == s.sent - 1
     return ~s.request | ~s.batch | If(cur, (s.request_epoch == s.epoch) & (s.request_seq == s.batch_seq),
                                       s.request_epoch < s.epoch)
@@ -952,6 +1056,8 @@ def only_sent_records_appended(s, p):
 @spec.invariant("timed-out-request-is-being-aborted", lemma=True)
 def timed_out_request_is_being_aborted(s, p):
     """While a request the producer no longer awaits is on the wire at the producer's epoch, the producer is aborting that transaction (whose EndTxn bumps the epoch) or has failed."""
+    if p.max_in_flight > 1:
+        return TRUE   # stated for one batch in flight ("the" batch, "the" request)
     if not p.transactional:
         return TRUE   # the idempotent producer's own bump follows the timeout instead
     awaited = s.batch & (s.request_record == s.sent - 1)
@@ -971,6 +1077,8 @@ def replica_epochs_agree(s, p):
 @spec.invariant("log-not-ahead-of-producer", lemma=True)
 def log_not_ahead_of_producer(s, p):
     """The log holds no record later than the last one sent, nor later than the one on the wire."""
+    if p.max_in_flight > 1:
+        return TRUE   # stated for one batch in flight ("the" batch, "the" request)
     return (s.max_appended < s.sent) & (~s.request | (s.max_appended <= s.request_record))
 
 
@@ -1016,6 +1124,8 @@ def window_ends_at_the_batch(s, p):
 @spec.invariant("window-ends-at-the-request", lemma=True)
 def window_ends_at_the_request(s, p):
     """A replica's retained window at a request's epoch ends at or below the request's sequence, and reaches it only once that request's record is in the log."""
+    if p.max_in_flight > 1:
+        return TRUE   # stated for one batch in flight ("the" batch, "the" request)
     return ~s.request | And(*[(s.producer_epoch[r] != s.request_epoch) | (s.first_seq[r] == -1) |
                               (s.last_seq[r] < s.request_seq) |
                               ((s.last_seq[r] == s.request_seq) & in_log(s, p, s.request_record))
@@ -1114,6 +1224,29 @@ spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last ackn
                  "coordinator epoch, so a marker from the coordinator before a failover, still on "
                  "the wire, is appended after the new coordinator's (like KAFKA-9144 with "
                  "expiry).",
+             })
+spec.variant("pre-kip360-in-flight", "pre-kip360 (Kafka 2.3) with two batches in flight, for the "
+             "idempotent-only producer: the seed's ordering problem",
+             params={"max_in_flight": 2, "transactional": 0, "coordinator_failovers": 0},
+             violates=["no-duplicate", "in-order", "acknowledged-is-appended",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "appended-retry-is-rejected", "sequences-handed-out-in-order",
+                       "window-ends-at-the-batch", "no-log-start-movement"],
+             findings={
+                 "in-order": "the seed's ordering problem (10 steps): batches 0 and 1 are in "
+                 "flight, 0 is appended but its response lost, 1 is appended and acknowledged, "
+                 "DeleteRecords drops the producer's state, and the retry of 0 (sequence 0, no "
+                 "state) is appended after 1. With one batch in flight the retry can only precede "
+                 "the next batch; kip360 keeps the order with two in flight (50,266 states "
+                 "transactional, 500 idempotent).",
+                 "no-duplicate": "seed problem 1 for the idempotent producer (7 steps).",
+                 "acknowledged-is-appended": "seed problem 2 for the idempotent producer "
+                 "(11 steps).",
+                 "appended-retry-is-rejected": "DeleteRecords drops the producer's state (as "
+                 "pre-kip360).",
+                 "sequences-handed-out-in-order": SEQUENCE_RESET,
+                 "window-ends-at-the-batch": SEQUENCE_RESET,
+                 "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
              })
 spec.variant("no-last-epoch", "InitProducerId bumps with the current epoch but keeps no last epoch "
              "for retries",
@@ -1224,8 +1357,9 @@ spec.known_bug("KAFKA-12671", broke="a produce delayed past the abort's markers 
 spec.known_bug("KAFKA-8483", broke="after a spurious UNKNOWN_PRODUCER_ID the 2.3 client re-assigned "
                "the sequences of its in-flight batches in PriorityQueue order, not send order",
                fix="PR #6883", code="TransactionManager.startSequencesAtBeginning",
-               not_expressible="several in-flight batches per partition with their sequences "
-               "(max_in_flight > 1) in the pre-kip360 client, which re-assigns sequences")
+               not_expressible="a variant of pre-kip360-in-flight that restarts the in-flight "
+               "sequences in the wrong order, and a property that tells that order from the sorted "
+               "one (in-order already breaks there through the duplicate of seed problem 1)")
 spec.known_bug("KAFKA-12152", broke="the idempotent producer's epoch bump did not reset the sequence "
                "of partitions with no batch in flight, so their next batch at the new epoch was "
                "OUT_OF_ORDER_SEQUENCE_NUMBER", fix="PR #9832",

@@ -37,12 +37,17 @@ EXPECTED = {
                    "stale-markers-are-fenced", "no-log-start-movement"},
     "kafka-9144": {"marker-epoch-monotonic", "appended-retry-is-rejected", "stale-markers-are-fenced"},
     "kafka-19999": set(),
+    # pre-kip360 at two batches in flight, idempotent producer (the variant's params)
+    "pre-kip360-in-flight": {"no-duplicate", "in-order", "acknowledged-is-appended",
+                             "appended-retry-is-rejected", "sequences-handed-out-in-order",
+                             "window-ends-at-the-batch", "no-log-start-movement"},
 }
 # the progress verdicts the record holds, for 'kcheck progress'
 EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
                      "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"},
                      "kafka-7190": set(), "kafka-9144": set(),
-                     "kafka-19999": {"every-prepared-transaction-completes"}}
+                     "kafka-19999": {"every-prepared-transaction-completes"},
+                     "pre-kip360-in-flight": set()}
 # each known bug with a variant: the JIRA, its variant and the property it breaks
 KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
               "KAFKA-9144": ("kafka-9144", "marker-epoch-monotonic"),
@@ -52,8 +57,8 @@ NOT_EXPRESSIBLE = {"KAFKA-8483", "KAFKA-12152", "KAFKA-18575", "KAFKA-19367"}
 
 
 def test_names_are_the_issues():
-    assert list(spec.variants) == ["kip360", "pre-kip360", "no-last-epoch", "pre-kip890",
-                                   "kafka-7190", "kafka-9144", "kafka-19999"]
+    assert list(spec.variants) == ["kip360", "pre-kip360", "pre-kip360-in-flight", "no-last-epoch",
+                                   "pre-kip890", "kafka-7190", "kafka-9144", "kafka-19999"]
     assert spec.default_variant == "kip360"
     assert {"every-transaction-ends", "every-prepared-transaction-completes"} == set(spec.progress)
     assert set(PROPERTIES) <= {n for n, p in spec.properties.items() if not p.lemma}
@@ -86,7 +91,7 @@ def test_default_state_counts(default_results):
     counts = {v: r.distinct_states for v, r in default_results.items()}
     assert counts == {"kip360": 26744, "pre-kip360": 1651515, "no-last-epoch": 26744,
                       "pre-kip890": 252794, "kafka-7190": 268201, "kafka-9144": 43634,
-                      "kafka-19999": 28616}
+                      "kafka-19999": 28616, "pre-kip360-in-flight": 3632}
 
 
 SHORTEST = {
@@ -117,6 +122,13 @@ SHORTEST = {
     ("kafka-9144", "marker-epoch-monotonic"): 12,
     ("kafka-9144", "appended-retry-is-rejected"): 9,
     ("kafka-9144", "stale-markers-are-fenced"): 11,
+    ("pre-kip360-in-flight", "no-duplicate"): 7,
+    ("pre-kip360-in-flight", "in-order"): 10,
+    ("pre-kip360-in-flight", "acknowledged-is-appended"): 11,
+    ("pre-kip360-in-flight", "appended-retry-is-rejected"): 5,
+    ("pre-kip360-in-flight", "sequences-handed-out-in-order"): 10,
+    ("pre-kip360-in-flight", "window-ends-at-the-batch"): 8,
+    ("pre-kip360-in-flight", "no-log-start-movement"): 1,
 }
 # the saved lassos of the progress properties: (steps, index where the loop starts)
 LASSOS = {
@@ -255,3 +267,29 @@ def test_idempotent_producer_takes_no_transactional_step():
     assert not {"IdempotentEpochBump", "Send", "Produce", "DeliveryTimeout"} & never
     # and the transactional producer never takes the idempotent producer's bump
     assert "IdempotentEpochBump" in search(spec.instantiate("kip360")).never_fired()
+
+
+# Two batches in flight (max_in_flight=2): today's producer keeps every property, the 2.3 one
+# (pre-kip360) loses the order as well (the variant pre-kip360-in-flight is its idempotent case).
+@pytest.mark.parametrize("variant,params,count,violated", [
+    ("kip360", {}, 50266, set()),
+    ("kip360", {"transactional": 0}, 500, set()),
+    ("kip360", {"transactional": 0, "records": 3, "max_epoch": 5}, 3266, set()),
+    ("pre-kip360", {"coordinator_failovers": 0}, 464172,
+     {"no-duplicate", "in-order", "fenced-stays-fenced", "no-hanging-transaction",
+      "acknowledged-is-appended", "open-transaction-is-unfinished", "prepared-data-is-older",
+      "appended-retry-is-rejected", "sequences-handed-out-in-order", "window-ends-at-the-batch",
+      "no-log-start-movement"}),
+])
+def test_two_batches_in_flight(variant, params, count, violated):
+    res = search(spec.instantiate(variant, {"max_in_flight": 2, **params}))
+    assert res.exhaustive and res.cut_by_bounds == 0
+    assert res.distinct_states == count
+    assert set(res.found) == violated
+
+
+def test_the_in_order_violation_needs_two_batches_in_flight():
+    one = search(spec.instantiate("pre-kip360-in-flight", {"max_in_flight": 1}), ["in-order"])
+    assert one.exhaustive and not one.found
+    two = search(spec.instantiate("pre-kip360-in-flight"), ["in-order"])
+    assert len(two.found["in-order"].steps) == 10
