@@ -341,10 +341,13 @@ def test_a_broken_adapter_or_a_wrong_record_is_a_divergence(kafka_431):
 def test_conform_command_with_kafka_jars(tmp_path):
     from checker.conform.kafka import fetch
     r = _kcheck("conform", "consumer_group", str(ZOMBIE), str(SCENARIOS / "heartbeat_race_strict.json"),
-                "--kafka-jars", str(fetch("4.3.1")), "--out", str(tmp_path))
+                "--kafka-jars", str(fetch("4.3.1")), "--out", str(tmp_path),
+                "--walks", "2", "--depth", "6", "--seed", "5", "--variant", "kafka-20442")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Kafka 4.3.1" in r.stdout and "group.consumer.assignor.offload.enable=false" in r.stdout
     assert "conforms" in r.stdout and "diverges as expected at step 3" in r.stdout
+    assert "walk seed=5 (kafka-20442, 6 steps)" in r.stdout and "walk seed=6" in r.stdout
+    assert "3 conforms, 1 diverges as expected (4 traces" in r.stdout
 
 
 @pytest.mark.kafka
