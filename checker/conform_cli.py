@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from rich.console import Console
 from rich.table import Table
 
 from checker.cli import BadInput, _positive
@@ -121,7 +122,7 @@ def cmd_conform(args, console) -> int:
     if not jobs:
         raise BadInput(f"no traces to replay for {spec.name}")
 
-    err = console.__class__(stderr=True, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         if args.bootstrap:
             try:
