@@ -36,6 +36,7 @@ CONFORMING = {
 # last rejoin); spec/classic_group_notes.md, "Conformance"
 JOIN_ENDS_AT_ONCE = {
     "scenarios/classic_group/kafka_13419_missed_sync.json",
+    "scenarios/classic_group/kip792_problem_needs_the_old_client.json",
     "classic_group/kafka-14639/assignment-respects-owners.json",
     "classic_group/kafka-14639/revoke-before-assign.json",
     "classic_group/kafka-14639/revoked-before-reassigned.json",
