@@ -580,12 +580,13 @@ spec.variant("double-bounce", "the KIP-429 upgrade: [range] -> [cooperative-stic
              "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule")
 spec.variant("single-bounce", "one rolling bounce [range] -> [cooperative-sticky], protocol "
              "fixed at start-up")
+# lemmas of the other variants' proofs that KIP-726's dynamic selection breaks
+KIP726_LEMMAS = ["assignment-respects-owners", "joined-subscription-is-owned",
+                 "protocol-fixed-by-assignors", "range-round-members-own-nothing"]
 spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-sticky, range] with "
              "KIP-726's dynamic protocol selection (onPartitionsLost when an EAGER assignor is "
-             "chosen)", violates=["single-owner", "revoke-before-assign", "revoked-before-reassigned",
-                          # lemmas of the other variants' proofs that KIP-726 breaks
-                          "assignment-respects-owners", "joined-subscription-is-owned",
-                          "protocol-fixed-by-assignors", "range-round-members-own-nothing"], findings={
+             "chosen)", violates=["single-owner", "revoke-before-assign",
+                                  "revoked-before-reassigned"] + KIP726_LEMMAS, findings={
                  "protocol-fixed-by-assignors": "KIP-726 by design: a [cooperative-sticky, range] "
                  "consumer turns COOPERATIVE once the group chose cooperative-sticky",
                  "range-round-members-own-nothing": "a COOPERATIVE member keeps its partitions "
@@ -611,8 +612,6 @@ spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-stick
                  "commit (generationIfStable), which is KIP-726's own argument"})
 spec.variant("shipped-default", "every consumer on Kafka's default list [range, "
              "cooperative-sticky], protocol fixed at start-up (so EAGER)")
-KIP726_LEMMAS = ["assignment-respects-owners", "joined-subscription-is-owned",
-                 "protocol-fixed-by-assignors", "range-round-members-own-nothing"]
 spec.variant("kip726-downgrade", "every consumer on [cooperative-sticky, range] with KIP-726's "
              "dynamic protocol selection; one may restart with [range] alone (a downgrade, or a "
              "consumer started with only RangeAssignor)", params={"max_generation": 3},
