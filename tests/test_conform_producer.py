@@ -60,7 +60,7 @@ def test_every_action_is_mapped_once():
 def test_action_reasons():
     a = ProducerAdapter()
     assert "second broker" in a.action_reason("LeaderFailover", {})
-    assert "Kafka 2.3" in a.action_reason("DeleteRecords", {"r": 0})
+    assert "KAFKA-7190" in a.action_reason("DeleteRecords", {"r": 0})
     assert "timer" in a.action_reason("ExpireProducer", {"r": 0})
     assert "replica 1" in a.action_reason("Produce", {"r": 1, "lost": False})
     assert "coordinator epoch 1" in a.action_reason("WriteTxnMarker", {"c": 1})

@@ -75,16 +75,16 @@ NOT_DRIVABLE = {
     "LeaderFailover": "the partition's second in-sync replica needs a second broker; the "
                       "conformance broker is one",
     "FollowerFetch": "the follower replica needs a second broker; the conformance broker is one",
-    "DeleteRecords": "only the pre-KIP-360 world drops producer state with the log start "
-                     "(Kafka 2.3, which cannot run here: no KRaft)",
+    "DeleteRecords": "DeleteRecords changes producer state only before KAFKA-7190 (Kafka 2.3 "
+                     "and earlier, which cannot run here: no KRaft); on 4.x it moves the log "
+                     "start offset and nothing the spec compares",
     "ExpireProducer": "producer-id expiry is a timer (producer.id.expiration.ms, checked every "
                       "producer.id.expiration.check.interval.ms) that no request takes the path of",
 }
-UNREACHABLE_VARIANTS = {
-    "pre-kip360": "models Kafka 2.3 (before KIP-360: no epoch bumps, producer state dropped with "
-                  "the log start, the 2.3 client's sequence reset), a release before KRaft that "
-                  "cannot run here",
-}
+KAFKA_2_3 = ("models Kafka 2.3 (before KIP-360: no epoch bumps, producer state dropped with the "
+             "log start, the 2.3 client's sequence reset), a release before KRaft that cannot run "
+             "here")
+UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3}
 PREPARE = ("PrepareCommit", "PrepareAbort")
 
 
@@ -239,7 +239,11 @@ class ProducerAdapter(Adapter):
         return pre["txn_state"] not in PREPARE or action not in REQUESTS or action == "TxnMarkerArrives"
 
     def initial_reason(self, params, state: dict) -> str | None:
-        """Requests reach only the spec's initial state: a new transactional id, a new topic."""
+        """Requests reach only the spec's initial state: a new transactional id, a new topic.
+        The driver holds one produce request at a time (max.in.flight.requests.per.connection=1)."""
+        if getattr(params, "max_in_flight", 1) > 1:
+            return (f"max_in_flight={params.max_in_flight}: the adapter holds one produce request "
+                    f"at a time; two batches in flight are not driven")
         fresh = {"client": "UNINITIALIZED", "txn_epoch": -1, "txn_state": "Empty", "sent": 0,
                  "second_instance": "NOT_STARTED", "leader": 0, "coordinator_epoch": 0}
         for k, v in fresh.items():
