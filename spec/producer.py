@@ -1024,6 +1024,14 @@ def one_batch_in_flight(s, p):
     return ~s.earlier_batch & ~s.next_request
 
 
+@spec.invariant("idempotent-producer-has-no-second-instance", lemma=True)
+def idempotent_producer_has_no_second_instance(s, p):
+    """With no transactional id there is no second instance to fence the producer."""
+    if p.transactional:
+        return TRUE
+    return ~s.fenced & (s.second_instance == SecondInstance.NOT_STARTED)
+
+
 @spec.invariant("retained-window-is-ordered", lemma=True)
 def retained_window_is_ordered(s, p):
     """A replica's retained sequence window, when it has one, starts no later than it ends."""
