@@ -41,6 +41,9 @@ spec.param("partition_epochs", 0, lo=0, hi=1, doc="1: the coordinator's partitio
            "(ConsumerGroup.currentPartitionEpoch) is state of its own, as the pre-KAFKA-16147 "
            "bookkeeping needs; 0: it is read off the members' holds, which is what the fixed "
            "bookkeeping keeps it equal to")
+spec.param("unsubscribes", 0, lo=0, hi=1, doc="1: each partition stands for a topic of its own, "
+           "and a member may drop one from its subscription (a new regex whose resolution is "
+           "pending); the resolution later bumps the group epoch")
 spec.param("metadata_changes", 0, lo=0, hi=1, doc="1: the subscribed topic's metadata may change "
            "(partitions added), which bumps the group epoch")
 
@@ -123,6 +126,12 @@ def state(p):
         **({"previous_epoch": Array(Int(-1, E, search_bound=True), p.members)} if p.lost_responses else {}),
         # partitions whose entry in the partition epoch map was dropped while a member holds them
         **({"partition_epoch_lost": Array(Bool, p.partitions)} if p.partition_epochs else {}),
+        # subscriptions, when a member may drop a topic (each partition is a topic here), and the
+        # ghosts of one-owner-per-epoch: the last member that held each partition and the highest
+        # member epoch at which it held it
+        **({"subscribed": Array(Bool, mp), "resolution_pending": Bool,
+            "epoch_owner": Array(Int(-1, p.members - 1), p.partitions),
+            "epoch_high": Array(Int(0, E, search_bound=True), p.partitions)} if p.unsubscribes else {}),
     }
 
 
@@ -154,6 +163,9 @@ def _group(p, owners, epoch, classic, present):
         group["previous_epoch"] = [0 if m in present else -1 for m in _members(p)]
     if p.partition_epochs:
         group["partition_epoch_lost"] = [False] * p.partitions
+    if p.unsubscribes:
+        group.update(subscribed=[True] * mp, resolution_pending=False,
+                     epoch_owner=list(owners), epoch_high=[epoch] * p.partitions)
     return group
 
 
@@ -183,6 +195,9 @@ def _reconcile(s, p, m, cur, owned, tgt, T):
                    And(mstate == MemberState.UNREVOKED_PARTITIONS, still_owns_pending))
 
     mine = [And(tgt[q] == m) for q in P]   # an Expr even when the target is an argument
+    if p.unsubscribes:
+        # computeNextAssignment: the target of a topic the member no longer subscribes to is empty
+        mine = [mine[q] & cur["sub"][q] for q in P]
     assigned = [holds[q] == Hold.ASSIGNED for q in P]
     keep = [assigned[q] & mine[q] for q in P]
     revoke = [assigned[q] & ~mine[q] for q in P]
@@ -206,7 +221,7 @@ def _reconcile(s, p, m, cur, owned, tgt, T):
     # revoking: UNREVOKED_PARTITIONS at the same epoch (also from UNREVOKED, KAFKA-19974);
     # nothing new is assigned. Otherwise: the target epoch, new partitions at the target epoch.
     new_epoch = If(revoking, epoch, T)
-    if s.variant == "unrevoked-epoch-bump":
+    if s.variant in ("unrevoked-epoch-bump", "kafka-19974"):
         # before KAFKA-19974: UNREVOKED -> UNREVOKED moved to min(epoch + 1, target epoch)
         new_epoch = If(revoking, If(mstate == MemberState.UNREVOKED_PARTITIONS,
                                     If(epoch + 1 < T, epoch + 1, T), epoch), T)
@@ -221,10 +236,25 @@ def _reconcile(s, p, m, cur, owned, tgt, T):
         new_holds.append(If(unchanged, holds[q], h))
         new_epochs.append(If(unchanged, epochs[q], a))
         fresh_here.append(And(Not(unchanged), Not(revoking), fresh[q]))
-    return {"epoch": If(unchanged, epoch, new_epoch), "state": If(unchanged, mstate, new_state),
+    changed = Not(unchanged)
+    new_state = If(unchanged, mstate, new_state)
+    if p.unsubscribes:
+        # updateCurrentAssignment (KAFKA-19431): where build() would keep the member as it is, the
+        # assigned partitions of topics it no longer subscribes to are taken away at the same
+        # epoch: pending revocation (UNREVOKED_PARTITIONS) if the client still owns one of the
+        # partitions pending revocation, otherwise simply dropped
+        drop = [unchanged & assigned[q] & ~cur["sub"][q] for q in P]
+        enforce = Exists(P, lambda q: drop[q])
+        owns_new_pending = Exists(P, lambda q: owned[q] & ((holds[q] == Hold.PENDING_REVOCATION) | drop[q]))
+        new_holds = [If(drop[q], If(owns_new_pending, Hold.PENDING_REVOCATION, Hold.NONE), h)
+                     for q, h in zip(P, new_holds)]
+        new_epochs = [If(drop[q] & ~owns_new_pending, 0, a) for q, a in zip(P, new_epochs)]
+        new_state = If(enforce & owns_new_pending, MemberState.UNREVOKED_PARTITIONS, new_state)
+        changed = changed | enforce
+    return {"epoch": If(unchanged, epoch, new_epoch), "state": new_state,
             "holds": new_holds, "epochs": new_epochs, "fresh": fresh_here,
             "revoked_any": And(Not(unchanged), Exists(P, lambda q: revoke[q])),
-            "keep": keep, "changed": Not(unchanged)}
+            "keep": keep, "changed": changed}
 
 
 def _apply_member(s, p, m, cur, new, respond_ok, since_on_hold):
@@ -267,6 +297,13 @@ def _apply_member(s, p, m, cur, new, respond_ok, since_on_hold):
             s.partition_epoch_lost[q] = If(~new["changed"], s.partition_epoch_lost[q],
                                            If(after != Hold.NONE, dropped,
                                               If(before != Hold.NONE, FALSE, s.partition_epoch_lost[q])))
+    if p.unsubscribes:
+        for q in _partitions(p):
+            held = new["holds"][q] != Hold.NONE
+            same = s.epoch_owner[q] == m
+            s.epoch_owner[q] = If(held, m, s.epoch_owner[q])
+            s.epoch_high[q] = If(held, If(same & (s.epoch_high[q] > new["epoch"]), s.epoch_high[q],
+                                          new["epoch"]), s.epoch_high[q])
     if p.lost_responses:
         # ConsumerGroupMember.Builder.updateMemberEpoch: every step of CurrentAssignmentBuilder
         # that builds a new member (even at the same epoch) moves the old epoch to the previous one
@@ -291,7 +328,8 @@ def _current(s, p, m):
     return {"epoch": s.member_epoch[m], "state": s.member_state[m],
             "holds": [s.holds[_slot(p, m, q)] for q in _partitions(p)],
             "epochs": [s.assignment_epoch[_slot(p, m, q)] for q in _partitions(p)],
-            "revocation": s.revocation_epoch[m]}
+            "revocation": s.revocation_epoch[m],
+            "sub": [s.subscribed[_slot(p, m, q)] for q in _partitions(p)] if p.unsubscribes else None}
 
 
 def _present_after(s, p, m_joining):
@@ -327,6 +365,7 @@ def Join(s, p, m, target):
         present = _present_after(s, p, m)
         for k in set(tgt):
             s.require(present(k))
+        _require_subscribed(s, p, tgt)
         for q in _partitions(p):
             s.target_owner[q] = tgt[q]
         s.target_epoch = T
@@ -410,7 +449,14 @@ def Heartbeat(s, p, m, target):
     _heartbeat(s, p, m, target, resubscribe=False)
 
 
-def _heartbeat(s, p, m, target, resubscribe):
+def _require_subscribed(s, p, tgt):
+    """The assignor gives a partition only to a member subscribed to its topic."""
+    if p.unsubscribes:
+        for q, k in enumerate(tgt):
+            s.require(s.subscribed[_slot(p, k, q)])
+
+
+def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
     """GroupMetadataManager.consumerGroupHeartbeat for a member that is in the group (epoch > 0).
     With `resubscribe` the request carries a changed subscription: the group epoch is bumped
     before the target assignment is looked at, in the same request."""
@@ -430,6 +476,15 @@ def _heartbeat(s, p, m, target, resubscribe):
         # hasMemberSubscriptionChanged -> bumpGroupEpoch (a rejected request changes nothing)
         s.require(valid)
         s.group_epoch = s.group_epoch + 1
+    if unsubscribe is not None:
+        # the new regex is not resolved yet: no group epoch bump and no new target in this
+        # request; another member keeps the topic, so the assignor can always place it
+        q = unsubscribe
+        s.require(valid, s.subscribed[_slot(p, m, q)], s.group_epoch == s.target_epoch,
+                  Exists([k for k in _members(p) if k != m],
+                         lambda k: (s.member_epoch[k] != LEFT) & s.subscribed[_slot(p, k, q)]))
+        s.subscribed[_slot(p, m, q)] = False
+        s.resolution_pending = True
     ge = s.post.group_epoch if resubscribe else s.group_epoch
     if target == "-":
         s.require(Or(ge == s.target_epoch, ~valid))
@@ -440,10 +495,13 @@ def _heartbeat(s, p, m, target, resubscribe):
         tgt, T = [int(ch) for ch in target], ge
         for k in set(tgt):
             s.require(s.member_epoch[k] != LEFT)
+        _require_subscribed(s, p, tgt)
         for q in _partitions(p):
             s.target_owner[q] = tgt[q]
         s.target_epoch = T
     cur = _current(s, p, m)
+    if unsubscribe is not None:
+        cur["sub"][unsubscribe] = FALSE
     new = _reconcile(s, p, m, cur, owned, tgt, T)
     # a rejected heartbeat changes nothing on the coordinator
     new = {"epoch": If(valid, new["epoch"], cur["epoch"]),
@@ -469,6 +527,33 @@ def HeartbeatNewSubscription(s, p, m, target):
     request. The modelled topic stays subscribed; what changed is a topic the model does not track
     (so the assignor's output over the modelled partitions is again any distribution)."""
     _heartbeat(s, p, m, target, resubscribe=True)
+
+
+def _unsubscribers(p):
+    return range(p.members) if p.unsubscribes else []
+
+
+@spec.action(m=_unsubscribers, q=_partitions, actors=("member {m}", "coordinator"))
+def HeartbeatUnsubscribe(s, p, m, q):
+    """ConsumerGroupHeartbeat with a new SubscribedTopicRegex that no longer matches topic q (each
+    partition is a topic here), while the regex is still being resolved: consumerGroupHeartbeat
+    computes no new target yet, and CurrentAssignmentBuilder.updateCurrentAssignment (KAFKA-19431)
+    takes the topic's partitions away from the member at its current epoch."""
+    _heartbeat(s, p, m, "-", resubscribe=False, unsubscribe=q)
+
+
+def _resolutions(p):
+    return [0] if p.unsubscribes else []
+
+
+@spec.action(change=_resolutions, actors=("coordinator", "coordinator"))
+def SubscriptionResolved(s, p, change):
+    """The coordinator finishes resolving the new regex (GroupMetadataManager's asynchronous
+    regex refresh): the group's subscriptions changed, so the group epoch is bumped and the next
+    heartbeat computes a new target."""
+    s.require(s.resolution_pending)
+    s.resolution_pending = False
+    s.group_epoch = s.group_epoch + 1
 
 
 def _metadata_changes(p):
@@ -626,6 +711,9 @@ def _remove_member(s, p, m):
     s.group_epoch = s.group_epoch + 1
     if p.lost_responses:
         s.previous_epoch[m] = -1
+    if p.unsubscribes:
+        for q in _partitions(p):
+            s.subscribed[_slot(p, m, q)] = True   # a member that joins again subscribes anew
     if p.partition_epochs:
         for q in _partitions(p):
             # the tombstones remove the member's entries (those it still has)
@@ -810,6 +898,36 @@ spec.variant("kafka-19233", "before KAFKA-19233: a known member rejoining with e
              violates=["no-zombie-commit", "join-accepted", *LEMMAS_BROKEN_BY_19974],
              findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974,
                        "join-accepted": FOUND_19233})
+UNSUBSCRIBE_LEMMA = (
+    "1 step: a member that drops a topic goes to UNREVOKED_PARTITIONS at the target epoch while its "
+    "client still owns the partition (updateCurrentAssignment keeps the epoch); the lemma was "
+    "written for the spec without unsubscribing")
+ZOMBIE_UNSUBSCRIBE = (
+    "7 steps, Kafka as shipped: member 0 sends a commit for p1 at epoch 1, drops p1's topic "
+    "(updateCurrentAssignment takes p1 away at the same epoch), revokes it and is STABLE at epoch 1 "
+    "again; member 1 leaves and rejoins and is given p1 at epoch 3; member 0, still at epoch 1, has "
+    "its commit accepted, since a commit at the member epoch is accepted for any partition. Like the "
+    "KAFKA-19974 zombie, a partition is released without its member's epoch moving")
+spec.variant("unsubscribes", "kip1251 with members that drop a topic while its new regex is "
+             "resolved (KAFKA-19431's path), at max_epoch 3 with dynamic members",
+             params={"unsubscribes": 1, "static_members": 0, "max_epoch": 3},
+             violates=["no-zombie-commit", "unrevoked-at-target-owns-no-pending", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_UNSUBSCRIBE,
+                       "unrevoked-at-target-owns-no-pending": UNSUBSCRIBE_LEMMA})
+spec.variant("kafka-19974", "before KAFKA-19974 (the reconciliation of unrevoked-epoch-bump) where "
+             "its harm shows: members that drop a topic while its regex is resolved (KAFKA-19431)",
+             params={"unsubscribes": 1, "static_members": 0, "max_epoch": 3},
+             violates=["one-owner-per-epoch", "no-zombie-commit", "unrevoked-at-target-owns-no-pending",
+                       *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974,
+                       "one-owner-per-epoch": "KAFKA-19974, 7 steps: member 1 drops p1's topic and "
+                       "revokes p1 at epoch 1; the resolution bumps the group epoch, and the target "
+                       "at epoch 2 gives p0 and p1 to member 0; member 1 goes from "
+                       "UNREVOKED_PARTITIONS to UNREVOKED_PARTITIONS and, before the fix, to epoch 2 "
+                       "while it still holds p0 pending revocation; member 0 then takes p0 at epoch 2: "
+                       "p0 had two owners at epoch 2, one after the other",
+                       "no-zombie-commit": ZOMBIE_UNSUBSCRIBE,
+                       "unrevoked-at-target-owns-no-pending": UNSUBSCRIBE_LEMMA})
 spec.variant("lost-responses", "kip1251 with lost heartbeat and join responses, at max_epoch 3",
              params={"lost_responses": 1, "max_epoch": 3},
              violates=["unrevoked-has-pending", "static-rejoin-accepted"],
@@ -872,10 +990,7 @@ spec.known_bug("KAFKA-19974", broke="leaving UNREVOKED_PARTITIONS for UNREVOKED_
                "member epoch; with revocations from an unsubscribed topic (KAFKA-19431) a partition "
                "could be owned by two members at the same epoch (not at the same time)",
                fix="PR #21107", code="CurrentAssignmentBuilder.computeNextAssignment",
-               not_expressible="the pre-fix reconciliation is variant unrevoked-epoch-bump, but its "
-               "harm needs members subscribed to two topics that unsubscribe from one "
-               "(CurrentAssignmentBuilder.updateCurrentAssignment) and a property over the history of "
-               "owners per (partition, epoch); the spec has one topic that every member keeps")
+               variant="kafka-19974", property="one-owner-per-epoch")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -897,6 +1012,17 @@ def no_spurious_fencing(pre, post, action, args, outcome, p):
 def join_accepted(pre, post, action, args, outcome, p):
     """A ConsumerGroupHeartbeat with member epoch 0 (a join, KIP-848) is never answered FENCED_MEMBER_EPOCH."""
     return outcome != Error.FENCED_MEMBER_EPOCH
+
+
+@spec.transition_property("one-owner-per-epoch")
+def one_owner_per_epoch(pre, post, action, args, outcome, p):
+    """No partition is held by two different members at the same member epoch, even at different times."""
+    if not p.unsubscribes:
+        return TRUE     # the ghosts exist only where KAFKA-19974's path (unsubscribing) does
+    return Forall([(m, q) for m in _members(p) for q in _partitions(p)], lambda mq: Or(
+        post.holds[_slot(p, *mq)] == Hold.NONE, post.member_epoch[mq[0]] < 0,
+        pre.epoch_owner[mq[1]] < 0, pre.epoch_owner[mq[1]] == mq[0],
+        post.member_epoch[mq[0]] > pre.epoch_high[mq[1]]))
 
 
 @spec.transition_property("static-rejoin-accepted", actions=["JoinUnreleasedInstance"])

@@ -25,10 +25,12 @@ def test_names_are_the_issues():
             "static-keeps-epochs"} <= set(VARIANTS)
     assert {"no-zombie-commit", "no-spurious-fencing", "single-owner", "epoch-order"} <= set(SPEC.properties)
     assert {"members", "partitions", "static_members", "max_epoch", "commits_in_flight",
-            "lost_responses", "subscription_changes", "partition_epochs", "metadata_changes"} == set(SPEC.params)
+            "lost_responses", "subscription_changes", "partition_epochs", "metadata_changes",
+            "unsubscribes"} == set(SPEC.params)
     # the new behaviours are off at the defaults: the shipped state space is unchanged
     assert all(SPEC.params[k].default == 0 for k in
-               ("lost_responses", "subscription_changes", "partition_epochs", "metadata_changes"))
+               ("lost_responses", "subscription_changes", "partition_epochs", "metadata_changes",
+                "unsubscribes"))
     assert SPEC.params["max_epoch"] and any(
         f.type.search_bound for f in SPEC.instantiate().layout.fields if f.base == "group_epoch")
     # the commit decision is a named rule with a replacement per commit-rule variant
@@ -88,6 +90,7 @@ SMALL = {"partitions": 1, "max_epoch": 3}
 SMALL_COUNTS = {"kip1251": 22722, "strict": 22722, "revocation-epoch": 27718, "no-lower-bound": 22722,
                 "static-keeps-epochs": 24642, "unrevoked-epoch-bump": 22722, "kafka-20442": 22939,
                 "kafka-19449": 23012, "kafka-16147": 23062, "kafka-19233": 8680, "lost-responses": 71701,
+                "unsubscribes": 11194, "kafka-19974": 11194,
                 "subscription-changes": 37787, "metadata-changes": 42502}
 
 
@@ -161,14 +164,13 @@ def test_bad_parameter_is_one_line_error():
 # Known bugs (issue 15): each pre-fix variant breaks its property, the default does not
 
 KNOWN_TRACE_STEPS = {"KAFKA-20066": 4, "KAFKA-16147": 7, "KAFKA-19449": 5, "KAFKA-19233": 5,
-                     "KAFKA-20442": 1, "KAFKA-20641": 4}
+                     "KAFKA-20442": 1, "KAFKA-20641": 4, "KAFKA-19974": 7}
 
 
 def test_known_bugs_are_declared():
     bugs = {b.jira: b for b in SPEC.known_bugs}
-    assert set(KNOWN_TRACE_STEPS) | {"KAFKA-19974"} == set(bugs)
-    assert sum(b.variant is not None for b in bugs.values()) >= 5
-    assert bugs["KAFKA-19974"].not_expressible and bugs["KAFKA-19974"].variant is None
+    assert set(KNOWN_TRACE_STEPS) == set(bugs)
+    assert all(b.variant is not None for b in bugs.values())
     for b in bugs.values():
         assert b.fix and b.code and b.broke
 
@@ -184,7 +186,9 @@ def test_known_bug_is_rediscovered(default_results, jira):
     assert len(doc["steps"]) == KNOWN_TRACE_STEPS[jira]
     assert replay(SPEC.instantiate(doc["variant"], doc["params"]), doc).ok
     if jira != "KAFKA-20641":   # its fix is not merged: the default is the pre-fix code
-        assert bug.property not in default_results["kip1251"].found
+        # the fixed code at the same configuration keeps the property
+        fixed = "unsubscribes" if jira == "KAFKA-19974" else "kip1251"
+        assert bug.property not in default_results[fixed].found
         # the pre-fix trace does not get through the fixed default (a step the fix removed
         # altogether is no action of the default at all)
         try:
@@ -228,3 +232,17 @@ def test_resubscribe_zombie_needs_no_fence_and_rejoin(default_results):
     assert len(default_results["metadata-changes"].found["no-zombie-commit"].steps) == 8
     # at max_epoch 3 without them, no zombie
     assert "no-zombie-commit" not in search(SPEC.instantiate("kip1251", {"max_epoch": 3})).found
+
+
+def test_unsubscribing_makes_19974_visible(default_results):
+    """KAFKA-19974's harm needs KAFKA-19431's path: the same reconciliation that holds every
+    property at the defaults (unrevoked-epoch-bump) gives a partition two owners at one epoch once
+    members can drop a topic, while the fixed code (unsubscribes) never does; both accept the
+    7-step zombie of a topic dropped at an unchanged epoch."""
+    assert "one-owner-per-epoch" not in default_results["unrevoked-epoch-bump"].found
+    assert "one-owner-per-epoch" not in default_results["unsubscribes"].found
+    assert len(default_results["kafka-19974"].found["one-owner-per-epoch"].steps) == 7
+    f = default_results["unsubscribes"].found["no-zombie-commit"]
+    tr = build(SPEC.instantiate("unsubscribes"), f.property, f.kind, f.initial, f.steps)
+    assert len(tr) == 7 and "HeartbeatUnsubscribe" in [s.action for s in tr.steps]
+    assert tr.steps[-1].action == "HandleCommit" and tr.steps[-1].outcome == "NONE"
