@@ -98,22 +98,28 @@ def _cluster_id() -> str:
             return text
 
 
-def compile_assignor(libs: Path, out: Path) -> Path:
-    """Compile ScriptedAssignor against this Kafka's jars into `out` (cached by source digest)."""
-    digest = hashlib.sha256(_ASSIGNOR_SOURCE.read_bytes()).hexdigest()[:16]
+def compile_java(libs: Path, source: Path, out: Path) -> Path:
+    """Compile one of kcheck's Java helpers against this Kafka's jars into `out` (cached by
+    source digest); returns the classes directory."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
     classes = out / digest
-    if (classes / "kcheck" / "ScriptedAssignor.class").exists():
+    if (classes / "kcheck" / (source.stem + ".class")).exists():
         return classes
     if shutil.which("javac") is None:
-        raise BrokerError("no 'javac' on PATH: the scripted assignor is compiled against Kafka's "
-                          "jars (install a JDK 17)")
+        raise BrokerError(f"no 'javac' on PATH: {source.name} is compiled against Kafka's jars "
+                          f"(install a JDK 17)")
     classes.mkdir(parents=True, exist_ok=True)
     r = subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", kafka.classpath(libs),
-                        str(_ASSIGNOR_SOURCE)], capture_output=True, text=True)
+                        str(source)], capture_output=True, text=True)
     if r.returncode != 0:
         first = (r.stderr.strip().splitlines() or ["javac failed"])[0]
-        raise BrokerError(f"cannot compile the scripted assignor against {libs}: {first}")
+        raise BrokerError(f"cannot compile {source.name} against {libs}: {first}")
     return classes
+
+
+def compile_assignor(libs: Path, out: Path) -> Path:
+    """Compile ScriptedAssignor against this Kafka's jars into `out` (cached by source digest)."""
+    return compile_java(libs, _ASSIGNOR_SOURCE, out)
 
 
 class Broker:
@@ -138,6 +144,7 @@ class Broker:
         self.port = 0
         self.assignor_dir: Path | None = None
         self.started_in_s = 0.0
+        self.coordinator_records = None   # records.CoordinatorRecords, started on first use
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -226,6 +233,9 @@ class Broker:
             time.sleep(0.3)   # polling the broker's readiness, not waiting for an outcome
 
     def stop(self) -> None:
+        records, self.coordinator_records = getattr(self, "coordinator_records", None), None
+        if records is not None:
+            records.close()
         p, self.process = self.process, None
         if p is None or p.poll() is not None:
             return

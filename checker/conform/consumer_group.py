@@ -224,7 +224,7 @@ class ConsumerGroupAdapter(Adapter):
             if req.startswith("TXN"):
                 st["commits"][c]["producer"] = self._begin_transaction(run, f"c{c}")
         # the prefix must have reached the trace's initial state, as far as Kafka shows it
-        seen = self._describe(run)
+        seen = {**self._describe(run), **self._records(run)}
         want = self._coordinator_view(run, s)
         wrong = [(k, want[k], v) for k, v in seen.items() if k in want and want[k] != v]
         if wrong:
@@ -318,6 +318,7 @@ class ConsumerGroupAdapter(Adapter):
         else:
             raise NotDrivable(f"action {action} has no request in the consumer_group adapter")
         obs.update(self._describe(run))
+        obs.update(self._records(run))
         listed = self._listed(run)
         for k in range(run.params.members):
             if st.get("described") is not None and st["in_group"][k] and self._mid(run, k) not in listed:
@@ -362,6 +363,15 @@ class ConsumerGroupAdapter(Adapter):
                                           if s["holds"][m * p.partitions + q] in shown]
         for q in range(p.partitions):
             out[f"target_owner[{q}]"] = s["target_owner"][q]
+        for m in range(p.members):
+            if s["member_epoch"][m] == LEFT:
+                continue
+            held = [s["holds"][m * p.partitions + q] for q in range(p.partitions)]
+            out[f"member_state[{m}]"] = s["member_state"][m]
+            out[f"pending[{m}]"] = [q for q, h in enumerate(held) if h == "PENDING_REVOCATION"]
+            out[f"assignment_epochs[{m}]"] = [
+                s["assignment_epoch"][m * p.partitions + q] if h != "NONE" else 0
+                for q, h in enumerate(held)]
         return out
 
     # -- requests ------------------------------------------------------------------------------
@@ -480,6 +490,36 @@ class ConsumerGroupAdapter(Adapter):
             if time.monotonic() > deadline:
                 raise WireError(f"the group coordinator is still loading after 30s ({error_name(code)})")
             time.sleep(0.2)   # polling the coordinator's load, not waiting for an outcome
+
+    def _records(self, run) -> dict:
+        """What the coordinator's own records show (ConsumerGroupCurrentMemberAssignmentValue,
+        decoded by Kafka's classes): each member's state, partitions pending revocation and,
+        from 4.3 on (KIP-1251), the assignment epochs."""
+        broker, p, st = run.broker, run.params, run.state
+        if getattr(broker, "workdir", None) is None or not st.get("records", True):
+            return {}
+        if getattr(broker, "coordinator_records", None) is None:
+            from checker.conform.records import CoordinatorRecords
+            broker.coordinator_records = CoordinatorRecords(broker)
+        records = broker.coordinator_records
+        records.new()
+        out = {}
+        for m in range(p.members):
+            value = records.member_assignment(st["group"], self._mid(run, m))
+            if value is None:
+                continue
+            out[f"member_state[{m}]"] = _STATES.get(value["state"], f"state {value['state']}")
+            out[f"pending[{m}]"] = sorted(q for tp in value["partitionsPendingRevocation"]
+                                          for q in tp["partitions"])
+            if all("assignmentEpochs" in tp for tp in value["assignedPartitions"]
+                   + value["partitionsPendingRevocation"]):
+                epochs = [0] * p.partitions
+                for tp in value["assignedPartitions"] + value["partitionsPendingRevocation"]:
+                    for q, e in zip(tp["partitions"], tp["assignmentEpochs"]):
+                        if q < p.partitions:
+                            epochs[q] = self._to_spec(run, e)
+                out[f"assignment_epochs[{m}]"] = epochs
+        return out
 
     def _listed(self, run) -> set:
         g = run.state.get("described")
@@ -619,6 +659,10 @@ class ConsumerGroupAdapter(Adapter):
     def _ok(self, r, what: str) -> None:
         if r.error_code != ErrorCode.none:
             raise RuntimeError(f"{what}: {error_name(r.error_code)} {r.error_message or ''}".strip())
+
+
+# MemberState's ids (org.apache.kafka.coordinator.group.modern.MemberState)
+_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 3: "UNKNOWN"}
 
 
 def _declared(p, flat: dict) -> dict:

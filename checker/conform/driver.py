@@ -80,9 +80,22 @@ def _executor(model) -> Executor:
     return Executor(model)
 
 
-def predict(model, initial_words: tuple, steps: list[dict]) -> list[SpecStep]:
+def initial_words(model, doc: dict) -> tuple | None:
+    """The trace's initial state in this model's layout (variants may add fields, as
+    lost_responses adds previous_epoch); None when the state does not fit it."""
+    if not doc.get("state"):
+        return model.initial_words[0]
+    try:
+        return tuple(model.layout.pack(doc["state"]))
+    except SpecError:
+        return None
+
+
+def predict(model, initial_words: tuple | None, steps: list[dict]) -> list[SpecStep]:
     """The spec's steps for these actions from this state; stops at the first step the model
     does not enable (another variant may not allow a trace's step)."""
+    if initial_words is None:
+        return []
     ex = _executor(model)
     words, out = initial_words, []
     for i, st in enumerate(steps, start=1):
@@ -420,12 +433,14 @@ def _expected_by_record(adapter, run, spec, doc, initial, version, driven: int):
     params = doc.get("params", {})
     steps = doc["steps"]
     default = spec.default_variant
-    base = predict(model_of(spec, default, params), initial, steps)
+    base_model = model_of(spec, default, params)
+    base = predict(base_model, initial_words(base_model, doc), steps)
     bearing = []
     for variant, why in releases:
         if variant == default:
             continue
-        pred = predict(model_of(spec, variant, params), initial, steps)
+        other = model_of(spec, variant, params)
+        pred = predict(other, initial_words(other, doc), steps)
         if len(pred) != len(base) or any(adapter.view(run, a) != adapter.view(run, b)
                                          for a, b in zip(pred[:driven], base[:driven])):
             bearing.append((variant, why, pred))
@@ -444,7 +459,7 @@ def _matching_variants(adapter, run, spec, model, initial, doc, observations):
     for v in spec.variants:
         try:
             other = model_of(spec, v, doc.get("params", {}))
-            pred = predict(other, initial, doc["steps"][:len(observations)])
+            pred = predict(other, initial_words(other, doc), doc["steps"][:len(observations)])
         except SpecError:
             undecided.append(v)
             continue
