@@ -51,11 +51,17 @@ def rediscover(spec) -> list[dict]:
         if bug.variant is not None:
             pre = spec.instantiate(bug.variant)
             status, length, states = _verdict(pre, bug.property)
+            row.update(params=pre.params.as_dict(), pre_fix=status, trace_length=length,
+                       pre_fix_states=states, open=bug.open)
+            if bug.open:
+                # no fix shipped: the default is the pre-fix code, and finding the bug there is all
+                row.update(fixed="no fix shipped", fixed_states=None, rediscovered=status == "violated")
+                rows.append(row)
+                continue
             if bug.property not in default_cache:
                 default_cache[bug.property] = _verdict(spec.instantiate(None), bug.property)
             fixed_status, _, fixed_states = default_cache[bug.property]
-            row.update(params=pre.params.as_dict(), pre_fix=status, trace_length=length,
-                       pre_fix_states=states, fixed=fixed_status, fixed_states=fixed_states,
+            row.update(fixed=fixed_status, fixed_states=fixed_states,
                        rediscovered=status == "violated" and fixed_status == "holds")
         rows.append(row)
     return rows

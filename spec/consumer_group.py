@@ -135,6 +135,19 @@ def state(p):
     }
 
 
+# Dynamic members are alike: the coordinator tells them apart only by member id, and the assignor
+# output is any owner per partition. Static slots are not (only they rejoin under an instance id).
+spec.symmetry("member", count=lambda p: p.members,
+              slots=lambda p: range(p.static_members, p.members),
+              arrays={**{f: "slot" for f in ("member_id", "member_epoch", "member_state", "classic",
+                                             "revocation_epoch", "client_epoch", "response_in_flight",
+                                             "response_error", "previous_epoch")},
+                      **{f: "slot,_" for f in ("holds", "assignment_epoch", "client_owns",
+                                               "held_since", "lost", "subscribed")}},
+              values=("target_owner", "commit_member if commit_request", "epoch_owner"),
+              why="GroupMetadataManager and CurrentAssignmentBuilder treat dynamic members alike")
+
+
 def _group(p, owners, epoch, classic, present):
     """A quiescent group at `epoch`: every present member STABLE at it, holding its target
     partitions assigned at it, clients in sync, nothing in flight; absent slots never joined."""
@@ -985,7 +998,7 @@ spec.known_bug("KAFKA-20641", broke="a static member leaving with epoch -2 while
                "UNREVOKED_PARTITIONS keeps that state with nothing pending revocation",
                fix="PR #22473, open: not in the shipped code, so the default variant is the pre-fix one",
                code="GroupMetadataManager.consumerGroupStaticMemberGroupLeave",
-               variant="kip1251", property="unrevoked-has-pending")
+               variant="kip1251", property="unrevoked-has-pending", open=True)
 spec.known_bug("KAFKA-19974", broke="leaving UNREVOKED_PARTITIONS for UNREVOKED_PARTITIONS bumped the "
                "member epoch; with revocations from an unsubscribed topic (KAFKA-19431) a partition "
                "could be owned by two members at the same epoch (not at the same time)",

@@ -648,6 +648,21 @@ class Variant:
 
 
 @dataclass
+class Symmetry:
+    """Slots of one kind (member slots, partitions) that the spec treats alike: swapping two of
+    them, in every array indexed by them and every field whose value names one, maps initial
+    states to initial states, steps to steps and keeps every property's value. The engines check
+    this before they rely on it (checker/symmetry.py)."""
+    kind: str                                  # what a slot is: "member", "partition"
+    count: Callable                            # p -> the number of slots of this kind
+    slots: Callable                            # p -> the interchangeable ones among them
+    arrays: dict[str, str]                     # field -> "slot", "slot,_" (slot-major) or "_,slot"
+    values: tuple[str, ...]                    # fields whose value is a slot of this kind
+    why: str                                   # one sentence: why these slots are alike
+    line: str = "?"
+
+
+@dataclass
 class KnownBug:
     """A bug Kafka had in the modelled code, with its fix. ``variant`` is the default with that one
     fix undone and ``property`` the property the bug breaks there; a bug the spec cannot express
@@ -659,6 +674,7 @@ class KnownBug:
     variant: str | None = None
     property: str | None = None
     not_expressible: str | None = None
+    open: bool = False              # no fix shipped: the default variant is the pre-fix code
 
 
 @dataclass
@@ -689,6 +705,7 @@ class Spec:
         self.progress: dict[str, Progress] = {}
         self.variants: dict[str, Variant] = {}
         self.known_bugs: list[KnownBug] = []
+        self.symmetries: list[Symmetry] = []
         self.default_variant: str | None = None
         self.rules: dict[str, dict[str | None, Callable]] = {}
         self.outcome_enum: Enum | None = None
@@ -809,8 +826,26 @@ class Spec:
         if default:
             self.default_variant = name
 
+    def symmetry(self, kind: str, *, count: Callable, slots: Callable | None = None,
+                 arrays: dict[str, str], values: Iterable[str] = (), why: str = ""):
+        """Declares the slots of ``kind`` that are interchangeable: ``count(p)`` slots exist,
+        ``slots(p)`` (default: all) may be permuted among themselves; ``arrays`` names each array
+        indexed by them and how ("slot": element i is slot i; "slot,_": slot-major rows, element
+        i*n+j; "_,slot": element j*count+i), ``values`` each field (scalar or array) holding a
+        slot number (other values, e.g. -1, stay). A field absent at some parameters is skipped.
+        The search stores one state per orbit; checker/symmetry.py checks the claim first."""
+        for f, how in arrays.items():
+            if how not in ("slot", "slot,_", "_,slot"):
+                raise SpecError(f"{_caller_line()}: symmetry {kind}: array {f} is indexed "
+                                f"'{how}'; valid: slot, slot,_ or _,slot")
+        if any(s.kind == kind for s in self.symmetries):
+            raise SpecError(f"{_caller_line()}: symmetry '{kind}' is declared twice")
+        self.symmetries.append(Symmetry(kind, count, slots or count, dict(arrays),
+                                        tuple(values), why, _caller_line()))
+
     def known_bug(self, jira: str, broke: str, fix: str, code: str, variant: str | None = None,
-                  property: str | None = None, not_expressible: str | None = None):
+                  property: str | None = None, not_expressible: str | None = None,
+                  open: bool = False):
         """Records a known Kafka bug: its pre-fix variant and the property it breaks, or why the
         spec cannot express it. The names are checked when the spec is loaded (checker.loader)."""
         if (variant is None) == (not_expressible is None):
@@ -818,7 +853,8 @@ class Spec:
                             f"not_expressible=, not both or neither ({_caller_line()})")
         if variant is not None and property is None:
             raise SpecError(f"known_bug {jira}: variant {variant} names no property ({_caller_line()})")
-        self.known_bugs.append(KnownBug(jira, broke, fix, code, variant, property, not_expressible))
+        self.known_bugs.append(KnownBug(jira, broke, fix, code, variant, property, not_expressible,
+                                        open))
 
     def _property_names(self) -> list[str]:
         return [*self.properties, *self.progress]
