@@ -314,6 +314,29 @@ def test_seeded_walks_conform(kafka_431):
         assert o.kind == CONFORMS, o.text()
 
 
+class Recording(ConsumerGroupAdapter):
+    """The real adapter, keeping what Kafka showed at each step."""
+
+    def __init__(self):
+        self.seen = []
+
+    def drive(self, run, action, args):
+        self.seen.append(super().drive(run, action, args))
+        return self.seen[-1]
+
+
+@pytest.mark.kafka
+def test_the_coordinators_records_are_compared(kafka_431):
+    ad = Recording()
+    o = run_trace(kafka_431, ad, SPEC, _job(ZOMBIE), kafka_431.version)
+    assert o.kind == CONFORMS and len(ad.seen) == 11
+    # step 2: member 0 keeps its epoch in UNREVOKED_PARTITIONS with p1 pending revocation
+    assert ad.seen[1]["member_state[0]"] == "UNREVOKED_PARTITIONS" and ad.seen[1]["pending[0]"] == [1]
+    # step 9 (KAFKA-19974): p1 released, p0 pending, both still at assignment epoch 1 or gone
+    assert ad.seen[8]["assignment_epochs[0]"] == [1, 0] and ad.seen[8]["pending[0]"] == [0]
+    assert ad.seen[8]["member_state[0]"] == "UNREVOKED_PARTITIONS"
+
+
 class OffByOneClient(ConsumerGroupAdapter):
     """A broken adapter: its client heartbeats one epoch ahead of what Kafka told it."""
 

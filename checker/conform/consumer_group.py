@@ -16,10 +16,11 @@ The scripted assignor (assignor/ScriptedAssignor.java) is given the target a ste
 What is compared (docs/conformance.md has the table): the error code of every request; a
 heartbeat's member epoch and assigned partitions; after every step, ConsumerGroupDescribe's group
 epoch, target assignment epoch, each member's epoch and assigned partitions and the target
-assignment; after HeartbeatResponse the client's epoch and owned partitions. Epochs are mapped by
-a constant (the setup prefix's epochs minus the spec's). Not compared: the reconciliation state
-and the partitions pending revocation (only in the coordinator's records in __consumer_offsets),
-the assignment epochs (idem), and the ghost fields (held_since, lost, commit_zombie, commit_owner).
+assignment, and from the coordinator's own records in __consumer_offsets each member's
+reconciliation state, partitions pending revocation and assignment epochs; after
+HeartbeatResponse the client's epoch and owned partitions. Epochs are mapped by a constant (the
+setup prefix's epochs minus the spec's). Not compared: the ghost fields (held_since, lost,
+commit_zombie, commit_owner), which Kafka has nothing like.
 """
 from __future__ import annotations
 
@@ -120,6 +121,10 @@ class ConsumerGroupAdapter(Adapter):
                  "HeartbeatNewSubscription", "HeartbeatResponse", "LoseHeartbeatResponse",
                  "TopicPartitionsAdded", "SendCommit", "HandleCommit", "AdminCommit", "Leave",
                  "FenceMember", "StaticMemberExpires"}
+        if action in ("HeartbeatUnsubscribe", "SubscriptionResolved"):
+            return (f"action {action} models regex subscriptions (one topic per partition, the "
+                    f"coordinator resolving a new regex asynchronously); the adapter subscribes "
+                    f"by topic name to one topic, so it has no request for it yet")
         if action not in known:
             return (f"action {action} has no request in the consumer_group adapter "
                     f"(checker/conform/consumer_group.py)")
