@@ -20,6 +20,7 @@ TRACES = sorted((ROOT / "tests" / "scenarios" / "classic_group").glob("*.json"))
 # every trace a 4.x group coordinator can be driven through; each must conform on every release
 CONFORMING = {
     "scenarios/classic_group/cooperative_revoke_then_rejoin.json",
+    "scenarios/classic_group/kafka_13419_missed_sync_kafka_order.json",
     "scenarios/classic_group/single_bounce_inconsistent_protocol.json",
     "classic_group/kafka-12983/assignment-respects-owners.json",
     "classic_group/kafka-12983/no-double-commit.json",

@@ -268,6 +268,12 @@ class ClassicGroupAdapter(Adapter):
             # the leader computes the assignment from the subscriptions in its answer
             me.leader_view = a if a["leader"] == me.member_id else None
             obs["member_generation"] = a["generation"]
+            if me.leader_view is not None:
+                # the subscriptions the coordinator stored, as it hands them to the leader
+                ids = {x.member_id: j for j, x in enumerate(run.state["members"]) if x.member_id}
+                obs["subscriptions"] = sorted(
+                    [ids.get(mid, -1), owned] + ([gen] if self._with_generation(run) else [])
+                    for mid, (owned, gen) in a["members"].items())
         elif action == "SyncGroup":
             obs.update(self._sync(run, m, me))
         elif action == "EnforceRebalance":
@@ -309,6 +315,10 @@ class ClassicGroupAdapter(Adapter):
         m = step.args.get("m")
         if step.action == "JoinGroupResponse":
             v["member_generation"] = post[f"member_generation[{m}]"]
+            v["subscriptions"] = sorted(
+                [j, [q for q in range(P) if post[f"subscription_owned[{j * P + q}]"]]] +
+                ([post[f"subscription_generation[{j}]"]] if self._with_generation(run) else [])
+                for j in range(M) if in_group[j])
         if step.action == "SyncGroup" and step.outcome == "NONE":
             v["assigned"] = [q for q in range(P) if post[f"owned[{m * P + q}]"]]
         return v
@@ -330,7 +340,7 @@ class ClassicGroupAdapter(Adapter):
             me.needs_join_prepare = False
         if not keep:
             me.owned = []
-        with_generation = run.variant not in ("pre-kip792", "pre-kip792-kafka-12983")
+        with_generation = self._with_generation(run)
         metadata = subscription_bytes(run.name, me.owned, me.generation, with_generation)
         protocols = [(name, metadata) for name in me.assignors]
         if not me.member_id:
@@ -363,6 +373,10 @@ class ClassicGroupAdapter(Adapter):
                                  protocols=tuple(j.JoinGroupRequestProtocol(name=n, metadata=b)
                                                  for n, b in protocols), reason="kcheck")
         return (conn or self._conn(run, me)).send(req)
+
+    def _with_generation(self, run: TraceRun) -> bool:
+        """KIP-792: the subscription carries the generation (ConsumerProtocolSubscription v2+)."""
+        return run.variant not in ("pre-kip792", "pre-kip792-kafka-12983")
 
     def _answer(self, run, me: Member, r) -> dict:
         """A JoinGroup answer as the member keeps it until it processes it."""
