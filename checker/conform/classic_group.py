@@ -30,9 +30,10 @@ How the spec's steps become requests:
 - StartConsumer, EnforceRebalance: the driver's client only.
 
 Compared after each request: the response's error (the spec's outcome), the generation, the chosen
-protocol and the leader from the join answers, the partitions a SyncGroup answer assigns, and
-DescribeGroups' group state and members (the spec's group_state and in_group). Not visible: a
-member's awaiting-join flag and the subscriptions the coordinator stored (ghost fields).
+protocol and the leader from the join answers, the subscriptions the coordinator stored as the
+leader's answer hands them over, the partitions a SyncGroup answer assigns, and DescribeGroups'
+group state and members (the spec's group_state and in_group). Not visible: a member's
+awaiting-join flag (a ghost of the coordinator's records).
 """
 from __future__ import annotations
 
