@@ -16,6 +16,9 @@ new coordinator; a marker of the old one may still be on the wire).
 With `transactional=0` the producer is the idempotent-only producer (no transactional id): no
 transaction and no coordinator; after a failed or timed-out batch it bumps its own epoch once
 nothing is in flight and restarts its sequences at 0 (KIP-360's client, KAFKA-8805).
+With `max_in_flight=2` a second batch may await its response and a second request queue on the
+connection (max.in.flight.requests.per.connection=2): the Sender sends in sequence order and
+re-sends a batch only once it is the first in flight.
 
 Decisions are named rules: `produce-append` (the leader's check of a produce request),
 `init-producer-id` (the coordinator's InitProducerId decision), `end-txn` (EndTxn),
