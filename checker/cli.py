@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--save", action="store_true",
                     help="save counterexamples under counterexamples/<spec>/<variant>/")
     ck.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
+    ck.add_argument("--checkpoint", metavar="DIR",
+                    help="write the search's state to DIR at level ends (at most once a minute) "
+                         "and resume from DIR's checkpoint when there is one")
     ci_outputs.add_options(ck)
 
     rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario")
@@ -160,7 +163,7 @@ def main(argv=None) -> int:
     if not console.is_terminal:
         console = Console(highlight=False, width=400)  # a pipe or a file: tables at their natural width
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    from checker.bfs import Terminated
+    from checker.bfs import CheckpointError, Terminated
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:   # not the main thread (an embedding program): leave SIGTERM alone
@@ -174,7 +177,7 @@ def main(argv=None) -> int:
         code = handlers[args.command](args, console)
         ci_outputs.write(args)   # --junit / --sarif of check, progress, prove
         return code
-    except (BadInput, SpecError) as e:
+    except (BadInput, SpecError, CheckpointError) as e:
         err.print(f"kcheck: error: {e}", markup=False)
         return BAD_INPUT
     except SaveFailed as e:
@@ -346,13 +349,17 @@ def _run_one(spec, variant, params, args, console):
                         if p in spec.progress else "")
                 raise BadInput(f"unknown property '{p}' for spec {spec.name}{hint}; properties: "
                                f"{', '.join(spec.properties)}")
-    if getattr(args, "spark", None) or getattr(args, "slices", None) or getattr(args, "partition", None):
+    spark = getattr(args, "spark", None) or getattr(args, "slices", None) or getattr(args, "partition", None)
+    if spark and getattr(args, "checkpoint", None):
+        raise BadInput("--checkpoint is for the single-process search: leave out --spark")
+    if spark:
         from checker.spark_cli import check_on_spark
         res = check_on_spark(model, props, args, console)
     else:
         label = f"{spec.name}/{model.variant} ({', '.join(props) if props else 'every property'})"
         with _Progress(label) as update:
-            res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update)
+            res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update,
+                         checkpoint=getattr(args, "checkpoint", None))
     return res, _traces(res)
 
 
@@ -387,6 +394,8 @@ def cmd_check(args, console) -> int:
     all_variants = args.all_variants or args.spec == "all"
     if args.spec == "all" and args.variant:
         raise BadInput("'check all' checks every variant; --variant needs a single spec")
+    if getattr(args, "checkpoint", None) and all_variants:
+        raise BadInput("--checkpoint DIR holds one search: give a single spec and variant")
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     t0 = time.perf_counter()
     codes, json_out, save_errors, compared, differing = [], [], [], 0, 0

@@ -27,18 +27,26 @@ def _domain_error(field, values, mask, lo, hi, action):
 
 
 class _Gen:
-    """Emits source for one function; shares sub-expressions (the trees are DAGs)."""
+    """Emits source for one function; shares sub-expressions, both the same node reached twice
+    (the trees are DAGs) and equal nodes built twice (by the code that computes them)."""
 
     def __init__(self, layout, sources: dict[str, str]):
         self.layout, self.sources = layout, sources
         self.lines: list[str] = []
         self.memo: dict[int, str] = {}
+        # value numbering: every temporary is pure and assigned once, so two nodes whose code
+        # reads the same temporaries the same way have the same value; a spec builds equal
+        # subtrees separately (two_phase's `consistent` reads each member's state 18 times)
+        self.by_code: dict[str, str] = {}
         self.n = 0
 
     def tmp(self, code: str) -> str:
+        if code in self.by_code:
+            return self.by_code[code]
         self.n += 1
         name = f"t{self.n}"
         self.lines.append(f"    {name} = {code}")
+        self.by_code[code] = name
         return name
 
     def expr(self, e: Expr) -> str:
@@ -243,12 +251,13 @@ class Compiled:
         return f"def eff_{inst.index}(S):\n" + "\n".join(body) + f"\n    return T, {out}, {ok}\n"
 
 
-def fingerprint(S: np.ndarray) -> np.ndarray:
+def fingerprint(S: np.ndarray, seed: int = 0x9E3779B97F4A7C15) -> np.ndarray:
     """64-bit fingerprints of a block of packed states. A state that fits one word is its own
-    fingerprint (no collision is possible); wider states are mixed with a splitmix64 chain."""
-    if S.shape[0] == 1:
+    fingerprint (no collision is possible); wider states are mixed with a splitmix64 chain
+    (another ``seed`` gives an independent hash: the second half of a 128-bit fingerprint)."""
+    if S.shape[0] == 1 and seed == 0x9E3779B97F4A7C15:
         return S[0]
-    h = np.full(S.shape[1], 0x9E3779B97F4A7C15, dtype=np.uint64)
+    h = np.full(S.shape[1], seed, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for w in range(S.shape[0]):
             h ^= S[w]

@@ -54,8 +54,8 @@ def stats_line(r: SearchResult) -> str:
     if r.cut_by_bounds:
         bounds = sorted({f.base for f in m.layout.fields if f.type.search_bound})
         cut = f"; {r.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)})"
-    coll = "exact (a state is its own fingerprint)" if m.layout.words == 1 else \
-        f"{r.collision_probability:.1e} (optimistic, as TLC)"
+    coll = r.storage if r.storage.startswith("exact") else \
+        f"{r.collision_probability:.1e} ({r.storage}; optimistic, as TLC)"
     return (f"{r.distinct_states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, "
             f"{r.elapsed_s:.2f}s ({r.states_per_s:,.0f} states/s), {scope}{cut}; "
             f"fingerprint collision probability {coll}")

@@ -147,7 +147,8 @@ def test_wide_state_uses_two_words_and_reports_cut_and_collision():
     r = search(m)
     assert r.exhaustive and r.distinct_states == 27 * 3
     assert r.cut_by_bounds == 27          # Bump from epoch 2 is cut in every counter state
-    assert 0 < r.collision_probability < 1e-12
+    # two words are stored whole (issue 16): no collision is possible, and the line says so
+    assert r.collision_probability == 0 and r.storage == "exact (states of 2 words stored whole)"
     r2 = search(load_spec(str(SPECS / "wide.py")).instantiate(None, {"limit": 5}))
     assert len(r2.found["small-sum"].steps) == 5
 

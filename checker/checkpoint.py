@@ -1,0 +1,126 @@
+"""The breadth-first search's state at a level boundary, written to a directory and read back, so
+that a killed run of a long search (two_phase N=11 takes a quarter of an hour) resumes from its
+last finished level instead of from the start.
+
+A checkpoint is one file, ``DIR/checkpoint.npz``, replaced atomically (written beside it, then
+renamed), so a kill during a write leaves the previous one whole. It holds what checker/bfs.py
+keeps between levels: the visited set, the frontier, every level's parent links and action
+instances (traces are rebuilt from them), the counters and the counterexamples found so far, and
+an identity: the spec, variant, parameters, properties, deadlock checking and a digest of the
+compiled code. A checkpoint of another search is refused in one line naming what differs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+FILE = "checkpoint.npz"
+FORMAT = 1
+
+
+def identity(model, props: list[str], deadlock: bool, comp, initial) -> dict:
+    """What a checkpoint must match to be resumed: a search of the same states and rules."""
+    return {"format": FORMAT, "spec": model.spec.name, "variant": model.variant,
+            "params": {k: int(v) if isinstance(v, (bool, int)) else str(v)
+                       for k, v in model.params.as_dict().items()},
+            "properties": list(props), "deadlock": bool(deadlock),
+            "initial": "the spec's" if initial is None else
+                       hashlib.sha256(repr(list(initial)).encode()).hexdigest()[:16],
+            "code": hashlib.sha256(comp.source.encode()).hexdigest()[:16]}
+
+
+def _describe(ident: dict) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in ident.get("params", {}).items())
+    return f"{ident.get('spec')}/{ident.get('variant')}" + (f" ({params})" if params else "")
+
+
+_WHAT = {"spec": "spec", "variant": "variant", "params": "parameters", "properties": "properties",
+         "deadlock": "deadlock checking", "initial": "initial states",
+         "code": "compiled spec code (the spec changed)", "format": "checkpoint format"}
+
+
+@dataclass
+class Saved:
+    depth: int
+    fp: np.ndarray
+    keys: np.ndarray | None
+    frontier: np.ndarray
+    parents: list
+    actions: list
+    initial_words: list
+    transitions: int
+    cut_by_bounds: int
+    cut_only_states: int
+    fired: list
+    found: dict
+    elapsed_s: float
+
+
+def save(directory: str, ident: dict, visited, frontier, parents, actions, initial_words, res,
+         elapsed_s: float) -> str:
+    """Write the search's state after a finished level; returns the file's path."""
+    from checker.bfs import Found  # noqa: F401  (the type of res.found's values)
+    os.makedirs(directory, exist_ok=True)
+    meta = {"identity": ident, "depth": res.depth, "transitions": res.transitions,
+            "cut_by_bounds": res.cut_by_bounds, "cut_only_states": res.cut_only_states,
+            "fired": list(res.fired), "elapsed_s": elapsed_s,
+            "initial_words": [list(map(str, w)) for w in initial_words],
+            "found": {n: {"kind": f.kind, "initial": [str(x) for x in f.initial],
+                          "steps": list(map(int, f.steps))} for n, f in res.found.items()},
+            "level_sizes": [len(p) for p in parents]}
+    arrays = {"meta": np.array(json.dumps(meta)), "fp": visited.sorted_fp,
+              "frontier": frontier, "parents": np.concatenate(parents),
+              "actions": np.concatenate([a.astype(np.int32) for a in actions])}
+    if visited.keys is not None:
+        arrays["keys"] = visited.keys[:, :visited.n]
+    path = os.path.join(directory, FILE)
+    tmp = path + f".{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def load(directory: str, ident: dict) -> Saved | None:
+    """The saved state in ``directory``, None when there is none yet; CheckpointError when it is
+    another search's or unreadable."""
+    from checker.bfs import CheckpointError, Found
+    path = os.path.join(directory, FILE)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise CheckpointError(f"--checkpoint {directory}: not a directory")
+    if not os.path.exists(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            arrays = {k: z[k] for k in z.files if k != "meta"}
+    except Exception as e:  # a damaged or foreign file: say so in one line
+        raise CheckpointError(f"--checkpoint {directory}: {FILE} cannot be read ({type(e).__name__}: "
+                              f"{e}); remove it or give another directory") from None
+    theirs = meta.get("identity", {})
+    for key in ("format", "spec", "variant", "params", "properties", "deadlock", "initial", "code"):
+        if theirs.get(key) != ident[key]:
+            raise CheckpointError(
+                f"--checkpoint {directory} holds a search of {_describe(theirs)} that differs in its "
+                f"{_WHAT[key]} ({theirs.get(key)} there, {ident[key]} here): give another "
+                f"directory or remove {FILE}")
+    sizes = meta["level_sizes"]
+    bounds = np.cumsum([0] + sizes)
+    parents = [arrays["parents"][bounds[i]:bounds[i + 1]].astype(np.int32) for i in range(len(sizes))]
+    act_dtype = np.int16 if len(meta["fired"]) < 32000 else np.int32
+    actions = [arrays["actions"][bounds[i]:bounds[i + 1]].astype(np.int32 if i == 0 else act_dtype)
+               for i in range(len(sizes))]
+    found = {n: Found(n, f["kind"], tuple(int(x) for x in f["initial"]), f["steps"])
+             for n, f in meta["found"].items()}
+    return Saved(depth=meta["depth"], fp=arrays["fp"], keys=arrays.get("keys"),
+                 frontier=arrays["frontier"], parents=parents, actions=actions,
+                 initial_words=[tuple(int(x) for x in w) for w in meta["initial_words"]],
+                 transitions=meta["transitions"], cut_by_bounds=meta["cut_by_bounds"],
+                 cut_only_states=meta["cut_only_states"], fired=meta["fired"], found=found,
+                 elapsed_s=meta["elapsed_s"])

@@ -1,0 +1,202 @@
+"""The explicit engine's speed-ups keep its answers (issue 16): shared subexpressions compute what
+the reference interpreter computes, states are stored exactly (a fingerprint shared by distinct
+states loses none of them), and a search killed after a checkpoint resumes to the same result as
+one run straight through, refusing a checkpoint of another search."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from checker import bfs
+from checker.bfs import search
+from checker.compile import Compiled, fingerprint
+from checker.loader import load_spec
+from checker.reference import evaluate
+from spec import SHIPPED
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = Path(__file__).parent / "specs_core"
+KCHECK = [sys.executable, "-m", "checker.cli"]
+SEED = fingerprint.__defaults__[0]      # the first hash's seed
+
+
+def summary(r):
+    return (r.distinct_states, r.transitions, r.depth, r.exhaustive, r.fired, r.cut_by_bounds,
+            r.cut_only_states, {n: (f.kind, f.initial, f.steps) for n, f in r.found.items()})
+
+
+def unpack(model, S):
+    """The field values of each packed state in S (columns), as the reference interpreter reads
+    them."""
+    lay = model.layout
+    out = []
+    for i in range(S.shape[1]):
+        vals = []
+        for idx, f in enumerate(lay.fields):
+            raw = (int(S[lay.word[idx], i]) >> lay.shift[idx]) & ((1 << lay.width[idx]) - 1)
+            vals.append(raw + (f.type.lo if f.type.kind != "bool" else 0))
+        out.append(vals)
+    return out
+
+
+def reachable_sample(model, n=400):
+    """Up to n reachable states (packed columns): the first levels' frontier."""
+    comp = Compiled(model)
+    S = np.array(model.initial_words, dtype=np.uint64).reshape(-1, model.layout.words).T
+    seen = [S]
+    while sum(s.shape[1] for s in seen) < n:
+        nxt = [T for _, _, _, T, _, ok in comp.successors(S)]
+        if not nxt:
+            break
+        S = np.unique(np.concatenate(nxt, axis=1), axis=1)[:, :n]
+        seen.append(S)
+    return np.concatenate(seen, axis=1)[:, :n]
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_shared_subexpressions_compute_what_the_interpreter_computes(name):
+    """Guards and invariants, compiled with equal subtrees shared, agree state by state with the
+    plain interpreter on reachable states of every variant."""
+    spec = load_spec(name)
+    for v in spec.variants:
+        model = spec.instantiate(v, {})
+        comp = Compiled(model)
+        S = reachable_sample(model)
+        states = unpack(model, S)
+        masks = comp.guards(S)
+        for inst, mask in zip(model.instances, masks):
+            got = np.broadcast_to(mask, (S.shape[1],))
+            want = [bool(evaluate(inst.guard, s)) for s in states]
+            assert list(got) == want, (v, inst.label)
+        for prop in model.invariants:
+            got = np.broadcast_to(comp.invariants[prop.name](S), (S.shape[1],))
+            want = [bool(evaluate(model.invariant_expr(prop), s)) for s in states]
+            assert list(got) == want, (v, prop.name)
+
+
+def test_equal_subtrees_are_computed_once():
+    """two_phase's `consistent` (no member committed while another aborted) reads each of the
+    N members' states once, not 2 * N * N times."""
+    model = load_spec("two_phase").instantiate(None, {"N": 9})
+    src = Compiled(model, ["consistent"]).source
+    body = src[src.index("def inv_0"):].split("\ndef ")[0]
+    reads = [line for line in body.splitlines() if "S[" in line]
+    assert len(reads) == 9, body[:400]
+
+
+def test_a_shared_fingerprint_loses_no_state(monkeypatch):
+    """With a fingerprint that collides all the time, states stored whole keep every distinct
+    state: the same counts, verdicts and trace lengths as with the real fingerprint."""
+    model = load_spec(str(SPECS / "wide.py")).instantiate(None, {"limit": 5})
+    assert model.layout.words == 2
+    real = search(model)
+    monkeypatch.setattr(bfs, "fingerprint", lambda S, seed=SEED: fingerprint(S, seed) & np.uint64(7))
+    weak = search(model)
+    assert real.storage == weak.storage == "exact (states of 2 words stored whole)"
+    assert (weak.distinct_states, weak.transitions, weak.depth) == \
+           (real.distinct_states, real.transitions, real.depth)
+    assert {n: len(f.steps) for n, f in weak.found.items()} == \
+           {n: len(f.steps) for n, f in real.found.items()}
+    assert real.collision_probability == 0.0
+
+
+def test_wider_states_use_128_bit_fingerprints(monkeypatch):
+    """A state wider than EXACT_WORDS is stored as a 128-bit fingerprint: a collision of the
+    first 64 bits loses nothing, and the statistics say which storage was used."""
+    model = load_spec(str(SPECS / "wide.py")).instantiate(None, {})
+    real = search(model)
+    monkeypatch.setattr(bfs, "EXACT_WORDS", 1)
+    # the first 64 bits collide all the time; the second hash (another seed) stays whole
+    monkeypatch.setattr(bfs, "fingerprint", lambda S, seed=SEED: fingerprint(S, seed) if seed != SEED
+                        else fingerprint(S) & np.uint64(3))
+    r = search(model)
+    assert r.stored_as == "128-bit fingerprints"
+    assert (r.distinct_states, r.transitions, r.depth) == (real.distinct_states, real.transitions,
+                                                           real.depth)
+    assert 0 < r.collision_probability < 1e-30
+
+
+@pytest.mark.parametrize("variant", ["lamport", "commit-without-prepares"])
+def test_a_search_resumed_from_a_checkpoint_ends_as_one_run_straight_through(tmp_path, variant):
+    """Stopped at depth 6 after writing checkpoints, then resumed: the same states, transitions,
+    depth, steps per action and counterexamples (step for step) as without a stop."""
+    model = load_spec("two_phase").instantiate(variant, {"N": 4})
+    straight = search(model)
+    first = search(model, max_depth=6, checkpoint=str(tmp_path), checkpoint_every=0)
+    assert first.stop_reason == "max-depth" and (tmp_path / "checkpoint.npz").exists()
+    resumed = search(model, checkpoint=str(tmp_path), checkpoint_every=0)
+    assert resumed.resumed_from == 6
+    assert summary(resumed) == summary(straight)
+
+
+KILLED = r"""
+import os, signal, sys
+sys.path.insert(0, {root!r})
+from checker.loader import load_spec
+from checker.bfs import search
+model = load_spec("two_phase").instantiate(None, {{"N": 5}})
+def on_level(depth, fps):
+    if depth == {kill_at}:      # after the checkpoint of depth {kill_at} - 1: a hard kill
+        os.kill(os.getpid(), signal.SIGKILL)
+search(model, on_level=on_level, checkpoint={dir!r}, checkpoint_every=0)
+"""
+
+
+def test_a_killed_run_resumes_from_the_command_line(tmp_path):
+    """A search killed (SIGKILL) mid-run leaves a checkpoint; `kcheck check --checkpoint` resumes
+    from it and prints what a run straight through prints, figures and traces alike."""
+    ck = tmp_path / "ck"
+    p = subprocess.run([sys.executable, "-c", KILLED.format(root=str(ROOT), dir=str(ck), kill_at=9)],
+                       capture_output=True, text=True)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    args = ["check", "two_phase", "--param", "N=5", "--json"]
+    resumed = subprocess.run(KCHECK + args + ["--checkpoint", str(ck)], capture_output=True,
+                             text=True, cwd=ROOT)
+    straight = subprocess.run(KCHECK + args, capture_output=True, text=True, cwd=ROOT)
+    assert resumed.returncode == straight.returncode == 0, resumed.stderr
+    a, b = json.loads(resumed.stdout), json.loads(straight.stdout)
+    for doc in (a, b):
+        doc.pop("elapsed_s", None)
+        doc.pop("states_per_s", None)
+    assert a == b
+
+
+@pytest.mark.parametrize("other, what", [
+    (["--param", "N=4"], "parameters"),
+    (["--variant", "commit-without-prepares"], "variant"),
+    (["--property", "consistent"], "properties"),
+])
+def test_a_checkpoint_of_another_search_is_refused(tmp_path, other, what):
+    """One line naming what differs, exit 2, and the checkpoint left as it was."""
+    model = load_spec("two_phase").instantiate(None, {"N": 3})
+    search(model, max_depth=3, checkpoint=str(tmp_path), checkpoint_every=0)
+    before = (tmp_path / "checkpoint.npz").read_bytes()
+    args = ["check", "two_phase"] + (other if other[0] == "--param" else ["--param", "N=3"] + other)
+    p = subprocess.run(KCHECK + args + ["--checkpoint", str(tmp_path)], capture_output=True,
+                       text=True, cwd=ROOT)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and what in lines[0] and "Traceback" not in p.stderr, p.stderr
+    assert (tmp_path / "checkpoint.npz").read_bytes() == before
+
+
+def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path):
+    (tmp_path / "checkpoint.npz").write_bytes(b"not a checkpoint")
+    p = subprocess.run(KCHECK + ["check", "two_phase", "--checkpoint", str(tmp_path)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and "cannot be read" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_checkpoint_needs_a_single_search(tmp_path):
+    p = subprocess.run(KCHECK + ["check", "two_phase", "--all-variants", "--checkpoint", str(tmp_path)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2 and "--checkpoint" in p.stderr
+    assert not os.listdir(tmp_path)
