@@ -127,6 +127,24 @@ class SearchResult:
         return n * max(0, t - n) / 2.0 ** (128 if self.storage.startswith("128") else 64)
 
 
+def _merge(visited: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """A sorted array of fingerprints with the (sorted, absent) new ones inserted; the state
+    graph and Spark's owners keep their sets so."""
+    if not len(new):
+        return visited
+    pos = np.searchsorted(visited, new)
+    return np.insert(visited, pos, new)
+
+
+def _absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Mask of the fingerprints u not in the sorted array."""
+    if not len(sorted_fp):
+        return np.ones(len(u), dtype=bool)
+    pos = np.searchsorted(sorted_fp, u)
+    pos[pos == len(sorted_fp)] = 0
+    return sorted_fp[pos] != u
+
+
 EXACT_WORDS = 3   # states of up to this many words are stored whole; wider ones as 128-bit
 
 
@@ -312,7 +330,20 @@ class _Visited:
 
 
 def _reserve(shape) -> np.ndarray:
-    return np.empty(shape, dtype=np.uint64)
+    """An array of room for as many states as the machine's memory could hold, reserved as
+    address space only: a page costs memory once written, so the set never grows by copying
+    (a copy would hold the set twice at that moment)."""
+    import mmap
+    import os
+    try:
+        cap = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8
+        rows = shape[0] if len(shape) == 2 else 1
+        buf = mmap.mmap(-1, rows * cap * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS |
+                        getattr(mmap, "MAP_NORESERVE", 0))
+        a = np.frombuffer(buf, dtype=np.uint64)
+        return a.reshape(rows, cap) if len(shape) == 2 else a
+    except (OSError, ValueError, OverflowError):   # no such reservation here: grow by copying
+        return np.empty(shape, dtype=np.uint64)
 
 
 def _grow(a: np.ndarray, shape, n: int) -> np.ndarray:
