@@ -7,7 +7,6 @@ reason in one line: no Java, Maven cannot resolve the version, the broker exited
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -15,7 +14,7 @@ from rich.table import Table
 
 from checker.cli import BadInput, _positive
 from checker.conform import driver
-from checker.conform.driver import BROKER_UNAVAILABLE, OK
+from checker.conform.driver import BROKER_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ import pytest
 
 from checker.conform import driver
 from checker.conform.consumer_group import ConsumerGroupAdapter
-from checker.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, Adapter, Job,
+from checker.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, Job,
                                     TraceRun, compare, predict, run_trace)
 from checker.conform.kafka import check_version
 from checker.loader import load_spec

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import time
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i16, i32, i64
+from kio.static.primitive import i32, i64
 
 from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
                                     _version_key, register_adapter)
@@ -390,7 +391,6 @@ class ConsumerGroupAdapter(Adapter):
         spec names (the scripted assignor gives it to nobody). Kafka bumps the group epoch at the
         next heartbeat, once the coordinator's metadata image has it; the spec takes the bump
         now, so the group epoch is not compared until a heartbeat has run."""
-        import time
         st = run.state
         cp = schema("create_partitions", 3)
         st["partitions"] += 1
@@ -456,7 +456,6 @@ class ConsumerGroupAdapter(Adapter):
         probe group subscribes to it and is given every partition by the scripted assignor;
         until the coordinator's metadata image has the topic, the subscription resolves to no
         topic and the probe gets nothing. (The broker's Metadata answer comes first.)"""
-        import time
         st, p = run.state, run.params
         probe = _member_id(run.name, 98, 0)
         group = st["group"]
@@ -482,7 +481,6 @@ class ConsumerGroupAdapter(Adapter):
 
     def _wait_loaded(self, run) -> None:
         """Wait (bounded) while the coordinator loads the group's __consumer_offsets partition."""
-        import time
         st = run.state
         deadline = time.monotonic() + 30
         while True:
@@ -576,7 +574,6 @@ class ConsumerGroupAdapter(Adapter):
                                     ErrorCode.concurrent_transactions, ErrorCode.not_coordinator,
                                     ErrorCode.coordinator_not_available):
                 raise WireError(f"InitProducerId {txn_id}: {error_name(r.error_code)}")
-            import time
             time.sleep(0.1)   # the transaction coordinator is loading or still ending the last one
         producer = {"txn_id": txn_id, "pid": r.producer_id, "epoch": r.producer_epoch}
         add = schema("add_offsets_to_txn", 3)
