@@ -285,7 +285,8 @@ def test_progress_agrees_with_the_plain_reading_at_small_bounds(name, variant, t
     sg = build_graph(model, max_nodes=30_000)
     for prop in spec.progress.values():
         r = check_progress(sg, prop)
-        assert r.status == reference_verdict(sg, prop), prop.name
+        # 'bounded' is a holds on this graph that rests on a step cut by a search bound (issue 13)
+        assert (r.status if r.status != "bounded" else "holds") == reference_verdict(sg, prop), prop.name
         if r.lasso is not None:
             rr = replay(model, trace_json(lasso_trace(sg, prop.name, r.lasso)))
             assert rr.ok, rr.message
