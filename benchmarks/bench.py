@@ -3,7 +3,9 @@
 Prints one row per model: distinct states, transitions, seconds, distinct states per second,
 transitions per second, and peak memory per distinct state (peak resident memory of a fresh
 process over its baseline after loading the spec, divided by distinct states). Each model runs
-in its own process so that one model's peak does not hide another's.
+in its own process so that one model's peak does not hide another's. "CPU seconds" is the
+search's user and system time: on a machine that others load, it is the figure to compare
+between two runs (seconds and the rates are wall-clock).
 
     .venv/bin/python benchmarks/bench.py            # two_phase N=7, N=8 and every shipped spec
     .venv/bin/python benchmarks/bench.py two_phase:N=8
@@ -35,10 +37,13 @@ spec = load_spec({name!r})
 model = spec.instantiate(None, {params!r})
 Compiled(model)                       # warm the code generator and numpy
 base = rss_kb()
+before = resource.getrusage(resource.RUSAGE_SELF)
 r = search(model)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = resource.getrusage(resource.RUSAGE_SELF)
+peak = after.ru_maxrss
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 print(json.dumps(dict(states=r.distinct_states, transitions=r.transitions, seconds=r.elapsed_s,
-                      exhaustive=r.exhaustive, peak_over_base=(peak - base) * 1024)))
+                      cpu_seconds=cpu, exhaustive=r.exhaustive, peak_over_base=(peak - base) * 1024)))
 """
 
 
@@ -63,14 +68,14 @@ def main(argv: list[str]) -> None:
         targets = [("two_phase", {"N": 7}), ("two_phase", {"N": 8})]
         targets += [(n, {}) for n in SHIPPED if n != "two_phase"]
     t = Table(title="kcheck explicit search, one process, this machine")
-    for col in ("model", "distinct states", "transitions", "seconds", "states/s", "transitions/s",
-                "bytes/state (peak RSS)"):
+    for col in ("model", "distinct states", "transitions", "seconds", "CPU seconds", "states/s",
+                "transitions/s", "bytes/state (peak RSS)"):
         t.add_column(col, justify="right" if col != "model" else "left")
     for name, params in targets:
         r = run(name, params)
         label = name + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else " (defaults)")
         s = r["seconds"] or 1e-9
-        t.add_row(label, f"{r['states']:,}", f"{r['transitions']:,}", f"{s:.2f}",
+        t.add_row(label, f"{r['states']:,}", f"{r['transitions']:,}", f"{s:.2f}", f"{r['cpu_seconds']:.2f}",
                   f"{r['states'] / s:,.0f}", f"{r['transitions'] / s:,.0f}",
                   f"{r['peak_over_base'] / max(1, r['states']):.0f}")
     Console(width=140).print(t)
