@@ -67,9 +67,9 @@ class Symmetry:
         self.kinds: list[str] = []
         per_decl: list[list[_Element]] = []
         for decl in model.spec.symmetries:
-            count = _ints(decl.count(p))
-            slots = list(_ints(decl.slots(p)))
-            count = len(count) if not isinstance(count, int) else count
+            count = int(decl.count(p))
+            slots = decl.slots(p)
+            slots = list(range(slots)) if isinstance(slots, int) else [int(x) for x in slots]
             if any(not 0 <= s < count for s in slots) or len(set(slots)) != len(slots):
                 raise SymmetryError(f"{decl.line}: symmetry {decl.kind}: slots {slots} are not "
                                     f"distinct slots among 0..{count - 1}")
@@ -204,10 +204,6 @@ class Symmetry:
                 eq &= img[w] == best[w]
             best = np.where(less, img, best)
         return best, None
-
-
-def _ints(x):
-    return x if isinstance(x, int) else [int(v) for v in x]
 
 
 def for_model(model: Model) -> Symmetry | None:

@@ -136,16 +136,27 @@ def state(p):
 
 
 # Dynamic members are alike: the coordinator tells them apart only by member id, and the assignor
-# output is any owner per partition. Static slots are not (only they rejoin under an instance id).
+# output is any owner per partition. Static slots are not (only they rejoin under an instance id),
+# nor is slot 0 (a free commit slot's commit_member is 0, and a hold's ghost commit_zombie is
+# set on a free slot when a member other than 0 gains its partition 0; see the notes' Scale).
 spec.symmetry("member", count=lambda p: p.members,
-              slots=lambda p: range(p.static_members, p.members),
+              slots=lambda p: range(max(1, p.static_members), p.members),
               arrays={**{f: "slot" for f in ("member_id", "member_epoch", "member_state", "classic",
                                              "revocation_epoch", "client_epoch", "response_in_flight",
                                              "response_error", "previous_epoch")},
                       **{f: "slot,_" for f in ("holds", "assignment_epoch", "client_owns",
                                                "held_since", "lost", "subscribed")}},
-              values=("target_owner", "commit_member if commit_request", "epoch_owner"),
+              values=("target_owner", "commit_member", "epoch_owner"),
               why="GroupMetadataManager and CurrentAssignmentBuilder treat dynamic members alike")
+# Partitions are alike too, but for partition 0: a free commit slot's commit_partition is 0, and
+# the ghosts of a free slot follow partition 0 (as for member slot 0 above).
+spec.symmetry("partition", count=lambda p: p.partitions, slots=lambda p: range(1, p.partitions),
+              arrays={**{f: "slot" for f in ("target_owner", "partition_epoch_lost", "epoch_owner",
+                                             "epoch_high")},
+                      **{f: "_,slot" for f in ("holds", "assignment_epoch", "client_owns",
+                                               "held_since", "lost", "subscribed")}},
+              values=("commit_partition",),
+              why="the assignor may give any partition to any member")
 
 
 def _group(p, owners, epoch, classic, present):
