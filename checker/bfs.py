@@ -68,6 +68,10 @@ class SearchResult:
     # how the visited set told states apart (storage_kind); engines that keep 64-bit
     # fingerprints (Spark) leave it unset
     stored_as: str | None = None
+    # the symmetry the search reduced by (checker/symmetry.py), "off", or None when the spec
+    # declares none; with it, distinct_states counts orbits and unreduced_states their states
+    symmetry: str | None = None
+    unreduced_states: int = 0
 
     @property
     def storage(self) -> str:
@@ -360,7 +364,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
            max_states: int | None = None, deadlock: bool | None = None,
            progress=None, block: int = 1 << 15, initial: list[tuple] | None = None,
            on_level=None, checkpoint: str | None = None,
-           checkpoint_every: float = 60.0) -> SearchResult:
+           checkpoint_every: float = 60.0, symmetry: bool = False) -> SearchResult:
     """Explore ``model`` breadth-first. ``progress(depth, distinct, frontier)`` is called per
     block when given (distinct: the states of the levels finished). ``initial`` replaces the
     spec's initial states (packed words), e.g. with a slice of them. ``on_level(depth,
@@ -368,7 +372,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     them). ``checkpoint``: a directory where the search's state is written at the end of a level
     (at most every ``checkpoint_every`` seconds) and from which a search of the same spec,
     variant, parameters and properties resumes (checker/checkpoint.py). Ctrl-C stops the search
-    and returns what was found."""
+    and returns what was found. ``symmetry``: store one state per orbit of the spec's declared
+    symmetry, checked first (checker/symmetry.py); counterexamples stay concrete."""
     spec = model.spec
     all_props = list(spec.properties)
     props = all_props if properties is None else list(properties)
@@ -377,6 +382,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
                        deadlock_checked=check_deadlock, stored_as=storage_kind(model.layout.words))
     t0 = time.perf_counter()
+    from checker import symmetry as symmetry_
+    sym = symmetry_.prepare(model, comp, res, symmetry, checkpoint)
     from checker.memory import watch
     memory = watch()
     fired = res.fired = [0] * len(model.instances)
@@ -406,6 +413,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     else:
         init = np.array(initial if initial is not None else model.initial_words,
                         dtype=np.uint64).reshape(-1, words).T.copy()
+        if sym is not None:
+            init = sym.canonical(init)
         fp0 = fingerprint(init)
         first = _first_of_each(fp0, _keys(init))
         frontier = init[:, first]
@@ -436,6 +445,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
 
     if saved is None:
         res.distinct_states = frontier.shape[1]
+        if sym is not None:
+            res.unreduced_states = int(sym.orbit_sizes(frontier).sum())
         if on_level is not None:
             on_level(0, visited.sorted_fp)
         check_invariants(frontier, 0)
@@ -489,6 +500,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                         deadlocked = start + int(np.flatnonzero(stuck)[0])
                 if cS:
                     T = np.concatenate(cS, axis=1) if len(cS) > 1 else cS[0]
+                    if sym is not None:
+                        T = sym.canonical(T)    # one representative per orbit
                     fp = fingerprint(T)
                     keys = _keys(T)
                     # the first (lowest instance, then earliest state) that reaches a state is
@@ -542,6 +555,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
             del level_fp
             res.depth = depth
             res.distinct_states = visited.n
+            if sym is not None:
+                res.unreduced_states += int(sym.orbit_sizes(frontier).sum())
             check_invariants(frontier, depth)
             if res.stop_reason:
                 break
@@ -559,6 +574,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     res.exhaustive = res.stop_reason is None
     if res.stop_reason == "all-violated":
         res.exhaustive = False
+    if sym is not None:
+        symmetry_.finish(model, comp, sym, res)
     res.elapsed_s = time.perf_counter() - t0
     return res
 

@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--checkpoint", metavar="DIR",
                     help="write the search's state to DIR at level ends (at most once a minute) "
                          "and resume from DIR's checkpoint when there is one")
+    ck.add_argument("--no-symmetry", action="store_true",
+                    help="store every state, not one per orbit of the spec's declared symmetry")
     ci_outputs.add_options(ck)
 
     rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario")
@@ -359,7 +361,8 @@ def _run_one(spec, variant, params, args, console):
         label = f"{spec.name}/{model.variant} ({', '.join(props) if props else 'every property'})"
         with _Progress(label) as update:
             res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update,
-                         checkpoint=getattr(args, "checkpoint", None))
+                         checkpoint=getattr(args, "checkpoint", None),
+                         symmetry=not getattr(args, "no_symmetry", False))
     return res, _traces(res)
 
 

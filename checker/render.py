@@ -40,6 +40,7 @@ def _initial_summary(tr: Trace) -> str:
 
 
 def stats_line(r: SearchResult) -> str:
+    from checker.symmetry import clause as symmetry_clause
     m = r.model
     if r.exhaustive:
         scope = "exhaustive"
@@ -58,7 +59,7 @@ def stats_line(r: SearchResult) -> str:
         f"{r.collision_probability:.1e} ({r.storage}; optimistic, as TLC)"
     return (f"{r.distinct_states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, "
             f"{r.elapsed_s:.2f}s ({r.states_per_s:,.0f} states/s), {scope}{cut}; "
-            f"fingerprint collision probability {coll}")
+            f"fingerprint collision probability {coll}{symmetry_clause(r)}")
 
 
 def verdict_cell(r: SearchResult, prop: str, traces: dict) -> str:
