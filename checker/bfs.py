@@ -85,13 +85,18 @@ class SearchResult:
         return self.stop_reason in ("interrupted", "terminated")
 
     def never_fired(self) -> list[str]:
-        """The actions none of whose instances took a step in the search (every action when it
-        has no instance for these parameters): a property that relies on them may hold
-        vacuously."""
-        counts: dict[str, int] = {a.name: 0 for a in self.model.spec.actions}
+        """The actions that have instances for these parameters but none of which took a step in
+        the search: a property that relies on them may hold vacuously. (An action with no
+        instance at all is one the parameters switch off, e.g. timeouts=0: see disabled().)"""
+        counts: dict[str, int] = {}
         for inst, n in zip(self.model.instances, self.fired):
-            counts[inst.action.name] += n
-        return [a for a, n in counts.items() if n == 0]
+            counts[inst.action.name] = counts.get(inst.action.name, 0) + n
+        return [a.name for a in self.model.spec.actions if counts.get(a.name) == 0]
+
+    def disabled(self) -> list[str]:
+        """The actions with no instance for these parameters (every guard is false)."""
+        have = {inst.action.name for inst in self.model.instances}
+        return [a.name for a in self.model.spec.actions if a.name not in have]
 
     def status(self, prop: str) -> str:
         if prop in self.found:

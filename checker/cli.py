@@ -278,6 +278,7 @@ def result_json(res, traces) -> dict:
             "elapsed_s": round(res.elapsed_s, 3), "cut_by_search_bounds": res.cut_by_bounds,
             "collision_probability": res.collision_probability,
             "never_fired": _never_fired(res),
+            "disabled_actions": res.disabled() if hasattr(res, "disabled") else None,
             "properties": {p: _property_json(res, p, traces) for p in res.properties}}
 
 
@@ -381,8 +382,9 @@ def _warn_never_fired(res, err: Console):
     never = _never_fired(res)
     if never:
         err.print(f"kcheck: warning: {res.model.spec.name}/{res.model.variant}: action"
-                  f"{'s' if len(never) > 1 else ''} {', '.join(never)} never took a step: a property "
-                  f"about {'them' if len(never) > 1 else 'it'} holds vacuously", markup=False)
+                  f"{'s' if len(never) > 1 else ''} {', '.join(never)} never took a step though "
+                  f"enabled by the parameters: a property about {'them' if len(never) > 1 else 'it'} "
+                  f"holds vacuously", markup=False)
 
 
 def cmd_check(args, console) -> int:

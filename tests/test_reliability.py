@@ -264,9 +264,11 @@ def test_a_parameter_default_outside_its_range_is_an_error(tmp_path, capsys):
 def test_an_action_that_never_fires_is_named(capsys):
     code, out, err = run(capsys, "check", SPECS / "never_fires.py")
     assert code == OK and "holds" in out
-    assert "warning" in err and "Reset, Nothing never took a step" in err
+    # Nothing has no instance (switched off, as a parameter at 0 switches actions off): not warned
+    assert "warning" in err and "action Reset never took a step" in err and "Nothing" not in err
     code, out, _ = run(capsys, "check", SPECS / "never_fires.py", "--json")
-    assert json.loads(out)["never_fired"] == ["Reset", "Nothing"]
+    doc = json.loads(out)
+    assert doc["never_fired"] == ["Reset"] and doc["disabled_actions"] == ["Nothing"]
 
 
 def test_every_action_of_a_shipped_spec_fires_or_is_named(capsys):
