@@ -389,7 +389,7 @@ def prepare(model: Model, comp, res, enabled: bool, checkpoint=None) -> Symmetry
         return None
     sym = for_model(model)
     if sym is None:
-        res.symmetry = "off"   # no two slots alike at these parameters: nothing to reduce
+        res.symmetry = "none"   # no two slots alike at these parameters: nothing to reduce
         return None
     if checkpoint is not None:
         raise SpecError("--checkpoint does not yet record a symmetry-reduced search: add "
@@ -412,6 +412,8 @@ def clause(r) -> str:
         return ""
     if s == "off":
         return "; symmetry off"
+    if s == "none":
+        return "; symmetry: no two declared slots alike at these parameters"
     factor = r.unreduced_states / r.distinct_states if r.distinct_states else 1.0
     return (f"; symmetry over {s}: {r.distinct_states:,} orbits stand for "
             f"{r.unreduced_states:,} states ({factor:.2f}x reduction)")
