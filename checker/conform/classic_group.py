@@ -316,6 +316,10 @@ class ClassicGroupAdapter(Adapter):
         m = step.args.get("m")
         if step.action == "JoinGroupResponse":
             v["member_generation"] = post[f"member_generation[{m}]"]
+        # the leader's answer lists the subscriptions of the join phase it ended; the spec's stored
+        # ones are those while that generation is still completing (any change starts a new phase)
+        if step.action == "JoinGroupResponse" and post["group_state"] == "CompletingRebalance" \
+                and post["generation"] == post[f"member_generation[{m}]"]:
             v["subscriptions"] = sorted(
                 [j, [q for q in range(P) if post[f"subscription_owned[{j * P + q}]"]]] +
                 ([post[f"subscription_generation[{j}]"]] if self._with_generation(run) else [])

@@ -133,6 +133,7 @@ TRANSACTIONAL_BATCH = 0x10     # RecordBatch attributes: bit 4, isTransactional
 CONTROL_BATCH = 0x20           # bit 5, isControlBatch (markers)
 TXN_TIMEOUT_MS = 60_000        # longer than any trace: the real timer must not fire unasked
 COORDINATOR_NOT_READY = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")
+LEADER_NOT_READY = ("NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE")
 
 
 def describe_transactions_response():
@@ -443,8 +444,14 @@ class ProducerAdapter(Adapter):
                                timeout=p.i32Timedelta.parse(datetime.timedelta(seconds=30)),
                                topic_data=(m.TopicProduceData(name=t.TopicName(run.name), partition_data=(
                                    m.PartitionProduceData(index=p.i32(0), records=p.Records(batch)),)),))
-        part = self._conn(run, "producer").send(req).responses[0].partition_responses[0]
-        return error_name(part.error_code), int(part.base_offset)
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            part = self._conn(run, "producer").send(req).responses[0].partition_responses[0]
+            err = error_name(part.error_code)
+            # a new topic's leader may not serve yet: the client retries, nothing was appended
+            if err not in LEADER_NOT_READY or time.monotonic() > deadline:
+                return err, int(part.base_offset)
+            time.sleep(0.05)   # polling the new partition's leader, not waiting for an outcome
 
     def _end_txn(self, run, c: Client):
         k = _kio()
