@@ -308,17 +308,22 @@ class System:
         substituting variables (in Z3, not by walking the spec's trees again)."""
         if self._frame is None:
             S, T, c0 = self.state("frame.pre"), self.state("frame.post"), self.choice("frame.step")
-            self._frame = (self.step(S, c0, T) + self.in_range(S), c0)
+            # one term, so that a frame is one substitution (z3's Python wrapper checks the
+            # sorts of every pair at each call: per constraint, that cost more than solving)
+            self._frame = (z3.And(*self.step(S, c0, T), *self.in_range(S)), c0)
         cons, c0 = self._frame
         pairs = list(zip(self.raw["frame.pre"], self.raw[pre])) + \
-            list(zip(self.raw["frame.post"], self.raw[post])) + [(c0, c)]
-        return [z3.substitute(x, *pairs) for x in cons]
+            list(zip(self.raw["frame.post"], self.raw[post])) + \
+            (list(zip(c0, c)) if isinstance(c, list) else [(c0, c)])
+        return [z3.substitute(cons, *pairs)]
 
     def choice(self, name: str):
         """The variable naming the action instance a step runs."""
         return z3.BitVec(name, self.choice_bits) if self.bv else z3.Int(name)
 
     def chose(self, c, k: int):
+        if isinstance(c, list):
+            return c[k]
         return c == (z3.BitVecVal(k, self.choice_bits) if self.bv else k)
 
     def _act(self, k: int) -> str:
@@ -374,7 +379,9 @@ class System:
         """c names the instance that runs from S to T; its guard holds and T is its effect."""
         env = self.env(S)
         n = len(self.insts)
-        if self.bv:
+        if isinstance(c, list):
+            cons = [z3.PbEq([(x, 1) for x in c], 1)]
+        elif self.bv:
             cons = [z3.ULT(c, n)] if n < 1 << self.choice_bits else []
         else:
             cons = [c >= 0, c < n]
@@ -510,7 +517,13 @@ def to_trace(model: Model, prop: str | None, kind: str | None, path: Path) -> tu
 
 def path_from(sys_: System, m: z3.ModelRef, states: list, choices: list) -> Path:
     return Path([sys_.values(m, S) for S in states],
-                [m.eval(c, model_completion=True).as_long() for c in choices])
+                [_chosen(m, c) for c in choices])
+
+
+def _chosen(m: z3.ModelRef, c) -> int:
+    if isinstance(c, list):
+        return next(k for k, x in enumerate(c) if z3.is_true(m.eval(x, model_completion=True)))
+    return m.eval(c, model_completion=True).as_long()
 
 
 # ---------------------------------------------------------------------------------------------
