@@ -613,3 +613,37 @@ def test_a_matrix_wider_than_the_terminal_folds_its_headers_with_a_legend():
     assert max(len(line) for line in narrow.splitlines()) <= 60
     wide = _matrix(200)
     assert "P1" not in wide and "consistent" in wide
+
+
+@pytest.mark.z3
+def test_prove_prints_and_saves_a_counterexample_to_induction_outside_the_ranges(tmp_path, capsys):
+    spec = tmp_path / "epochs.py"
+    spec.write_text('''
+from spec.lang import Int, Spec
+spec = Spec("epochs", "an epoch bumped for ever")
+
+@spec.state
+def state(p):
+    return {"epoch": Int(0, 2, search_bound=True)}
+
+@spec.init
+def init(p):
+    yield {"epoch": 0}
+
+@spec.action
+def Bump(s, p):
+    """The epoch grows."""
+    s.epoch = s.epoch + 1
+
+@spec.invariant("not-four")
+def not_four(s, p):
+    """The epoch never reaches 4."""
+    return s.epoch != 4
+''')
+    # no bmc after the failed induction step: the answer is the counterexample to induction
+    code, out, _ = run(capsys, "prove", spec, "--k", "1", "--bmc-depth", "0", "--save", "--out",
+                       tmp_path / "out")
+    assert code == BOUNDED and "NOT INDUCTIVE" in out
+    assert "epoch=3" in out and "epoch=4" in out
+    saved = json.loads((tmp_path / "out" / "induction" / "epochs" / "default" / "not-four.json").read_text())
+    assert saved["states"] == [{"epoch": 3}, {"epoch": 4}] and saved["kind"] == "not-inductive"
