@@ -539,6 +539,8 @@ class BmcResult:
     inconclusive: str | None = None   # why the solver stopped
     elapsed_s: float = 0.0
     stats: dict = field(default_factory=dict)
+    width: int | None = None          # the bit-width of integer terms
+    cap: int | None = None            # the cap on lifted search bounds (None: the bounds kept)
 
     def status(self, prop: str) -> str:
         if prop in self.found:
@@ -601,7 +603,8 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
          extra: list[dict]) -> BmcResult:
     sy = System(model, keep_search_bounds, timeout_s, cap)
     sy._extra = extra   # the statistics of encodings given up for a wider one count too
-    res = BmcResult(model, props, 0)
+    lifted = any(f.type.search_bound for f in model.layout.fields)
+    res = BmcResult(model, props, 0, width=sy.bv, cap=sy.cap if lifted else None)
     # One solver for the whole unrolling: each depth adds its frame (one step's transition
     # relation) once, and every question is asked under an assumption literal, so what the SAT
     # solver learnt at depth d is kept at depth d + 1.

@@ -195,6 +195,7 @@ def cmd_bmc(args, console) -> int:
             "spec": spec.name, "variant": model.variant, "parameters": model.params.as_dict(),
             "engine": "z3-bmc", "depth": res.depth, "requested_depth": args.depth,
             "search_bounds": "kept" if args.keep_search_bounds else "lifted",
+            "encoding": {"integer_bits": res.width, "lifted_bound_cap": res.cap},
             "exhaustive": res.exhaustive, "inconclusive": res.inconclusive,
             "elapsed_s": round(res.elapsed_s, 3), "solver": res.stats,
             "properties": {p: {"status": res.status(p),
@@ -207,6 +208,10 @@ def cmd_bmc(args, console) -> int:
     else:
         _header(console, model, f"bmc to depth {args.depth}, {bounds}")
         console.print(f"{scope}; {res.elapsed_s:.2f}s, {_stats_str(res.stats)}", markup=False)
+        if res.width:
+            console.print(f"encoding: {res.width}-bit integers" +
+                          (f", lifted bounds below {res.cap + 1} (raised whenever a path reaches "
+                           f"that within the depth)" if res.cap is not None else ""), markup=False)
         t = Table(show_header=True)
         t.add_column("property")
         t.add_column("verdict")

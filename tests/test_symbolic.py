@@ -382,3 +382,117 @@ def test_unsupported_construct_names_the_spec_line(tmp_path):
         bmc(load_spec(str(f)).instantiate(None, {}), depth=2)
     p = kcheck("bmc", str(f), "--depth", "2")
     assert p.returncode == 2 and "odd.py:9" in p.stderr and "Traceback" not in p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# bmc's encoding: exact bit-widths, and a cap on lifted bounds that widens
+
+def test_signed_width_and_value_range_cover_every_subterm():
+    from checker.symbolic import signed_width, value_range
+    from spec.lang import Expr
+    assert [signed_width(lo, hi) for lo, hi in ((0, 0), (0, 1), (-1, 0), (-2, 1), (-2, 4), (0, 15), (-16, 15))] \
+        == [1, 2, 1, 2, 4, 5, 5]
+    x = Expr("field", (0, "x", "pre"), "int")
+    y = Expr("field", (1, "y", "pre"), "int")
+    widest = [0, 0]
+    r = value_range(Expr("sub", (Expr("mul", (x, y), "int"), Expr("const", (3,), "int")), "int"),
+                    [(-2, 5), (0, 10)], {}, widest)
+    assert r == (-23, 47) and widest == [-23, 50]   # x*y reaches 50 before the subtraction
+
+
+SQUARES = '''
+from spec.lang import Spec, Int
+
+spec = Spec("squares")
+
+
+@spec.state
+def state(p):
+    return {"x": Int(0, 15)}
+
+
+@spec.init
+def init(p):
+    yield {"x": 2}
+
+
+@spec.action
+def Square(s, p):
+    s.x = s.x * s.x
+'''
+
+
+def test_bmc_sees_a_write_out_of_range_exactly(tmp_path):
+    """x * x reaches 16 at the second step: the width holds every written value (up to 225),
+    so the value outside x's range is reported as it is, not wrapped into the range."""
+    f = tmp_path / "squares.py"
+    f.write_text(SQUARES)
+    m = load_spec(str(f)).instantiate(None, {})
+    with pytest.raises(SpecError, match=r"action Square sets x to 16, outside its range 0\.\.15 "
+                                        r"\(found by bmc at depth 2\)"):
+        bmc(m, depth=4, keep_search_bounds=True)
+
+
+LEAPS = '''
+from spec.lang import Spec, Int
+
+spec = Spec("leaps")
+spec.param("max_epoch", 2, lo=1, hi=40)
+
+
+@spec.state
+def state(p):
+    return {"epoch": Int(1, p.max_epoch, search_bound=True)}
+
+
+@spec.init
+def init(p):
+    yield {"epoch": 1}
+
+
+@spec.action
+def Bump(s, p):
+    s.epoch = s.epoch + 1
+
+
+@spec.action
+def Leap(s, p):
+    s.epoch = s.epoch + 7
+
+
+@spec.invariant("epoch-below-twenty")
+def below_twenty(s, p):
+    """The epoch stays below 20."""
+    return s.epoch < 20
+'''
+
+
+def test_bmc_raises_its_cap_when_a_path_reaches_it(tmp_path):
+    """The first cap (max_epoch + depth = 6) assumes an epoch grows by one a step; Leap adds 7,
+    so bmc must widen and still answer as over unbounded integers: three leaps reach 22."""
+    f = tmp_path / "leaps.py"
+    f.write_text(LEAPS)
+    m = load_spec(str(f)).instantiate(None, {})
+    r = bmc(m, ["epoch-below-twenty"], depth=4)
+    cx = r.found["epoch-below-twenty"]
+    assert [m.instances[k].label for k in cx.path.steps] == ["Leap", "Leap", "Leap"]
+    assert [st[0] for st in cx.path.states] == [1, 8, 15, 22]
+    assert r.cap > 22 and r.width >= signed_width_of(r.cap + 7)
+    assert replays(cx) and "max_epoch=22" in cx.note
+    # below the depth at which 20 is reachable, no violation and no false alarm from the cap
+    r2 = bmc(m, ["epoch-below-twenty"], depth=2)
+    assert r2.found == {} and r2.depth == 2 and not r2.exhaustive and r2.cap >= 15
+
+
+def signed_width_of(v: int) -> int:
+    from checker.symbolic import signed_width
+    return signed_width(0, v)
+
+
+def test_bmc_json_names_its_encoding():
+    p = kcheck("bmc", "two_phase", "--variant", "commit-without-prepares", "--property", "consistent",
+               "--depth", "4", "--json")
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1 and doc["properties"]["consistent"]["trace_length"] == 3
+    # two_phase has no search bound: every field is an ordinary range, 3 bits hold them all
+    assert doc["encoding"] == {"integer_bits": 3, "lifted_bound_cap": None}
