@@ -166,7 +166,57 @@ class Symmetry:
         return self.pack(G)
 
     def apply(self, e: _Element, S: np.ndarray) -> np.ndarray:
-        return self.image(e, self.unpack(S))
+        plan = self._plan(e)
+        if plan is None:
+            return self.image(e, self.unpack(S))
+        # only the fields the permutation moves are unpacked and repacked
+        needed, rows, luts, words = plan
+        F = (S[self.word_of[needed]] >> self.shift[needed, None]) & self.mask[needed, None]
+        G = F[rows]
+        for r, lut in luts:
+            G[r] = lut[G[r]]
+        out = S.copy()
+        for w, keep, sel, shifts in words:
+            out[w] = np.bitwise_or.reduce(G[sel] << shifts, axis=0) | (S[w] & keep)
+        return out
+
+    def _plan(self, e: _Element):
+        """The element as one mapping on the fields it moves, or None with a conditional value."""
+        if hasattr(e, "_plan_cache"):
+            return e._plan_cache
+        plan = None
+        if not any(d.conds for d in e.parts):
+            nf = len(self.layout.fields)
+            src, luts = np.arange(nf), {}
+            for d in e.parts:    # apply the parts in turn: image = d(previous image)
+                new_luts = {}
+                for i in range(nf):
+                    j = int(d.src[i])
+                    t = luts.get(j)
+                    u = d.luts.get(i)
+                    if t is not None and u is not None:
+                        new_luts[i] = u[t]
+                    elif t is not None or u is not None:
+                        new_luts[i] = t if u is None else u
+                src, luts = src[d.src], new_luts
+            support = [i for i in range(nf) if src[i] != i or i in luts]
+            needed = sorted({int(src[i]) for i in support})
+            pos = {f: k for k, f in enumerate(needed)}
+            rows = np.array([pos[int(src[i])] for i in support], dtype=np.int64)
+            row_luts = [(k, luts[i]) for k, i in enumerate(support) if i in luts]
+            words = []
+            for w in range(self.words):
+                sel = [k for k, i in enumerate(support) if self.word_of[i] == w]
+                if not sel:
+                    continue
+                clear = 0
+                for k in sel:
+                    clear |= int(self.mask[support[k]]) << int(self.shift[support[k]])
+                words.append((w, np.uint64(((1 << 64) - 1) ^ clear), np.array(sel),
+                              self.shift[[support[k] for k in sel], None]))
+            plan = (np.array(needed, dtype=np.int64), rows, row_luts, words)
+        e._plan_cache = plan
+        return plan
 
     def canonical(self, S: np.ndarray) -> np.ndarray:
         """The representative of each state's orbit: its least image in word order."""
@@ -185,18 +235,16 @@ class Symmetry:
         out = np.empty(S.shape[1], dtype=np.int64)
         for a in range(0, S.shape[1], CHUNK):
             part = S[:, a:a + CHUNK]
-            F = self.unpack(part)
             fixed = np.zeros(part.shape[1], dtype=np.int64)
             for e in self.group:
-                fixed += (self.image(e, F) == part).all(axis=0)
+                fixed += (self.apply(e, part) == part).all(axis=0)
             out[a:a + CHUNK] = len(self.group) // fixed
         return out
 
     def _canonical(self, S: np.ndarray):
-        F = self.unpack(S)
         best = S.copy()    # the identity's image
         for e in self.group[1:]:
-            img = self.image(e, F)
+            img = self.apply(e, S)
             less = img[0] < best[0]
             eq = img[0] == best[0]
             for w in range(1, self.words):
