@@ -150,6 +150,8 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     """Explore ``model`` breadth-first and keep every state and transition. Deadlocks are
     marked when the spec declares terminal states, or when ``deadlock`` says so."""
     t0 = time.perf_counter()
+    from checker.memory import watch
+    memory = watch()
     comp = compiled or Compiled(model, [])
     W, K = model.layout.words, len(model.instances)
     init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, W).T.copy()
@@ -219,6 +221,11 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
                 chunks_par.append(np.concatenate(cpar)[first])
                 chunks_act.append(np.concatenate(cact)[first])
             _too_large(model, len(visited) + len(lfp), max_nodes)
+            if memory is not None and memory.exceeded():
+                # like --max-nodes, but before the kernel kills the process with nothing said
+                raise GraphTooLarge(f"the state graph of {model.spec.name}/{model.variant} was "
+                                    f"stopped at {len(visited) + len(lfp):,} states by the memory "
+                                    f"watch: {memory.message()}; lower the parameters")
         base += n
         if not chunks_S:
             break

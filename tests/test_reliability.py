@@ -647,3 +647,10 @@ def not_four(s, p):
     assert "epoch=3" in out and "epoch=4" in out
     saved = json.loads((tmp_path / "out" / "induction" / "epochs" / "default" / "not-four.json").read_text())
     assert saved["states"] == [{"epoch": 3}, {"epoch": 4}] and saved["kind"] == "not-inductive"
+
+
+def test_the_memory_watch_stops_a_state_graph_in_one_line(capsys, monkeypatch):
+    monkeypatch.setenv("KCHECK_MEMORY_LIMIT", "1M")
+    code, out, err = run(capsys, "progress", "two_phase")
+    line = one_line_error(err)
+    assert code == BAD_INPUT and "memory watch" in line and "1 MB limit set by KCHECK_MEMORY_LIMIT" in line
