@@ -73,6 +73,17 @@ def test_consumer_group_three_members_bounded(tmp_path):
     assert reduced.found, "a counterexample within 4 steps exercises concrete traces"
 
 
+def test_consumer_group_transition_counterexample_is_concrete():
+    """KAFKA-19233's refused join (a transition property, 5 steps) at three members: the reduced
+    search's last step is re-chosen on the concrete path and the trace replays unreduced."""
+    model = load_spec("consumer_group").instantiate("kafka-19233", {"members": 3})
+    full = search(model, ["join-accepted"], max_depth=5)
+    reduced = search(model, ["join-accepted"], max_depth=5, symmetry=True)
+    _same_results(model, reduced, full)
+    assert reduced.found["join-accepted"].kind == "transition"
+    assert len(reduced.found["join-accepted"].steps) == 5
+
+
 @pytest.mark.slow
 def test_consumer_group_every_variant_passes_the_check():
     spec = load_spec("consumer_group")
