@@ -19,6 +19,7 @@ from checker.conform.kafka import check_version
 from checker.loader import load_spec
 from checker.trace import load, replay
 from checker.walk import random_walk
+from conftest_kafka import broker_for
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "tests" / "scenarios" / "consumer_group"
@@ -210,35 +211,22 @@ def test_a_broker_that_cannot_start_exits_4_with_the_reason(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # On real brokers (one per release per session)
 
-def _broker(version: str):
-    from checker.conform.broker import Broker
-    b = Broker(version)
-    try:
-        b.start()
-    except Exception as e:    # a broker that cannot start fails the test with the reason
-        pytest.fail(f"Kafka {version} could not be started: {e}")
-    return b
-
+# The session's brokers are shared with the other adapters' tests (tests/conftest_kafka.py): one
+# per release, started on first use, stopped at exit.
 
 @pytest.fixture(scope="session")
 def kafka_431():
-    b = _broker("4.3.1")
-    yield b
-    b.stop()
+    return broker_for("4.3.1")
 
 
 @pytest.fixture(scope="session")
 def kafka_422():
-    b = _broker("4.2.2")
-    yield b
-    b.stop()
+    return broker_for("4.2.2")
 
 
 @pytest.fixture(scope="session")
 def kafka_440():
-    b = _broker("4.4.0")
-    yield b
-    b.stop()
+    return broker_for("4.4.0")
 
 
 def _run_all(broker, paths, adapter=None):
