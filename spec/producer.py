@@ -33,6 +33,10 @@ Properties:
   coordinator does not consider ongoing at that partition.
 - marker-epoch-monotonic: the coordinator epoch on a partition's markers never decreases.
 - acknowledged-is-appended: a record the leader acknowledges is in the log (seed problem 2).
+- fenced-only-when-overtaken: EndTxn is answered PRODUCER_FENCED only once a newer instance or
+  the coordinator moved the epoch past the producer's (KAFKA-18464).
+- aborted-commit-is-fenced: a commit the coordinator's own abort overtook is answered
+  PRODUCER_FENCED, not the fatal INVALID_TXN_STATE (KAFKA-20785).
 Progress: every-transaction-ends (a transaction open at the partition is closed by a marker) and
 every-prepared-transaction-completes (a transaction the coordinator prepares completes).
 
@@ -247,27 +251,57 @@ def coordinator_init(s, expected, out):
     s.txn_partition = If(bump, False, s.txn_partition)
 
 
-@spec.rule("end-txn")
-def end_txn(s, p, epoch, commit):
+def end_txn_v2(s, epoch, commit, overtaken_commit_is_fenced, pending_before_epoch):
     """EndTxn with transaction version 2 (TransactionCoordinator.endTransaction): 'retry' is the
     epoch before the current one; Ongoing and Empty need the current epoch, PrepareX a retry,
     CompleteX either; a commit of an empty transaction or a result that differs from the
-    completed one is INVALID_TXN_STATE."""
+    completed one is INVALID_TXN_STATE, except (since KAFKA-20785) a commit at the retry epoch
+    that finds CompleteAbort: only the coordinator's own abort (timeout or fence) can have
+    overtaken it, so it is PRODUCER_FENCED, as with transaction version 1. Since KAFKA-18464 a
+    transaction in PrepareX (whose CompleteX is pending while its markers are written) answers
+    CONCURRENT_TRANSACTIONS before any epoch check, so a producer that already holds the bumped
+    epoch waits for the completion instead of fencing itself."""
     cur, retry, st = epoch == s.txn_epoch, epoch == s.txn_epoch - 1, s.txn_state
     valid = If((st == TxnState.Ongoing) | (st == TxnState.Empty), cur,
                If(prepare(s), retry, retry | cur))
     if commit:
+        overtaken = retry if overtaken_commit_is_fenced else FALSE
         decided = If(st == TxnState.Ongoing, Error.NONE,
                      If(st == TxnState.CompleteCommit, If(retry, Error.NONE, Error.INVALID_TXN_STATE),
                         If(st == TxnState.PrepareCommit, Error.CONCURRENT_TRANSACTIONS,
-                           Error.INVALID_TXN_STATE)))
+                           If((st == TxnState.CompleteAbort) & overtaken, Error.PRODUCER_FENCED,
+                              Error.INVALID_TXN_STATE))))
     else:
         decided = If((st == TxnState.Ongoing) | (st == TxnState.Empty) | (st == TxnState.CompleteAbort),
                      Error.NONE,
                      If(st == TxnState.CompleteCommit, If(retry, Error.INVALID_TXN_STATE, Error.NONE),
                         If(st == TxnState.PrepareAbort, Error.CONCURRENT_TRANSACTIONS,
                            Error.INVALID_TXN_STATE)))
-    return If(valid, decided, Error.PRODUCER_FENCED)
+    out = If(valid, decided, Error.PRODUCER_FENCED)
+    if pending_before_epoch:
+        out = If(prepare(s), Error.CONCURRENT_TRANSACTIONS, out)
+    return out
+
+
+@spec.rule("end-txn")
+def end_txn(s, p, epoch, commit):
+    """EndTxn with transaction version 2, Kafka today (PR #18467 and PR #23204 included)."""
+    return end_txn_v2(s, epoch, commit, overtaken_commit_is_fenced=True, pending_before_epoch=True)
+
+
+@spec.rule("end-txn", variant="kafka-18464")
+def end_txn_before_kafka_18464(s, p, epoch, commit):
+    """EndTxn with transaction version 2 before KAFKA-18464: the epoch is checked before the
+    pending transition, so in PrepareX only the retry epoch passes; the producer's next abort,
+    at the epoch the previous EndTxn returned, is PRODUCER_FENCED."""
+    return end_txn_v2(s, epoch, commit, overtaken_commit_is_fenced=True, pending_before_epoch=False)
+
+
+@spec.rule("end-txn", variant="kafka-20785")
+def end_txn_before_kafka_20785(s, p, epoch, commit):
+    """EndTxn with transaction version 2 before KAFKA-20785: a commit the coordinator's own abort
+    overtook passes the retry-epoch check and fails the state check with INVALID_TXN_STATE."""
+    return end_txn_v2(s, epoch, commit, overtaken_commit_is_fenced=False, pending_before_epoch=True)
 
 
 def end_txn_v1(s, p, epoch, commit):
@@ -881,6 +915,19 @@ def marker_epoch_monotonic(pre, post, action, args, outcome, p):
     return ~(outcome == Error.NONE) | (args["c"] >= pre.last_marker_coordinator_epoch)
 
 
+@spec.transition_property("fenced-only-when-overtaken", actions=["EndTxn"])
+def fenced_only_when_overtaken(pre, post, action, args, outcome, p):
+    """The producer's EndTxn is answered PRODUCER_FENCED only once a newer instance or the coordinator has moved the epoch past the one it holds."""
+    return ~(outcome == Error.PRODUCER_FENCED) | pre.fenced | (pre.epoch < pre.txn_epoch)
+
+
+@spec.transition_property("aborted-commit-is-fenced", actions=["EndTxn"])
+def aborted_commit_is_fenced(pre, post, action, args, outcome, p):
+    """A commit that reaches the coordinator after it aborted the transaction on its own is answered PRODUCER_FENCED, never the fatal INVALID_TXN_STATE."""
+    overtaken = (pre.end_txn == EndTxnRequest.COMMIT) & (pre.txn_state == TxnState.CompleteAbort)
+    return ~overtaken | ~(outcome == Error.INVALID_TXN_STATE)
+
+
 @spec.transition_property("acknowledged-is-appended", actions=["Produce"])
 def acknowledged_is_appended(pre, post, action, args, outcome, p):
     """A record the leader acknowledges is in the partition's log."""
@@ -1340,6 +1387,34 @@ spec.variant("kafka-19999", "kip360 with KAFKA-19999 undone: a transaction-versi
                  "way it stays prepared). Every safety property holds.",
              })
 
+spec.variant("kafka-18464", "kip360 with KAFKA-18464 undone: EndTxn checks the epoch before the "
+             "pending transition, so a producer whose next abort reaches a transaction still "
+             "writing its markers (PrepareX, only the retry epoch valid) is fenced by its own epoch",
+             violates=["fenced-only-when-overtaken"],
+             findings={
+                 "fenced-only-when-overtaken": "KAFKA-18464's self-fencing (13 steps): the "
+                 "producer aborts, the EndTxn response carries the bumped epoch 1 while the "
+                 "coordinator still writes its markers (PrepareAbort); the next transaction's batch "
+                 "times out, and the producer's abort at epoch 1, the current epoch, is checked "
+                 "against PrepareAbort's retry epoch 0 and answered PRODUCER_FENCED. Since PR "
+                 "#18467 the pending CompleteAbort answers CONCURRENT_TRANSACTIONS first and the "
+                 "abort is retried. Its state count, 26,744, is what kip360 counted before the fix "
+                 "went into the end-txn rule.",
+             })
+spec.variant("kafka-20785", "kip360 with KAFKA-20785 undone: a commit that the coordinator's own "
+             "abort overtook arrives at the retry epoch and is answered INVALID_TXN_STATE",
+             violates=["aborted-commit-is-fenced"],
+             findings={
+                 "aborted-commit-is-fenced": "KAFKA-20785's race (10 steps): the coordinator times "
+                 "the ongoing transaction out (epoch 0 to 1, PrepareAbort) and completes the abort "
+                 "with its marker; the producer, which does not know, commits: its EndTxn at "
+                 "epoch 0, the retry epoch, passes the epoch check and fails "
+                 "the state check: INVALID_TXN_STATE, fatal for the client, although the "
+                 "transaction was rolled back and the producer was merely overtaken. Every other "
+                 "property holds and the state count equals kip360's (the client fails either "
+                 "way; only the error differs).",
+             })
+
 
 # ---------------------------------------------------------------------------------------------
 # Known bugs: each names the variant that is kip360 with that one fix undone, or says why the
@@ -1365,6 +1440,17 @@ spec.known_bug("KAFKA-12671", broke="a produce delayed past the abort's markers 
                "PR #16719 and PR #17402 (KAFKA-14562)",
                code="UnifiedLog.analyzeAndValidateProducerState, TransactionCoordinator.endTransaction",
                variant="pre-kip890", property="no-hanging-transaction")
+spec.known_bug("KAFKA-18464", broke="with transaction version 2 a producer whose previous EndTxn had "
+               "returned the bumped epoch, and whose next abort reached the coordinator while it "
+               "still wrote the previous transaction's markers, was fenced by its own epoch",
+               fix="PR #18467", code="TransactionCoordinator.endTransaction",
+               variant="kafka-18464", property="fenced-only-when-overtaken")
+spec.known_bug("KAFKA-20785", broke="with transaction version 2 a commit that the coordinator's own "
+               "abort (transaction timeout, or a fencing InitProducerId) overtook arrived at the retry "
+               "epoch and was answered INVALID_TXN_STATE, fatal for the client, instead of "
+               "PRODUCER_FENCED", fix="PR #23204",
+               code="TransactionCoordinator.endTransaction",
+               variant="kafka-20785", property="aborted-commit-is-fenced")
 spec.known_bug("KAFKA-8483", broke="after a spurious UNKNOWN_PRODUCER_ID the 2.3 client re-assigned "
                "the sequences of its in-flight batches in PriorityQueue order, not send order",
                fix="PR #6883", code="TransactionManager.startSequencesAtBeginning",

@@ -16,7 +16,8 @@ COUNTEREXAMPLES = sorted((ROOT / "counterexamples" / "producer").glob("*/*.json"
 SCENARIOS = sorted((ROOT / "tests" / "scenarios" / "producer").glob("*.json"))
 # the issue's properties; the spec's other properties are lemmas
 PROPERTIES = ["no-duplicate", "in-order", "fenced-stays-fenced", "no-hanging-transaction",
-              "marker-epoch-monotonic", "acknowledged-is-appended"]
+              "marker-epoch-monotonic", "acknowledged-is-appended", "fenced-only-when-overtaken",
+              "aborted-commit-is-fenced"]
 
 # the safety verdicts kcheck finds at the default bounds (spec/producer_notes.md explains each):
 # the issue's properties, then the lemmas that fall with them
@@ -37,6 +38,8 @@ EXPECTED = {
                    "stale-markers-are-fenced", "no-log-start-movement"},
     "kafka-9144": {"marker-epoch-monotonic", "appended-retry-is-rejected", "stale-markers-are-fenced"},
     "kafka-19999": set(),
+    "kafka-18464": {"fenced-only-when-overtaken"},
+    "kafka-20785": {"aborted-commit-is-fenced"},
     # pre-kip360 at two batches in flight, idempotent producer (the variant's params)
     "pre-kip360-in-flight": {"no-duplicate", "in-order", "acknowledged-is-appended",
                              "appended-retry-is-rejected", "sequences-handed-out-in-order",
@@ -47,18 +50,21 @@ EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
                      "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"},
                      "kafka-7190": set(), "kafka-9144": set(),
                      "kafka-19999": {"every-prepared-transaction-completes"},
-                     "pre-kip360-in-flight": set()}
+                     "kafka-18464": set(), "kafka-20785": set(), "pre-kip360-in-flight": set()}
 # each known bug with a variant: the JIRA, its variant and the property it breaks
 KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
               "KAFKA-9144": ("kafka-9144", "marker-epoch-monotonic"),
               "KAFKA-19999": ("kafka-19999", "every-prepared-transaction-completes"),
-              "KAFKA-12671": ("pre-kip890", "no-hanging-transaction")}
+              "KAFKA-12671": ("pre-kip890", "no-hanging-transaction"),
+              "KAFKA-18464": ("kafka-18464", "fenced-only-when-overtaken"),
+              "KAFKA-20785": ("kafka-20785", "aborted-commit-is-fenced")}
 NOT_EXPRESSIBLE = {"KAFKA-8483", "KAFKA-12152", "KAFKA-18575", "KAFKA-19367"}
 
 
 def test_names_are_the_issues():
     assert list(spec.variants) == ["kip360", "pre-kip360", "pre-kip360-in-flight", "no-last-epoch",
-                                   "pre-kip890", "kafka-7190", "kafka-9144", "kafka-19999"]
+                                   "pre-kip890", "kafka-7190", "kafka-9144", "kafka-19999",
+                                   "kafka-18464", "kafka-20785"]
     assert spec.default_variant == "kip360"
     assert {"every-transaction-ends", "every-prepared-transaction-completes"} == set(spec.progress)
     assert set(PROPERTIES) <= {n for n, p in spec.properties.items() if not p.lemma}
@@ -89,9 +95,12 @@ def test_default_verdicts(default_results, variant):
 
 def test_default_state_counts(default_results):
     counts = {v: r.distinct_states for v, r in default_results.items()}
-    assert counts == {"kip360": 26744, "pre-kip360": 1651515, "no-last-epoch": 26744,
-                      "pre-kip890": 252794, "kafka-7190": 268201, "kafka-9144": 43634,
-                      "kafka-19999": 28616, "pre-kip360-in-flight": 3632}
+    # the transaction-version-2 variants lost states when KAFKA-18464's fix went into the
+    # end-txn rule (kip360 was 26,744, now kafka-18464's count: a self-fenced client is FATAL)
+    assert counts == {"kip360": 25214, "pre-kip360": 1651515, "no-last-epoch": 25214,
+                      "pre-kip890": 252794, "kafka-7190": 253426, "kafka-9144": 41342,
+                      "kafka-19999": 26864, "kafka-18464": 26744, "kafka-20785": 25214,
+                      "pre-kip360-in-flight": 3632}
 
 
 SHORTEST = {
@@ -122,6 +131,8 @@ SHORTEST = {
     ("kafka-9144", "marker-epoch-monotonic"): 12,
     ("kafka-9144", "appended-retry-is-rejected"): 9,
     ("kafka-9144", "stale-markers-are-fenced"): 11,
+    ("kafka-18464", "fenced-only-when-overtaken"): 13,
+    ("kafka-20785", "aborted-commit-is-fenced"): 10,
     ("pre-kip360-in-flight", "no-duplicate"): 7,
     ("pre-kip360-in-flight", "in-order"): 10,
     ("pre-kip360-in-flight", "acknowledged-is-appended"): 11,
@@ -144,8 +155,8 @@ def test_shortest_counterexamples(default_results):
 
 
 @pytest.mark.parametrize("variant,count,violated", [
-    ("kip360", 656, set()),
-    ("no-last-epoch", 656, set()),
+    ("kip360", 644, set()),
+    ("no-last-epoch", 644, set()),
     ("pre-kip890", 5718, {"no-hanging-transaction", "fenced-stays-fenced",
                           "open-transaction-is-unfinished", "prepared-data-is-older"}),
     ("pre-kip360", 28228, {"no-duplicate", "no-hanging-transaction", "fenced-stays-fenced",
@@ -272,7 +283,7 @@ def test_idempotent_producer_takes_no_transactional_step():
 # Two batches in flight (max_in_flight=2): today's producer keeps every property, the 2.3 one
 # (pre-kip360) loses the order as well (the variant pre-kip360-in-flight is its idempotent case).
 @pytest.mark.parametrize("variant,params,count,violated", [
-    ("kip360", {}, 50266, set()),
+    ("kip360", {}, 48100, set()),
     ("kip360", {"transactional": 0}, 500, set()),
     ("kip360", {"transactional": 0, "records": 3, "max_epoch": 5}, 3266, set()),
     ("pre-kip360", {"coordinator_failovers": 0}, 464172,
@@ -293,3 +304,39 @@ def test_the_in_order_violation_needs_two_batches_in_flight():
     assert one.exhaustive and not one.found
     two = search(spec.instantiate("pre-kip360-in-flight"), ["in-order"])
     assert len(two.found["in-order"].steps) == 10
+
+
+def test_kafka_20785_changes_only_the_error():
+    # the client fails on PRODUCER_FENCED and on INVALID_TXN_STATE alike, so undoing the fix moves
+    # no state: the two variants differ in the answer to the overtaken commit and nowhere else
+    fixed, before = (search(spec.instantiate(v)) for v in ("kip360", "kafka-20785"))
+    assert fixed.exhaustive and before.exhaustive
+    assert fixed.distinct_states == before.distinct_states
+    assert fixed.status("aborted-commit-is-fenced") == "holds"
+    steps = before.found["aborted-commit-is-fenced"].steps
+    assert len(steps) == 10
+
+
+def test_commit_overtaken_while_the_abort_is_prepared_waits_then_is_fenced():
+    # both fixes in one story (scenario kafka-20785-prepare-abort): a commit that reaches the
+    # coordinator while its own abort is still writing markers is CONCURRENT_TRANSACTIONS
+    # (KAFKA-18464: the pending transition is checked first); its retry, once the abort
+    # completed, is PRODUCER_FENCED (KAFKA-20785)
+    doc = load(ROOT / "tests" / "scenarios" / "producer" / "kafka-20785-prepare-abort.json")
+    outcomes = [st["expect"].get("outcome") for st in doc["steps"] if st["action"] == "EndTxn"]
+    assert outcomes == ["CONCURRENT_TRANSACTIONS", "PRODUCER_FENCED"]
+    assert replay(spec.instantiate("kip360", doc.get("params", {})), doc).ok
+    for variant, step in (("kafka-18464", 8), ("kafka-20785", 11)):
+        r = replay(spec.instantiate(variant, doc.get("params", {})), doc)
+        # each fix undone changes its own step's answer to the fatal INVALID_TXN_STATE
+        assert not r.ok, variant
+        assert f"step {step} " in r.message and "INVALID_TXN_STATE" in r.message, (variant, r.message)
+
+
+def test_kafka_18464_self_fencing_scenario():
+    # the kafka-18464 counterexample under kip360: the abort at the epoch the previous EndTxn
+    # returned waits (CONCURRENT_TRANSACTIONS) instead of fencing the producer
+    doc = load(ROOT / "tests" / "scenarios" / "producer" / "kafka-18464-kip360.json")
+    assert doc["steps"][-1]["expect"]["outcome"] == "CONCURRENT_TRANSACTIONS"
+    assert len(doc["steps"]) == SHORTEST["kafka-18464", "fenced-only-when-overtaken"]
+    assert replay(spec.instantiate("kip360", doc.get("params", {})), doc).ok
