@@ -94,6 +94,18 @@ def test_consumer_group_every_variant_passes_the_check():
         assert symmetry.verify(model, Compiled(model), sym, sample=500) == 500
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", list(load_spec("consumer_group").variants))
+def test_consumer_group_every_variant_reduced_matches_unreduced(variant):
+    """Every variant at three members and three partitions (member slots 1,2 and partitions 1,2
+    alike: a group of 4), to depth 3."""
+    model = load_spec("consumer_group").instantiate(variant, {"members": 3, "partitions": 3})
+    full = search(model, max_depth=3)
+    reduced = search(model, max_depth=3, symmetry=True)
+    assert reduced.symmetry == "member slots 1,2, partition slots 1,2"
+    _same_results(model, reduced, full)
+
+
 def test_consumer_group_default_size_has_nothing_to_reduce():
     """Two members, one static: one dynamic slot, so the search is the unreduced one."""
     model = load_spec("consumer_group").instantiate(None, {})
