@@ -161,7 +161,12 @@ def cmd_conform(args, console) -> int:
         broker.stop()
 
     if args.json:
-        print(driver.to_json(outcomes, version))
+        doc = json.loads(driver.to_json(outcomes, version))
+        if args.which_variant:
+            doc["variants"] = [{"variant": n, "change": d, "siding_with_default": a,
+                                "siding_with_change": b, "kafka": v}
+                               for n, d, a, b, v in variant_verdicts(spec, outcomes)]
+        print(json.dumps(doc, indent=2))
     else:
         _print_table(console, spec, version, outcomes)
         if args.which_variant:

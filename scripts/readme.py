@@ -7,7 +7,8 @@ A block is an HTML comment naming the command, then a fenced block that this scr
     ...
     ```
 
-`<!-- bench-output -->` runs benchmarks/bench.py. Run: .venv/bin/python scripts/readme.py
+`<!-- bench-output -->` runs benchmarks/bench.py; `<!-- script-output: scripts/X.py -->` runs that
+script. Run: .venv/bin/python scripts/readme.py
 (it takes a few minutes: it runs every command on this machine).
 """
 from __future__ import annotations
@@ -18,11 +19,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCK = re.compile(r"(<!-- (kcheck-output: (?P<cmd>[^>]*?)|bench-output) -->\n```text\n)(.*?)(```)", re.S)
+BLOCK = re.compile(r"(<!-- (kcheck-output: (?P<cmd>[^>]*?)|script-output: (?P<script>[^>]*?)|bench-output) -->\n"
+                   r"```text\n)(.*?)(```)", re.S)
 
 
-def run(cmd: str | None) -> str:
-    if cmd is None:
+def run(cmd: str | None, script: str | None = None) -> str:
+    if script is not None:
+        argv = [sys.executable, str(ROOT / script)]
+        shown = ""
+    elif cmd is None:
         argv = [sys.executable, str(ROOT / "benchmarks/bench.py")]
         shown = ""
     else:
@@ -39,11 +44,12 @@ def main() -> None:
     only = sys.argv[1:]
 
     def repl(m: re.Match) -> str:
-        cmd = m.group("cmd")
-        if only and not any(o in (cmd or "bench") for o in only):
+        cmd, script = m.group("cmd"), m.group("script")
+        name = cmd or script or "bench"
+        if only and not any(o in name for o in only):
             return m.group(0)
-        print(f"running: {cmd or 'benchmarks/bench.py'}", file=sys.stderr)
-        return m.group(1) + run(cmd) + m.group(5)
+        print(f"running: {cmd or script or 'benchmarks/bench.py'}", file=sys.stderr)
+        return m.group(1) + run(cmd, script) + m.group(6)
 
     path.write_text(BLOCK.sub(repl, text))
 
