@@ -21,9 +21,9 @@ KCHECK = [sys.executable, "-m", "checker.cli"]
 # Small bounds of the tests' own; specs without an entry shrink every parameter to at most 2.
 TEST_PARAMS = {"two_phase": {"N": 2}}
 # bmc proves "no violation at depth d" for every property up to this depth (or the search's
-# depth when smaller). Unsatisfiable unrollings grow costly fast on the Kafka specs (consumer_group:
-# about 1 s at depth 4, 12 s at depth 6, 24 s at depth 7 on this machine), so deeper violations are
-# checked at their own length: bmc must find one there, and it must replay.
+# depth when smaller). Unsatisfiable unrollings still grow costly on consumer_group (about 9 s at
+# depth 6 and 25 s at depth 8 for one property, on this shared machine: docs/symbolic.md), so
+# deeper violations are checked at their own length: bmc must find one there, and it must replay.
 HOLD_DEPTH = 4
 MAX_STATES = 200_000
 TIMEOUT_S = 120
