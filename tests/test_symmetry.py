@@ -174,3 +174,13 @@ def test_cli_wrong_declaration_is_one_line(tmp_path):
     assert p.stderr.startswith("kcheck: error: symmetry rm slots 0,1,2 of spec two_phase: ")
     assert "Traceback" not in p.stderr
     assert _kcheck("check", path, "--param", "N=3", "--no-symmetry").returncode == 0
+
+
+def test_cli_checkpoint_of_a_reduced_search_is_refused(tmp_path):
+    """A checkpoint does not record the symmetry yet: refused in one line, --no-symmetry works."""
+    path = str(_spec_file(tmp_path, TWO_PHASE, RMS))
+    p = _kcheck("check", path, "--param", "N=3", "--checkpoint", str(tmp_path / "ck"))
+    assert p.returncode == 2 and "add --no-symmetry" in p.stderr and "Traceback" not in p.stderr
+    p = _kcheck("check", path, "--param", "N=3", "--checkpoint", str(tmp_path / "ck"), "--no-symmetry")
+    assert p.returncode == 0, p.stderr
+    assert "288 distinct states" in p.stdout
