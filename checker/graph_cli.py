@@ -204,7 +204,17 @@ def _compare_record(spec, variant, verdicts) -> list[str]:
         elif verdict["status"] == "bounded" and expected:
             diffs.append(f"{spec.name}/{variant}: {name} not violated within the search bounds but "
                          f"the record says it is violated")
+        elif verdict["status"] == "holds" and name in v.expected_bounded:
+            diffs.append(f"{spec.name}/{variant}: {name} holds but the record says it is bounded "
+                         f"({v.expected_bounded[name]})")
     return diffs
+
+
+def _unrecorded_bounded(spec, variant, verdicts: dict) -> bool:
+    """A bounded verdict the record does not expect: the run decided less than it should."""
+    v = spec.variants.get(variant)
+    recorded = v.expected_bounded if v is not None else {}
+    return any(x["status"] == "bounded" and n not in recorded for n, x in verdicts.items())
 
 
 def cmd_progress(args, console) -> int:
@@ -303,8 +313,10 @@ def cmd_progress(args, console) -> int:
                                       markup=False)
             for d in diffs:
                 console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
+        # a bounded verdict that the record expects (spec.bounded) matches it, like a violation
         codes.append(VIOLATED if diffs else
-                     BOUNDED if any(_any_bounded(r[1]) for r in results) else OK)
+                     BOUNDED if any(_unrecorded_bounded(spec, r[0].model.variant, r[1])
+                                    for r in results) else OK)
         compared += sum(len(r[1]) for r in results)
         differing += len(diffs)
     if args.json:

@@ -645,6 +645,10 @@ class Variant:
     # the configuration the variant is checked at when the user gives none (a bug that needs
     # three members); it overrides the spec's parameter defaults, --param overrides it
     params: dict[str, int] = field(default_factory=dict)
+    # properties the engines can only answer "bounded" for at this configuration (a verdict that
+    # rests on a step cut by a search_bound), each with the reason: recorded like a violation, so
+    # the main job can tell an expected bounded verdict from a new one
+    expected_bounded: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -859,6 +863,17 @@ class Spec:
     def _property_names(self) -> list[str]:
         return [*self.properties, *self.progress]
 
+    def bounded(self, prop: str, why: str, variants: Iterable[str] | None = None):
+        """Records that ``prop`` is expected to be answered "bounded" (not decided within the
+        search bounds) in the named variants, by default every variant declared so far."""
+        names = list(self.variants) if variants is None else list(variants)
+        for v in names:
+            if v not in self.variants:
+                raise SpecError(f"bounded({prop!r}): unknown variant '{v}' ({_caller_line()}); "
+                                f"variants: {', '.join(self.variants)}")
+            self.variants[v].expected_bounded[prop] = why
+        self.lines[("bounded", prop)] = _caller_line()
+
     def validate(self) -> None:
         """Checks that every name the spec gives refers to something it declares: a misspelled
         name would otherwise make a verdict vacuous (a fair action that does not exist, a
@@ -878,6 +893,9 @@ class Spec:
             for p in v.findings:
                 if p not in props:
                     unknown(where, f"variant {v.name}: findings= names property", p, props)
+            for p in v.expected_bounded:
+                if p not in props:
+                    unknown(self.lines.get(("bounded", p), where), "bounded() names property", p, props)
             for k, val in v.params.items():
                 par = self.params[k]
                 if isinstance(val, bool) or not isinstance(val, int) or not par.lo <= val <= par.hi:

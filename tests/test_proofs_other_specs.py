@@ -19,7 +19,10 @@ VERDICTS = {
     "producer": {
         "no-duplicate": "proved", "in-order": "proved", "fenced-stays-fenced": "proved",
         "no-hanging-transaction": "proved", "marker-epoch-monotonic": "proved",
-        "acknowledged-is-appended": "proved",
+        "acknowledged-is-appended": "proved", "fenced-only-when-overtaken": "proved",
+        # a commit at the current epoch meeting CompleteAbort: unreachable (the search never
+        # finds it) but not excluded by an inductive lemma (spec/producer_notes.md, Proofs)
+        "aborted-commit-is-fenced": "not-inductive",
     },
     "classic_group": {
         "single-owner": "proved", "revoke-before-assign": "proved",
@@ -124,6 +127,8 @@ NOT_INDUCTIVE_ELSEWHERE = {
     ("producer", "pre-kip890"): {"no-duplicate", "acknowledged-is-appended"},
     # expiry before KAFKA-9144 breaks appended-retry-is-rejected, which no-duplicate rests on
     ("producer", "kafka-9144"): {"no-duplicate"},
+    # two batches in flight: the lemmas are written for one (spec/producer_notes.md, Proofs)
+    ("producer", "pre-kip360-in-flight"): {"fenced-only-when-overtaken"},
     ("classic_group", "kip726-dynamic"): {"no-double-commit", "stale-claim-never-wins"},
     ("classic_group", "kip726-downgrade"): {"no-double-commit", "stale-claim-never-wins"},
     # timeouts=1: the lemmas that exclude a timed-out owner are vacuous there
@@ -141,5 +146,7 @@ HOLDING_ELSEWHERE = [(n, v, p) for n in SPECS for v, var in load_spec(n).variant
 @pytest.mark.parametrize("name,variant,prop", HOLDING_ELSEWHERE, ids=lambda x: str(x))
 def test_other_variant_verdict(name, variant, prop):
     res = symbolic.prove(load_spec(name).instantiate(variant), prop, k_max=1, bmc_depth=0)
-    want = "not-inductive" if prop in NOT_INDUCTIVE_ELSEWHERE.get((name, variant), ()) else "proved"
+    # a property not inductive in the default has no lemmas to prove it in any variant
+    want = "not-inductive" if prop in NOT_INDUCTIVE_ELSEWHERE.get((name, variant), ()) or \
+        VERDICTS[name][prop] == "not-inductive" else "proved"
     assert res.status == want
