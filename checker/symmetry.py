@@ -17,9 +17,10 @@ Traces stay concrete (``concretise``): a path of representatives is replayed fro
 state, choosing at each step the lowest action instance whose successor lies in the next
 representative's orbit; the result has the same length and replays through the unreduced spec.
 
-Everything works on blocks of packed states (checker/compile.py): a block is unpacked once into
-one row per field, each permutation is a row gather plus a table lookup for slot-valued fields,
-and the images are repacked and compared word by word.
+Everything works on blocks of packed states (checker/compile.py): for each permutation of the
+group, the fields it moves are unpacked (one row per field), gathered into their new places,
+slot-valued ones renamed by a table lookup, and repacked over the untouched bits; the images are
+compared word by word and the least kept.
 """
 from __future__ import annotations
 
@@ -45,9 +46,6 @@ class _Element:
     src: np.ndarray                  # int64, per field
     luts: dict[int, np.ndarray]      # field -> table over the raw encoding
     label: str
-    # field -> (guard field, table): mapped only where the guard is not its first value (a slot
-    # value that is a placeholder while, e.g., its commit slot is free)
-    conds: dict = None
     parts: tuple = ()                # a product's factors, applied in turn
 
 
@@ -63,7 +61,6 @@ class Symmetry:
         self.shift = np.array(lay.shift, dtype=np.uint64)
         self.mask = np.array([(1 << w) - 1 for w in lay.width], dtype=np.uint64)
         self.word_of = np.array(lay.word, dtype=np.int64)
-        self.by_word = [np.flatnonzero(self.word_of == w) for w in range(self.words)]
         self.kinds: list[str] = []
         per_decl: list[list[_Element]] = []
         for decl in model.spec.symmetries:
@@ -121,56 +118,25 @@ class Symmetry:
                 else:
                     j = (k // count) * count + inv[k % count]
                 src[elems[k].index] = elems[j].index
-        luts, conds = {}, {}
+        luts = {}
         for name in decl.values:
-            name, guard = name.split(" if ") if " if " in name else (name, None)
             fields = lay.arrays.get(name) or ([lay.scalars[name]] if name in lay.scalars else [])
-            guards = (lay.arrays.get(guard) or ([lay.scalars[guard]] if guard in lay.scalars
-                                                else [])) if guard else []
-            if guard and fields and len(guards) != len(fields):
-                raise SymmetryError(f"{decl.line}: symmetry {decl.kind}: '{name} if {guard}' needs "
-                                    f"{guard} to be a field of {name}'s shape")
-            for n_, f in enumerate(fields):
+            for f in fields:
                 lo, width = f.type.lo, lay.width[f.index]
                 table = np.arange(1 << width, dtype=np.uint64)
                 for raw in range(1 << width):
                     v = raw + lo
                     if 0 <= v < count and v <= f.type.hi:
                         table[raw] = pi[v] - lo
-                if guard:
-                    conds[f.index] = (guards[n_].index, table)
-                else:
-                    luts[f.index] = table
+                luts[f.index] = table
         moved = [i for i in range(count) if pi[i] != i]
         label = f"{decl.kind} " + " ".join(f"{i}->{pi[i]}" for i in moved) if moved else ""
-        return _Element(src, luts, label, conds)
+        return _Element(src, luts, label)
 
     # -- blocks ------------------------------------------------------------------------------
-    def unpack(self, S: np.ndarray) -> np.ndarray:
-        return (S[self.word_of] >> self.shift[:, None]) & self.mask[:, None]
-
-    def pack(self, F: np.ndarray) -> np.ndarray:
-        out = np.empty((self.words, F.shape[1]), dtype=np.uint64)
-        for w, idx in enumerate(self.by_word):
-            out[w] = np.bitwise_or.reduce(F[idx] << self.shift[idx, None], axis=0)
-        return out
-
-    def image(self, e: _Element, F: np.ndarray) -> np.ndarray:
-        G = F
-        for d in e.parts:
-            G = G[d.src]
-            for i, lut in d.luts.items():
-                G[i] = lut[G[i]]
-            for i, (g, lut) in d.conds.items():
-                G[i] = np.where(G[g] != 0, lut[G[i]], G[i])
-        return self.pack(G)
-
     def apply(self, e: _Element, S: np.ndarray) -> np.ndarray:
-        plan = self._plan(e)
-        if plan is None:
-            return self.image(e, self.unpack(S))
         # only the fields the permutation moves are unpacked and repacked
-        needed, rows, luts, words = plan
+        needed, rows, luts, words = self._plan(e)
         F = (S[self.word_of[needed]] >> self.shift[needed, None]) & self.mask[needed, None]
         G = F[rows]
         for r, lut in luts:
@@ -181,40 +147,38 @@ class Symmetry:
         return out
 
     def _plan(self, e: _Element):
-        """The element as one mapping on the fields it moves, or None with a conditional value."""
+        """The element as one mapping on the fields it moves (computed once)."""
         if hasattr(e, "_plan_cache"):
             return e._plan_cache
-        plan = None
-        if not any(d.conds for d in e.parts):
-            nf = len(self.layout.fields)
-            src, luts = np.arange(nf), {}
-            for d in e.parts:    # apply the parts in turn: image = d(previous image)
-                new_luts = {}
-                for i in range(nf):
-                    j = int(d.src[i])
-                    t = luts.get(j)
-                    u = d.luts.get(i)
-                    if t is not None and u is not None:
-                        new_luts[i] = u[t]
-                    elif t is not None or u is not None:
-                        new_luts[i] = t if u is None else u
-                src, luts = src[d.src], new_luts
-            support = [i for i in range(nf) if src[i] != i or i in luts]
-            needed = sorted({int(src[i]) for i in support})
-            pos = {f: k for k, f in enumerate(needed)}
-            rows = np.array([pos[int(src[i])] for i in support], dtype=np.int64)
-            row_luts = [(k, luts[i]) for k, i in enumerate(support) if i in luts]
-            words = []
-            for w in range(self.words):
-                sel = [k for k, i in enumerate(support) if self.word_of[i] == w]
-                if not sel:
-                    continue
-                clear = 0
-                for k in sel:
-                    clear |= int(self.mask[support[k]]) << int(self.shift[support[k]])
-                words.append((w, np.uint64(((1 << 64) - 1) ^ clear), np.array(sel),
-                              self.shift[[support[k] for k in sel], None]))
-            plan = (np.array(needed, dtype=np.int64), rows, row_luts, words)
+        nf = len(self.layout.fields)
+        src, luts = np.arange(nf), {}
+        for d in e.parts:    # apply the parts in turn: image = d(previous image)
+            new_luts = {}
+            for i in range(nf):
+                j = int(d.src[i])
+                t = luts.get(j)
+                u = d.luts.get(i)
+                if t is not None and u is not None:
+                    new_luts[i] = u[t]
+                elif t is not None or u is not None:
+                    new_luts[i] = t if u is None else u
+            src, luts = src[d.src], new_luts
+        support = [i for i in range(nf) if src[i] != i or i in luts]
+        needed = sorted({int(src[i]) for i in support})
+        pos = {f: k for k, f in enumerate(needed)}
+        rows = np.array([pos[int(src[i])] for i in support], dtype=np.int64)
+        row_luts = [(k, luts[i]) for k, i in enumerate(support) if i in luts]
+        words = []
+        for w in range(self.words):
+            sel = [k for k, i in enumerate(support) if self.word_of[i] == w]
+            if not sel:
+                continue
+            clear = 0
+            for k in sel:
+                clear |= int(self.mask[support[k]]) << int(self.shift[support[k]])
+            words.append((w, np.uint64(((1 << 64) - 1) ^ clear), np.array(sel),
+                          self.shift[[support[k] for k in sel], None]))
+        plan = (np.array(needed, dtype=np.int64), rows, row_luts, words)
         e._plan_cache = plan
         return plan
 
