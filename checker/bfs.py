@@ -221,10 +221,12 @@ def _first_of_each(fp: np.ndarray, keys: np.ndarray | None,
     order = sf = None
     if got is not None:
         order, sf = got
+        del got
         if runs is not None:
             # the k-th time run r appears in the sorted order is its k-th element (a run is
             # sorted): a stable sort of the run numbers (a radix sort) gives every position
             run_of = order.astype(np.uint16 if len(runs) < (1 << 16) else np.int64)
+            del order
             by_run = np.argsort(run_of, kind="stable")
             del run_of
             order = np.empty(n, dtype=np.int64)
@@ -543,7 +545,10 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                 if res.stop_reason:
                     break
                 continue
-            # the level sorted once: earliest block first among equal states, then by state
+            # the level sorted once: earliest block first among equal states, then by state;
+            # the level expanded is no longer needed (parents are positions in it)
+            del S
+            frontier = None
             every = np.concatenate(chunks_S, axis=1) if len(chunks_S) > 1 else chunks_S[0]
             del chunks_S
             sel = _level_order(chunks_fp, every)
