@@ -496,3 +496,12 @@ def test_bmc_json_names_its_encoding():
     assert p.returncode == 1 and doc["properties"]["consistent"]["trace_length"] == 3
     # two_phase has no search bound: every field is an ordinary range, 3 bits hold them all
     assert doc["encoding"] == {"integer_bits": 3, "lifted_bound_cap": None}
+
+
+def test_bmc_solver_timeout_is_inconclusive_not_a_verdict():
+    """The incremental solver honours --timeout per call: consumer_group's zombie commit needs
+    ten unsatisfiable depths first, the deeper ones far beyond half a second each."""
+    model = load_spec("consumer_group").instantiate("kip1251", {})
+    r = bmc(model, ["no-zombie-commit"], depth=12, timeout_s=0.5)
+    assert r.inconclusive == "solver: timeout" and r.found == {}
+    assert r.status("no-zombie-commit") == "unknown" and r.depth < 11
