@@ -505,3 +505,15 @@ def test_bmc_solver_timeout_is_inconclusive_not_a_verdict():
     r = bmc(model, ["no-zombie-commit"], depth=12, timeout_s=0.5)
     assert r.inconclusive == "solver: timeout" and r.found == {}
     assert r.status("no-zombie-commit") == "unknown" and r.depth < 11
+
+
+def test_value_range_covers_the_positions_a_select_compares():
+    """An index in 0..3 into 40 elements is compared with positions up to 38: they must not wrap
+    into the index's range."""
+    from checker.symbolic import value_range
+    from spec.lang import Expr
+    i = Expr("field", (0, "i", "pre"), "int")
+    elems = tuple(Expr("const", (k % 2,), "int") for k in range(40))
+    widest = [0, 0]
+    assert value_range(Expr("select", (i,) + elems, "int"), [(0, 3)], {}, widest) == (0, 1)
+    assert widest == [0, 38]
