@@ -143,7 +143,7 @@ def value_range(e: Expr, ranges, memo: dict, widest: list) -> tuple[int, int] | 
         if vals:
             r = (min(v[0] for v in vals), max(v[1] for v in vals))
     if op == "select":   # the positions compared with the index must not wrap either
-        widest[1] = max(widest[1], len(a) - 2)
+        widest[1] = max(widest[1], len(a) - 3)
     if r is not None:
         widest[0], widest[1] = min(widest[0], r[0]), max(widest[1], r[1])
     memo[id(e)] = (e, r)
