@@ -891,10 +891,13 @@ spec.variant("unrevoked-epoch-bump", "before KAFKA-19974: UNREVOKED_PARTITIONS -
 spec.variant("kafka-20442", "before KAFKA-20442: fencing the last member bumps the group epoch but "
              "leaves the target assignment epoch behind",
              violates=["no-zombie-commit", "unrevoked-has-pending", "empty-group-at-target-epoch",
-                       *LEMMAS_BROKEN_BY_19974],
+                       "eventually-converges", *LEMMAS_BROKEN_BY_19974],
              findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974,
                        "unrevoked-has-pending": STATIC_LEAVE_20641,
-                       "empty-group-at-target-epoch": FOUND_20442})
+                       "empty-group-at-target-epoch": FOUND_20442,
+                       "eventually-converges": "the empty group left at group epoch > target epoch "
+                       "has no member to heartbeat, so nothing recomputes the target and the "
+                       "group never converges (the progress engine's lasso)"})
 spec.variant("kafka-19449", "before KAFKA-19449: a partition pending revocation by the member "
              "itself counts as held by another member",
              violates=["no-zombie-commit", "unrevoked-has-pending", "unreleased-waits-for-another-member",
