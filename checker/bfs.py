@@ -155,6 +155,7 @@ def _absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 EXACT_WORDS = 3   # states of up to this many words are stored whole; wider ones as 128-bit
+COMPACT_AT = 1 << 21   # a level's unsorted new states (with duplicates) before they are sorted
 
 
 def storage_kind(words: int) -> str:
@@ -470,6 +471,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
             # before, sorted; duplicates between blocks go when the level is sorted once
             chunks_fp, chunks_S, chunks_par, chunks_act = [], [], [], []
             level_upper = 0
+            compacted = unsorted = 0     # states in the sorted first run; in the runs after it
             tviol: dict[str, tuple[int, int]] = {}   # property -> (parent, instance), this level
             deadlocked = None
             for start in range(0, n, block):
@@ -522,6 +524,21 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                     chunks_par.append(np.concatenate(cpar)[first].astype(np.int32))
                     chunks_act.append(np.concatenate(cact)[first])
                     level_upper += len(first)
+                    unsorted += len(first)
+                    if unsorted > max(COMPACT_AT, 2 * compacted):
+                        # a state reached from many blocks is kept once per block until the
+                        # level is sorted: sort what there is now, so that the level never
+                        # holds many copies of its states (the doubling rule keeps the sorting
+                        # to a few passes over the level)
+                        every = np.concatenate(chunks_S, axis=1)
+                        sel = _level_order(chunks_fp, every)
+                        chunks_fp = [np.concatenate(chunks_fp)[sel]]
+                        chunks_S = [every[:, sel]]
+                        del every
+                        chunks_par = [np.concatenate(chunks_par)[sel]]
+                        chunks_act = [np.concatenate(chunks_act)[sel]]
+                        compacted, unsorted = len(sel), 0
+                        level_upper = compacted
                 if progress is not None:
                     progress(depth, res.distinct_states, n - start - m)
                 if (max_states is not None and res.distinct_states + level_upper >= max_states
