@@ -145,6 +145,10 @@ def replay(broker, path, adapter=None, version=None):
                             version or broker.version)
 
 
+# KAFKA-20785's fix is in no release tested (ProducerAdapter.expected_divergences)
+DIVERGING_AS_RECORDED = {"scenarios/producer/kafka-20785-kip360.json": (10, "PR #23204 not released")}
+
+
 @pytest.mark.kafka
 @pytest.mark.parametrize("path", TRACES, ids=short)
 def test_trace_on_kafka(kafka_broker, path):
@@ -153,6 +157,10 @@ def test_trace_on_kafka(kafka_broker, path):
     out = replay(kafka_broker, path)
     if short(path) in CONFORMING:
         assert out.kind == driver.CONFORMS, out.text()
+    elif short(path) in DIVERGING_AS_RECORDED:
+        # the release lacks the fix the default models; the adapter's record says so
+        step, why = DIVERGING_AS_RECORDED[short(path)]
+        assert out.kind == driver.EXPECTED and out.step == step, out.text()
     else:
         # a trace added since this list was written may conform too; none may diverge
         assert out.kind in (driver.NOT_DRIVABLE, driver.CONFORMS), out.text()
