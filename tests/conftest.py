@@ -3,3 +3,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+# Tiers (pyproject.toml's markers): whole modules that start Spark or run Z3 are marked here, so
+# the quick loop `pytest -m "not slow"` leaves them, the real brokers and the browser out.
+_MODULE_MARKS = {
+    "test_spark.py": ("spark", "slow"),
+    "test_spark_owner.py": ("spark", "slow"),
+    "test_symbolic.py": ("z3", "slow"),
+    "test_consumer_group_proofs.py": ("z3", "slow"),
+    "test_proofs_other_specs.py": ("z3", "slow"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+    for item in items:
+        for name in _MODULE_MARKS.get(item.path.name, ()):
+            item.add_marker(getattr(pytest.mark, name))
+        if item.get_closest_marker("kafka") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
