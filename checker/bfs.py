@@ -310,11 +310,12 @@ class _Visited:
         k, n = len(new), self.n
         if not k:
             return
+        # the two buffers may have different room: the keys' reservation (nkeys times the
+        # fingerprints') can fail where the fingerprints' succeeded, and then grows by copying
         if n + k > len(self.fp):
-            cap = max(n + k, 2 * len(self.fp))
-            self.fp = _grow(self.fp, (cap,), n)
-            if self.keys is not None:
-                self.keys = _grow(self.keys, (self.nkeys, cap), n)
+            self.fp = _grow(self.fp, (max(n + k, 2 * len(self.fp)),), n)
+        if self.keys is not None and n + k > self.keys.shape[1]:
+            self.keys = _grow(self.keys, (self.nkeys, max(n + k, 2 * self.keys.shape[1])), n)
         fp, keys = self.fp, self.keys
         pos = np.searchsorted(fp[:n], new)
         # each old state moves up by the number of new ones that go before it; from the back,
