@@ -349,8 +349,10 @@ def _reserve(shape) -> np.ndarray:
     import mmap
     import os
     try:
-        cap = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8
         rows = shape[0] if len(shape) == 2 else 1
+        # no more room than the machine's memory in all (a set of states of several words can
+        # hold no more states than that either): a larger reservation may be refused
+        cap = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8 // rows
         buf = mmap.mmap(-1, rows * cap * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS |
                         getattr(mmap, "MAP_NORESERVE", 0))
         a = np.frombuffer(buf, dtype=np.uint64)
