@@ -162,6 +162,10 @@ def session(master: str = "local[*]", verbose: bool = False, wait_s: float = 60.
         raise SparkError(f"Spark needs Java 17 or newer ({found}); install it with "
                          f"scripts/ensure_java.sh or set JAVA_HOME")
     _check_master(master, timeout_s=5.0)
+    # the Python workers must run this interpreter (numpy, kcheck): with pyspark 4.3.0 the local
+    # workers started the python3 on PATH despite spark.pyspark.python (numpy not found), so
+    # PYSPARK_PYTHON is set too
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkConf, SparkContext
     conf = (SparkConf().setMaster(master).setAppName("kcheck")
             .set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false")
