@@ -146,9 +146,11 @@ class StateGraph:
 
 
 def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | None = None,
-                block: int = 1 << 15, compiled: Compiled | None = None) -> StateGraph:
+                block: int = 1 << 15, compiled: Compiled | None = None,
+                progress=None) -> StateGraph:
     """Explore ``model`` breadth-first and keep every state and transition. Deadlocks are
-    marked when the spec declares terminal states, or when ``deadlock`` says so."""
+    marked when the spec declares terminal states, or when ``deadlock`` says so.
+    ``progress(depth, distinct, left)`` is called per block when given, as the search does."""
     t0 = time.perf_counter()
     from checker.memory import watch
     memory = watch()
@@ -175,6 +177,8 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
         chunks_S, chunks_fp, chunks_par, chunks_act = [], [], [], []
         lfp = np.empty(0, dtype=np.uint64)
         for start in range(0, n, block):
+            if progress is not None:
+                progress(len(level_fp) - 1, base + n, n - start)
             S = frontier[:, start:start + block]
             m = S.shape[1]
             en = np.zeros((m, K), dtype=bool)

@@ -76,7 +76,12 @@ def _run(spec, variant, params, args):
     model = spec.instantiate(variant, params)
     names = args.property or list(spec.progress)
     check_deadlock = spec.check_deadlock or args.deadlock
-    sg = build_graph(model, args.max_nodes, check_deadlock)
+    # a graph of a Kafka spec takes a minute: say where it is (stderr, like the search)
+    from checker.cli import _Progress
+    from checker.render import params_str
+    with _Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
+                   f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
+        sg = build_graph(model, args.max_nodes, check_deadlock, progress=progress)
     verdicts, traces = {}, {}
     for name in names:
         prop = spec.progress[name]
