@@ -51,7 +51,9 @@ def rediscover(spec) -> list[dict]:
         if bug.variant is not None:
             pre = spec.instantiate(bug.variant)
             status, length, states = _verdict(pre, bug.property)
-            row.update(params=pre.params.as_dict(), pre_fix=status, trace_length=length,
+            # the configuration the variant declares: what differs from the spec's defaults
+            declared = {k: v for k, v in pre.params.as_dict().items() if v != spec.params[k].default}
+            row.update(params=declared, pre_fix=status, trace_length=length,
                        pre_fix_states=states, open=bug.open)
             if bug.open:
                 # no fix shipped: the default is the pre-fix code, and finding the bug there is all
