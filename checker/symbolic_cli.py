@@ -4,18 +4,22 @@ Exit codes as for `kcheck check`: 0 proved (or, for bmc, no behaviour is longer 
 explored; for compare, answered); 1 violated; 2 bad input; 3 inconclusive (depth bound reached,
 solver timeout, not inductive); 5 results printed but saving failed; 130 interrupted (Ctrl-C
 stops the solver, which gives up "interrupted from keyboard": that is an interruption, not an
-inconclusive proof)."""
+inconclusive proof); 143 terminated (SIGTERM stops a solver call the same way, see
+SolverStop)."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import threading
 from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
 
 from checker import ci_outputs
-from checker.cli import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, VIOLATED, BadInput, SaveFailed,
+from checker.cli import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
                          _params, _positive, _save, out_dir)
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
@@ -118,6 +122,90 @@ def _cancelled(reason) -> bool:
     return bool(reason) and ("interrupted from keyboard" in str(reason) or "cancel" in str(reason))
 
 
+class SolverStop:
+    """SIGTERM while Z3 is solving, handled as Ctrl-C is: the call stops, the partial result is
+    printed, and the command exits 143.
+
+    Python runs a signal handler only once the main thread is back in Python, that is after a
+    solver call returns, which may be hours. Z3 itself stops a call on SIGINT (its own handler is
+    installed for the length of each call: the call gives up "interrupted from keyboard" and the
+    engine returns what it found). So a thread, woken through signal.set_wakeup_fd (written by
+    Python's C-level handler while the main thread is still inside Z3), sends SIGINT to this
+    process, and again every RESEND_S seconds until the command ends: a SIGINT that lands
+    between two calls reaches Python, whose handler ignores it once SIGTERM was received, and the
+    next call is stopped by the next SIGINT. Calling Z3's interrupt() from the thread instead is
+    not safe: outside a solver call it cancels whatever API call the main thread is making
+    (measured: an expression built during an interrupt came back unusable)."""
+
+    RESEND_S = 0.2
+
+    def __init__(self, what: str):
+        self.what = what
+        self.terminated = threading.Event()
+        self._done = threading.Event()
+        self._saved = None
+
+    def __enter__(self):
+        try:
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+            old_term = signal.signal(signal.SIGTERM, self._on_sigterm)
+            old_int = signal.signal(signal.SIGINT, self._on_sigint)
+        except ValueError:     # not the main thread (an embedding program): leave signals alone
+            return self
+        self._saved = (r, w, old_fd, old_term, old_int)
+        self._thread = threading.Thread(target=self._watch, args=(r,), daemon=True)
+        self._thread.start()
+        from rich.console import Console
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"kcheck: {self.what}: solver started (Ctrl-C or SIGTERM stops it and prints what was "
+            f"found)", markup=False)
+        return self
+
+    def __exit__(self, *exc):
+        if self._saved is None:
+            return False
+        r, w, old_fd, old_term, old_int = self._saved
+        self._done.set()
+        try:
+            os.write(w, b"\0")      # wakes the watcher if it still waits for a signal
+        except OSError:
+            pass
+        self._thread.join()
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
+        os.close(r)
+        os.close(w)
+        return False
+
+    def _on_sigterm(self, signum, frame):
+        self.terminated.set()
+
+    def _on_sigint(self, signum, frame):
+        if self.terminated.is_set():
+            return      # our own SIGINT, landing between two solver calls
+        raise KeyboardInterrupt
+
+    def _watch(self, r: int):
+        while not self._done.is_set():
+            if signal.SIGTERM in os.read(r, 64):
+                self.terminated.set()
+                break
+        while not self._done.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+            self._done.wait(self.RESEND_S)
+
+    def code(self, code: int) -> int:
+        """The exit code once the command printed its result: 143 after SIGTERM."""
+        if self.terminated.is_set():
+            from rich.console import Console
+            Console(stderr=True, highlight=False).print("kcheck: terminated (SIGTERM)", markup=False)
+            return TERMINATED
+        return code
+
+
 def _named_states(model, cx) -> list[dict]:
     """The solver's states with the spec's field names and readable values, also where a value
     lies outside the parameters' ranges (then no trace can be packed, but the state can be read)."""
@@ -182,7 +270,10 @@ def cmd_bmc(args, console) -> int:
     from checker.symbolic import DEADLOCK
     out = out_dir(args)
     _known_properties(spec, args.property, DEADLOCK)
-    res = bmc(model, args.property, args.depth, args.keep_search_bounds, args.timeout)
+    with SolverStop(f"bmc {spec.name}/{model.variant} to depth {args.depth}") as stop:
+        res = bmc(model, args.property, args.depth, args.keep_search_bounds, args.timeout)
+    if stop.terminated.is_set() and res.inconclusive:
+        res.inconclusive = "solver: stopped by SIGTERM"
     saved: dict = {}
     scope = ("exhaustive: no behaviour is longer than %d steps" % res.depth if res.exhaustive else
              f"every property checked is violated by depth {res.depth}"
@@ -234,13 +325,8 @@ def cmd_bmc(args, console) -> int:
                         _save_states(model, p, cx.kind, cx, out))
             if not args.json:
                 console.print(f"saved: {saved[p]}", markup=False)
-    if _cancelled(res.inconclusive):
-        return INTERRUPTED
-    if res.found:
-        return VIOLATED
-    if res.inconclusive or not res.exhaustive:
-        return BOUNDED
-    return OK
+    return stop.code(INTERRUPTED if _cancelled(res.inconclusive) else VIOLATED if res.found else
+                     BOUNDED if res.inconclusive or not res.exhaustive else OK)
 
 
 def cmd_prove(args, console) -> int:
@@ -251,7 +337,13 @@ def cmd_prove(args, console) -> int:
     _known_properties(spec, props, DEADLOCK)
     if args.bmc_depth < 0:
         raise BadInput("--bmc-depth must be 0 or more")
-    results = [prove(model, p, args.k, not args.no_lemmas, args.timeout, args.bmc_depth) for p in props]
+    results = []
+    with SolverStop(f"prove {spec.name}/{model.variant} ({', '.join(props)})") as stop:
+        for p in props:
+            # after SIGTERM each property still gets its line: its first solver call is stopped
+            results.append(prove(model, p, args.k, not args.no_lemmas, args.timeout, args.bmc_depth))
+            if stop.terminated.is_set() and results[-1].status == "unknown":
+                results[-1].reason = "solver: stopped by SIGTERM"
     ci_outputs.record_prove(args, model, results)
     docs = []
     codes = []
@@ -309,12 +401,8 @@ def cmd_prove(args, console) -> int:
                 _save_states(model, r.property, r.status, cx, where))
         if not args.json:
             console.print(f"saved: {path}", markup=False)
-    if any(_cancelled(r.reason) for r in results):
-        return INTERRUPTED
-    for c in (VIOLATED, BOUNDED):
-        if c in codes:
-            return c
-    return OK
+    return stop.code(INTERRUPTED if any(_cancelled(r.reason) for r in results) else
+                     VIOLATED if VIOLATED in codes else BOUNDED if BOUNDED in codes else OK)
 
 
 def cmd_compare(args, console) -> int:
@@ -322,8 +410,11 @@ def cmd_compare(args, console) -> int:
     from checker.symbolic import compare
     spec = load_spec(args.spec)
     a, b = args.variants
-    r = compare(spec, args.rule, a, b, _params(args.param), args.lift, args.accept, args.assume,
-                args.timeout)
+    with SolverStop(f"compare {spec.name} {args.rule} ({a} vs {b})") as stop:
+        r = compare(spec, args.rule, a, b, _params(args.param), args.lift, args.accept, args.assume,
+                    args.timeout)
+    if stop.terminated.is_set() and r.inconclusive:
+        r.inconclusive = "solver: stopped by SIGTERM"
 
     def diff(d):
         return None if d is None else {"state": d.state, "args": d.args, f"result_{a}": d.result_a,
@@ -361,7 +452,7 @@ def cmd_compare(args, console) -> int:
             elif r.decisions_differ is None:
                 console.print("- identical decisions in every state", markup=False)
         console.print(f"benchmark: compare {r.rule}: {r.elapsed_s:.2f}s, {_stats_str(r.stats)}", markup=False)
-    return BOUNDED if r.inconclusive else OK
+    return stop.code(INTERRUPTED if _cancelled(r.inconclusive) else BOUNDED if r.inconclusive else OK)
 
 
 __all__ = ["register", "BAD_INPUT"]
