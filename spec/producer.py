@@ -43,15 +43,15 @@ every-prepared-transaction-completes (a transaction the coordinator prepares com
 Known bugs (spec.known_bug, at the end): each is kip360 with one fix undone and named after its
 JIRA, or recorded as not expressible with what the spec would need.
 """
-from spec.lang import FALSE, TRUE, Array, Bool, Enum, Int, Spec, If, And, Or, Min
+from spec.lang import FALSE, TRUE, Array, Bool, Count, Enum, Int, Spec, If, And, Or, Min
 
 spec = Spec("producer", __doc__)
-spec.param("records", 2, lo=1, hi=4, doc="records the producer sends, one per batch")
+spec.param("records", 2, lo=1, hi=6, doc="records the producer sends, one per batch")
 spec.param("max_epoch", 3, lo=1, hi=12, doc="producer epoch cap of the explicit search")
 spec.param("coordinator_failovers", 1, lo=0, hi=2, doc="transaction coordinator failovers")
 spec.param("leader_failovers", 1, lo=0, hi=3, doc="partition leader failovers")
 spec.param("deletions", 1, lo=0, hi=3, doc="DeleteRecords calls (or retention passes)")
-spec.param("max_in_flight", 1, lo=1, hi=2, doc="max.in.flight.requests.per.connection: batches of "
+spec.param("max_in_flight", 1, lo=1, hi=5, doc="max.in.flight.requests.per.connection: batches of "
            "the partition awaiting their response, and requests on the wire")
 spec.param("transactional", 1, lo=0, hi=1, doc="1: a transactional producer (transactional.id set); "
            "0: the idempotent-only producer, which bumps its own epoch (KIP-360)")
@@ -66,6 +66,7 @@ SecondInstance = Enum("SecondInstance", "NOT_STARTED INITIALIZING READY")
 TxnState = Enum("TxnState", "Empty Ongoing PrepareCommit PrepareAbort CompleteCommit CompleteAbort")
 
 REPLICAS = 2
+BATCHES_RETAINED = 5    # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NO_EPOCH = -1
 # the variants that are Kafka 2.3 as a whole (pre-kip360, and the same at two batches in flight)
 KAFKA_2_3 = ("pre-kip360", "pre-kip360-in-flight")
@@ -79,6 +80,12 @@ def tv2(s):
 
 def kip360_client(s):
     return s.variant not in KAFKA_2_3
+
+
+def slots(p):
+    """Slots for the batches in flight before the newest one, and for the requests queued behind
+    the one at the head of the connection: max.in.flight - 1 each (one, always empty, at 1)."""
+    return max(1, p.max_in_flight - 1)
 
 
 def truncate_head_drops_state(s):
@@ -109,17 +116,20 @@ def state(p):
         "request_record": Int(0, p.records - 1),
         "request_seq": Int(0, p.records),
         "request_epoch": E(),
-        # with max_in_flight=2: the earlier batch still awaiting its response (record
-        # earlier_record, sent before `batch`), whether `batch` was ever sent (a retry of it waits
-        # for the earlier one), and a second request queued on the connection behind `request`
-        "earlier_batch": Bool,
-        "earlier_record": Int(0, p.records - 1),
-        "earlier_seq": Int(0, p.records),
+        # with max_in_flight > 1: the earlier batches still awaiting their response, oldest
+        # first with no gaps (records earlier_record[i], all sent before `batch`), whether
+        # `batch` and each earlier batch but the oldest was ever sent (a retry waits until it is
+        # the first in flight), and the requests queued on the connection behind `request`, in
+        # the order the broker takes them; max_in_flight - 1 slots each
+        "earlier_batch": Array(Bool, slots(p)),
+        "earlier_record": Array(Int(0, p.records - 1), slots(p)),
+        "earlier_seq": Array(Int(0, p.records), slots(p)),
+        "earlier_sent": Array(Bool, slots(p)),
         "batch_sent": Bool,
-        "next_request": Bool,
-        "next_request_record": Int(0, p.records - 1),
-        "next_request_seq": Int(0, p.records),
-        "next_request_epoch": E(),
+        "next_request": Array(Bool, slots(p)),
+        "next_request_record": Array(Int(0, p.records - 1), slots(p)),
+        "next_request_seq": Array(Int(0, p.records), slots(p)),
+        "next_request_epoch": Array(E(), slots(p)),
         # the second instance with the same transactional id
         "second_instance": SecondInstance,
         # the transaction coordinator (its state is in the transaction log)
@@ -161,9 +171,10 @@ def init(p):
         "end_txn": EndTxnRequest.NO_REQUEST, "partition_in_txn": False,
         "sent": 0, "batch": False, "batch_seq": 0, "next_seq": 0,
         "request": False, "request_record": 0, "request_seq": 0, "request_epoch": NO_EPOCH,
-        "earlier_batch": False, "earlier_record": 0, "earlier_seq": 0, "batch_sent": False,
-        "next_request": False, "next_request_record": 0, "next_request_seq": 0,
-        "next_request_epoch": NO_EPOCH,
+        "earlier_batch": [False] * slots(p), "earlier_record": [0] * slots(p),
+        "earlier_seq": [0] * slots(p), "earlier_sent": [False] * slots(p), "batch_sent": False,
+        "next_request": [False] * slots(p), "next_request_record": [0] * slots(p),
+        "next_request_seq": [0] * slots(p), "next_request_epoch": [NO_EPOCH] * slots(p),
         "second_instance": SecondInstance.NOT_STARTED,
         "txn_epoch": NO_EPOCH, "txn_last_epoch": NO_EPOCH, "txn_state": TxnState.Empty,
         "txn_partition": False, "coordinator_epoch": 0,
@@ -447,6 +458,33 @@ def remove_entry(s, x, when):
     s.entry_coordinator_epoch[x] = If(when, -1, s.entry_coordinator_epoch[x])
 
 
+def on_wire(s, p, k):
+    """A request for record k is on the connection (at its head or queued behind it)."""
+    return Or(s.request & (s.request_record == k),
+              *[s.next_request[j] & (s.next_request_record[j] == k) for j in range(slots(p))])
+
+
+def any_in_flight(s, p):
+    """Some batch of the partition awaits its response."""
+    return Or(s.batch, *[s.earlier_batch[i] for i in range(slots(p))])
+
+
+def compact(s, arrays, removed, w):
+    """Remove the slot where `removed[i]` holds (at most one) from the slot arrays, moving the
+    later slots down one; the last slot's flag (arrays[0]) becomes False, its values stay. Reads
+    the arrays as assigned so far in the step (a reset may have rewritten the sequences)."""
+    gone = FALSE
+    for i in range(w):
+        gone = gone | removed[i]
+        for n, name in enumerate(arrays):
+            arr, now = getattr(s, name), getattr(s.post, name)
+            if i + 1 < w:
+                nxt = now[i + 1]
+            else:
+                nxt = FALSE if n == 0 else now[i]
+            arr[i] = If(gone, nxt, now[i])
+
+
 # ---------------------------------------------------------------------------------------------
 # Actions, in the order the protocol runs them
 
@@ -518,11 +556,17 @@ def Send(s, p):
     if p.max_in_flight == 1:
         s.require(~s.batch)
     else:
-        # a second batch may be in flight; the one awaiting becomes the earlier one
-        s.require(~s.batch | ~s.earlier_batch)
-        s.earlier_batch = s.earlier_batch | s.batch
-        s.earlier_record = If(s.batch, s.sent - 1, s.earlier_record)
-        s.earlier_seq = If(s.batch, s.batch_seq, s.earlier_seq)
+        # up to max.in.flight batches: the one awaiting becomes the newest earlier one
+        w = slots(p)
+        s.require(~s.batch | ~s.earlier_batch[w - 1])
+        for i in range(w):
+            push = s.batch & ~s.earlier_batch[i] & (TRUE if i == 0 else s.earlier_batch[i - 1])
+            s.earlier_batch[i] = s.earlier_batch[i] | push
+            s.earlier_record[i] = If(push, s.sent - 1, s.earlier_record[i])
+            s.earlier_seq[i] = If(push, s.batch_seq, s.earlier_seq[i])
+            if i > 0:
+                # the oldest batch is always the first in flight: its flag is never read
+                s.earlier_sent[i] = If(push, s.batch_sent, s.earlier_sent[i])
         s.batch_sent = False
     s.batch = True
     s.batch_seq = s.next_seq
@@ -543,22 +587,51 @@ def ProduceRequest(s, p):
         s.request_seq = s.batch_seq
         s.request_epoch = s.epoch
         return
-    on_wire = lambda k: (s.request & (s.request_record == k)) | (s.next_request & (s.next_request_record == k))
-    send_earlier = s.earlier_batch & ~on_wire(s.earlier_record)
-    send_batch = ~send_earlier & s.batch & ~on_wire(s.sent - 1) & (~s.earlier_batch | ~s.batch_sent)
-    s.require(send_earlier | send_batch, ~s.request | ~s.next_request)
-    rec = If(send_earlier, s.earlier_record, s.sent - 1)
-    seq = If(send_earlier, s.earlier_seq, s.batch_seq)
-    s.batch_sent = s.batch_sent | send_batch
+    # the batches in sequence order: the earlier ones oldest first, then the newest; the first
+    # not on the wire is drained, and only if it is the first in flight or was never sent
+    w = slots(p)
+    queue = [(s.earlier_batch[i], s.earlier_record[i], s.earlier_seq[i],
+              TRUE if i == 0 else ~s.earlier_sent[i]) for i in range(w)]
+    queue.append((s.batch, s.sent - 1, s.batch_seq, ~s.earlier_batch[0] | ~s.batch_sent))
+    picks, before = [], FALSE
+    for in_flight, k, _, _ in queue:
+        waiting = in_flight & ~on_wire(s, p, k)
+        picks.append(waiting & ~before)
+        before = before | waiting
+    s.require(before, ~s.request | ~s.next_request[w - 1],
+              *[~pick | allowed for pick, (_, _, _, allowed) in zip(picks, queue)])
+    rec, seq = queue[-1][1], queue[-1][2]
+    for pick, (_, k, q, _) in reversed(list(zip(picks[:-1], queue[:-1]))):
+        rec, seq = If(pick, k, rec), If(pick, q, seq)
+    s.batch_sent = s.batch_sent | picks[-1]
+    for i in range(1, w):
+        s.earlier_sent[i] = s.earlier_sent[i] | picks[i]
     head = ~s.request
     s.request = True
     s.request_record = If(head, rec, s.request_record)
     s.request_seq = If(head, seq, s.request_seq)
     s.request_epoch = If(head, s.epoch, s.request_epoch)
-    s.next_request = ~head
-    s.next_request_record = If(head, s.next_request_record, rec)
-    s.next_request_seq = If(head, s.next_request_seq, seq)
-    s.next_request_epoch = If(head, s.next_request_epoch, s.epoch)
+    for j in range(w):
+        # the request joins the queue behind the ones already on the connection
+        join = ~head & ~s.next_request[j] & (TRUE if j == 0 else s.next_request[j - 1])
+        s.next_request[j] = s.next_request[j] | join
+        s.next_request_record[j] = If(join, rec, s.next_request_record[j])
+        s.next_request_seq[j] = If(join, seq, s.next_request_seq[j])
+        s.next_request_epoch[j] = If(join, s.epoch, s.next_request_epoch[j])
+
+
+def reset_in_flight(s, p, when):
+    """TransactionManager.startSequencesAtBeginning (Kafka 2.3's client, max.in.flight > 1):
+    every batch in flight restarts from sequence 0, in the order the client iterates them: the
+    order of their sequences since KAFKA-8483 (a sorted set), the earlier ones first."""
+    w = slots(p)
+    for i in range(w):
+        # slot i holds the i-th oldest batch, so it takes sequence i (the oldest's is set even
+        # when the slot is empty: the two-in-flight model did so)
+        s.earlier_seq[i] = If(when & (TRUE if i == 0 else s.earlier_batch[i]), i, s.earlier_seq[i])
+    earlier = Count(*[s.earlier_batch[i] for i in range(w)])
+    s.batch_seq = If(when, If(s.batch, earlier, 0), s.batch_seq)
+    s.next_seq = If(when, earlier + If(s.batch, 1, 0), s.next_seq)
 
 
 @spec.action(r=replicas, lost=[False, True], actors=("producer", "leader {r}"))
@@ -571,12 +644,13 @@ def Produce(s, p, r, lost):
     s.request = False
     if p.max_in_flight > 1:
         # the request queued behind it on the connection is next
-        nxt = s.next_request
+        nxt = s.next_request[0]
         s.request = nxt
-        s.request_record = If(nxt, s.next_request_record, s.request_record)
-        s.request_seq = If(nxt, s.next_request_seq, s.request_seq)
-        s.request_epoch = If(nxt, s.next_request_epoch, s.request_epoch)
-        s.next_request = False
+        s.request_record = If(nxt, s.next_request_record[0], s.request_record)
+        s.request_seq = If(nxt, s.next_request_seq[0], s.request_seq)
+        s.request_epoch = If(nxt, s.next_request_epoch[0], s.request_epoch)
+        compact(s, ["next_request", "next_request_record", "next_request_seq",
+                    "next_request_epoch"], [TRUE] + [FALSE] * (slots(p) - 1), slots(p))
     ok = out == Error.NONE
     if tv2(s) and p.transactional:
         # the coordinator added the partition when it verified the batch
@@ -587,7 +661,10 @@ def Produce(s, p, r, lost):
     for x in replicas(p):
         # the follower replicates the batch and applies it to its producer state as well
         cont = (s.producer_epoch[x] == e) & (s.last_seq[x] == q - 1) & (s.first_seq[x] != -1)
-        s.first_seq[x] = If(ok, If(cont, s.first_seq[x], q), s.first_seq[x])
+        # ProducerStateEntry.addBatch keeps the metadata of the last five batches
+        # (NUM_BATCHES_TO_RETAIN): a sixth drops the oldest from the window
+        kept = If(q - s.first_seq[x] >= BATCHES_RETAINED, s.first_seq[x] + 1, s.first_seq[x])
+        s.first_seq[x] = If(ok, If(cont, kept, q), s.first_seq[x])
         s.last_seq[x] = If(ok, q, s.last_seq[x])
         s.entry_coordinator_epoch[x] = If(ok & (s.producer_epoch[x] == NO_EPOCH), -1,
                                           s.entry_coordinator_epoch[x])
@@ -619,28 +696,32 @@ def Produce(s, p, r, lost):
             # the acknowledged offset lies above every replica's log start offset
             s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked
     if p.max_in_flight > 1:
+        w = slots(p)
+        oosn = out == Error.OUT_OF_ORDER_SEQUENCE_NUMBER
         # TransactionManager.canRetry: OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the
-        # next after the last acknowledged one (the earlier batch is still out) is retried
-        retriable = retriable | (mine & s.earlier_batch & (out == Error.OUT_OF_ORDER_SEQUENCE_NUMBER))
-        mine_e = s.earlier_batch & (rec == s.earlier_record)
-        acked_e = mine_e & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER))
-        fenced_e = mine_e & (out == Error.PRODUCER_FENCED)
-        reset_e = FALSE if kip360_client(s) else \
-            mine_e & (out == Error.UNKNOWN_PRODUCER_ID) & s.acked_below_log_start[r]
-        failed_e = mine_e & ~acked_e & (out != Error.CONCURRENT_TRANSACTIONS) & ~fenced_e & ~reset_e
-        s.earlier_batch = If(acked_e | failed_e | fenced_e, False, s.earlier_batch)
+        # next after the last acknowledged one (an older batch is still out) is retried
+        retriable = retriable | (mine & s.earlier_batch[0] & oosn)
+        gone, fenced_e, failed_e, reset_e, acked_e = [], [], [], [], []
+        for i in range(w):
+            mine_e = s.earlier_batch[i] & (rec == s.earlier_record[i])
+            acked_e.append(mine_e & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER)))
+            fenced_e.append(mine_e & (out == Error.PRODUCER_FENCED))
+            reset_e.append(FALSE if kip360_client(s) else
+                           mine_e & (out == Error.UNKNOWN_PRODUCER_ID) & s.acked_below_log_start[r])
+            retriable_e = (out == Error.CONCURRENT_TRANSACTIONS) | (oosn if i > 0 else FALSE)
+            failed_e.append(mine_e & ~acked_e[i] & ~retriable_e & ~fenced_e[i] & ~reset_e[i])
+            gone.append(acked_e[i] | failed_e[i] | fenced_e[i])
         if not kip360_client(s):
             for x in replicas(p):
-                s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked & ~acked_e
-        any_reset = reset | reset_e
-        # TransactionManager.startSequencesAtBeginning: every batch in flight restarts from 0,
-        # in sequence order (after KAFKA-8483); the earlier batch first
-        both = s.earlier_batch & s.batch
-        s.earlier_seq = If(any_reset, 0, s.earlier_seq)
-        s.batch_seq = If(any_reset, If(both, 1, 0), s.batch_seq)
-        s.next_seq = If(any_reset, If(both, 2, 1), s.next_seq)
-        fenced = fenced | fenced_e
-        failed_any = failed_e
+                s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked & ~Or(*acked_e)
+        any_reset = reset | Or(*reset_e)
+        reset_in_flight(s, p, any_reset)
+        compact(s, ["earlier_batch", "earlier_record", "earlier_seq", "earlier_sent"], gone, w)
+        if w > 1:
+            # the oldest batch is always the first in flight: its flag is never read
+            s.earlier_sent[0] = FALSE
+        fenced = fenced | Or(*fenced_e)
+        failed_any = Or(*failed_e)
     else:
         failed_any = FALSE
     failed = mine & ~acked & ~retriable & ~fenced & ~reset
@@ -667,8 +748,8 @@ def IdempotentEpochBump(s, p):
     flight, and restarts the partition's sequences at 0 (TransactionManager.
     bumpIdempotentEpochAndResetIdIfNeeded, KAFKA-8805). Local to the client: no request."""
     # the Kafka 2.3 client instead asked for a new producer id (resetProducerId): not modelled
-    s.require(p.transactional == 0, kip360_client(s), s.epoch_bump_required, ~s.batch,
-              ~s.earlier_batch)
+    s.require(p.transactional == 0, kip360_client(s), s.epoch_bump_required,
+              ~any_in_flight(s, p))
     s.epoch = s.epoch + 1
     s.next_seq = 0
     s.epoch_bump_required = False
@@ -683,11 +764,14 @@ def DeliveryTimeout(s, p):
         s.batch = False
     else:
         # the oldest batch expires first; only one whose request is on the wire is ambiguous
-        on_wire = lambda k: (s.request & (s.request_record == k)) | \
-            (s.next_request & (s.next_request_record == k))
-        s.require(If(s.earlier_batch, on_wire(s.earlier_record), s.batch & on_wire(s.sent - 1)))
-        s.batch = If(s.earlier_batch, s.batch, False)
-        s.earlier_batch = False
+        w = slots(p)
+        oldest = s.earlier_batch[0]
+        s.require(If(oldest, on_wire(s, p, s.earlier_record[0]), s.batch & on_wire(s, p, s.sent - 1)))
+        s.batch = If(oldest, s.batch, False)
+        compact(s, ["earlier_batch", "earlier_record", "earlier_seq", "earlier_sent"],
+                [TRUE] + [FALSE] * (w - 1), w)
+        if w > 1:
+            s.earlier_sent[0] = FALSE
     s.respond(Error.REQUEST_TIMED_OUT)
     if p.transactional:
         abortable(s)
@@ -700,7 +784,7 @@ def DeliveryTimeout(s, p):
 @spec.action(actors=("producer", "coordinator"))
 def CommitTransaction(s, p):
     """commitTransaction: EndTxn(COMMIT) once every batch completed (none if nothing was sent)."""
-    s.require(s.client == ClientState.IN_TRANSACTION, ~s.batch, ~s.earlier_batch)
+    s.require(s.client == ClientState.IN_TRANSACTION, ~any_in_flight(s, p))
     s.client = If(s.partition_in_txn, ClientState.COMMITTING_TRANSACTION, ClientState.READY)
     s.end_txn = If(s.partition_in_txn, EndTxnRequest.COMMIT, EndTxnRequest.NO_REQUEST)
 
@@ -709,7 +793,7 @@ def CommitTransaction(s, p):
 def AbortTransaction(s, p):
     """abortTransaction, by the application or after an abortable error."""
     s.require((s.client == ClientState.IN_TRANSACTION) | (s.client == ClientState.ABORTABLE_ERROR),
-              ~s.batch, ~s.earlier_batch)
+              ~any_in_flight(s, p))
     s.client = If(s.partition_in_txn | s.epoch_bump_required, ClientState.ABORTING_TRANSACTION,
                   ClientState.READY)
     s.end_txn = If(s.partition_in_txn, EndTxnRequest.ABORT, EndTxnRequest.NO_REQUEST)
@@ -867,8 +951,7 @@ def LeaderFailover(s, p):
 def ExpireProducer(s, p, r):
     """producer.id.expiration.ms: an idle producer with no open transaction is forgotten
     (long after any request or marker of it has been answered)."""
-    idle = And(~s.request, ~s.batch, ~s.earlier_batch, ~s.next_request,
-               *[~s.marker[c] for c in coordinators(p)])
+    idle = And(~s.request, ~any_in_flight(s, p), *[~s.marker[c] for c in coordinators(p)])
     if s.variant == "kafka-9144":
         # before KAFKA-9144 (ProducerStateManager.isProducerExpired) the last timestamp came
         # from data batches only; a marker that bumps the epoch clears the batches, so the
@@ -1071,7 +1154,7 @@ def one_batch_in_flight(s, p):
     """With max.in.flight 1 the producer awaits no earlier batch and queues no second request."""
     if p.max_in_flight > 1:
         return TRUE
-    return ~s.earlier_batch & ~s.next_request
+    return ~s.earlier_batch[0] & ~s.next_request[0]
 
 
 @spec.invariant("idempotent-producer-has-no-second-instance", lemma=True)
