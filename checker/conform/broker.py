@@ -1,12 +1,17 @@
-"""A real Kafka broker for conformance runs: KRaft in combined mode (one process is broker and
-controller) on 127.0.0.1, free ports, storage formatted by Kafka's own tool
-(kafka.tools.StorageTool), started once per run and stopped at exit (Ctrl-C included).
+"""A real Kafka for conformance runs, started once per run and stopped at exit (Ctrl-C included):
+``Broker``, one KRaft node in combined mode (broker and controller in one process), or
+``Cluster``, three combined nodes (a controller quorum of three, every node a broker) for the
+traces that need replicas: a partition's leader moving to another in-sync replica, the group or
+transaction coordinator moving with its partition of __consumer_offsets / __transaction_state.
+Both bind to 127.0.0.1 on free ports and format their storage with Kafka's own tool
+(kafka.tools.StorageTool); every node's log is kept in the run's directory and named in errors.
 
-The settings make a single broker behave as the specs assume: replication factor 1 for the
-internal topics, no initial rebalance delay, short session minimums, and the consumer group's
-target assignment computed inside the heartbeat that needs it (no assignment interval, no
-offloading to the executor: group.consumer.assignment.interval.ms / assignor.offload.enable,
-Kafka 4.3's defaults being 1 s and true). Every run prints them (``Broker.settings``).
+The settings make the brokers behave as the specs assume: replication factor 1 for the internal
+topics on one broker (3 on the cluster), no initial rebalance delay, short session minimums, and
+the consumer group's target assignment computed inside the heartbeat that needs it (no
+assignment interval, no offloading to the executor: group.consumer.assignment.interval.ms /
+assignor.offload.enable, Kafka 4.3's defaults being 1 s and true). Every run prints them
+(``Broker.describe``).
 
 ``ExternalBroker`` wraps a broker the user started (``--bootstrap``): same interface, no logs, and
 the settings are the user's."""
@@ -14,14 +19,17 @@ from __future__ import annotations
 
 import atexit
 import base64
+import ctypes
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from checker.conform import kafka
@@ -29,7 +37,8 @@ from checker.conform import kafka
 ASSIGNOR_CLASS = "kcheck.ScriptedAssignor"
 ASSIGNOR_NAME = "kcheck-scripted"      # ScriptedAssignor.NAME
 _ASSIGNOR_SOURCE = Path(__file__).parent / "assignor" / "ScriptedAssignor.java"
-START_TIMEOUT_S = 120.0
+START_TIMEOUT_S = 120.0          # one node; a cluster's three share the machine: three times this
+STOP_TIMEOUT_S = 20.0
 
 # What every conformance broker runs with (printed with every run). Adapters may add settings of
 # their own (Broker(extra_settings=...)); these are the ones the consumer_group adapter relies on.
@@ -65,6 +74,18 @@ BASE_SETTINGS = {
     "num.io.threads": "2",
     "background.threads": "2",
     "log.flush.interval.messages": "1",
+}
+
+# What a cluster of three runs with instead: every internal topic on the three nodes, so that its
+# partition's leader (the coordinator) can move to another in-sync replica, and topics created
+# without an explicit factor (CreateTopics' replication factor -1, KIP-464) on all three.
+CLUSTER_SETTINGS = {
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+    "default.replication.factor": "3",
 }
 
 _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
@@ -122,8 +143,43 @@ def compile_assignor(libs: Path, out: Path) -> Path:
     return compile_java(libs, _ASSIGNOR_SOURCE, out)
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: a broker whose kcheck is killed outright (kill -9, a crashed test
+    run) gets SIGTERM instead of living on (Linux prctl PR_SET_PDEATHSIG; elsewhere a no-op)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+@dataclass
+class Node:
+    """One Kafka process: its node id, ports, directory (data, config, log) and process."""
+    node_id: int
+    port: int
+    controller_port: int
+    home: Path
+    process: subprocess.Popen | None = None
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "broker.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        return "127.0.0.1", self.port
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
 class Broker:
     """One KRaft broker+controller. ``with Broker("4.3.1") as b: b.bootstrap`` -> "127.0.0.1:PORT"."""
+    size = 1
 
     def __init__(self, version: str | None = None, jars: str | Path | None = None,
                  extra_settings: dict[str, str] | None = None, heap: str = "768m"):
@@ -136,17 +192,30 @@ class Broker:
             self.version = kafka.check_version(version or kafka.DEFAULT_VERSION)
             self.libs = None
         self.settings = dict(BASE_SETTINGS)
+        if self.size > 1:
+            self.settings.update(CLUSTER_SETTINGS)
         self.settings.update(extra_settings or {})
         self.heap = heap
-        self.process: subprocess.Popen | None = None
+        self.nodes: list[Node] = []
         self.workdir: Path | None = None
-        self.log_path: Path | None = None
-        self.port = 0
         self.assignor_dir: Path | None = None
         self.started_in_s = 0.0
         self.coordinator_records = None   # records.CoordinatorRecords, started on first use
+        self._classes: Path | None = None
 
-    # -- lifecycle ------------------------------------------------------------------------
+    # -- where it runs ----------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self.nodes[0].port if self.nodes else 0
+
+    @property
+    def process(self) -> subprocess.Popen | None:
+        return self.nodes[0].process if self.nodes else None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.nodes[0].log_path if self.nodes else None
+
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
@@ -155,12 +224,23 @@ class Broker:
     def host_port(self) -> tuple[str, int]:
         return "127.0.0.1", self.port
 
+    def node(self, node_id: int) -> Node:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def node_at(self, host_port: tuple[str, int]) -> Node | None:
+        return next((n for n in self.nodes if n.host_port == tuple(host_port)), None)
+
+    def log_dir_of(self, topic: str, partition: int) -> Path:
+        """The data directory of the node that leads this partition (one broker: its own)."""
+        return self.nodes[0].data_dir
+
     def describe(self) -> str:
         """One line for the run's header: release, address and the settings that matter."""
         shown = ", ".join(f"{k}={v}" for k, v in self.settings.items()
                           if k.startswith(("group.", "offsets.topic.replication", "transaction.state.log.replication")))
         return f"Kafka {self.version} (KRaft combined, 1 broker) at {self.bootstrap}; {shown}"
 
+    # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> "Broker":
         if self.libs is None:
             try:
@@ -169,44 +249,25 @@ class Broker:
                 raise BrokerError(str(e)) from None
         if shutil.which("java") is None:
             raise BrokerError("no 'java' on PATH: Kafka needs Java 17 or newer")
-        classes = compile_assignor(self.libs, kafka.cache_root() / self.version / "assignor")
+        self._classes = compile_assignor(self.libs, kafka.cache_root() / self.version / "assignor")
         self.workdir = Path(tempfile.mkdtemp(prefix=f"kcheck-kafka-{self.version}-"))
-        self.log_path = self.workdir / "broker.log"
         self.assignor_dir = self.workdir / "assignor"
         self.assignor_dir.mkdir()
-        self.port, controller = _free_port(), _free_port()
-        props = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.workdir / "data"),
-            **self.settings,
-        }
-        config = self.workdir / "server.properties"
-        config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        (self.workdir / "log4j2.xml").write_text(_LOG4J2)
-        cp = kafka.classpath(self.libs) + os.pathsep + str(classes)
-        jvm = ["java", f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.xml'}",
-               f"-Dkcheck.assignor.dir={self.assignor_dir}", "-cp", cp]
-        with open(self.log_path, "w") as log:
-            fmt = subprocess.run(jvm + ["kafka.tools.StorageTool", "format", "-t", _cluster_id(),
-                                        "-c", str(config)], stdout=log, stderr=subprocess.STDOUT)
-        if fmt.returncode != 0:
-            raise BrokerError(f"Kafka's StorageTool could not format the storage (exit "
-                              f"{fmt.returncode}); log: {self.log_path}")
-        t0 = time.monotonic()
-        log = open(self.log_path, "a")
-        self.process = subprocess.Popen(jvm + ["kafka.Kafka", str(config)], stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
+        # one broker keeps the layout of earlier runs (data and broker.log in the run's directory)
+        homes = [self.workdir] if self.size == 1 else \
+            [self.workdir / f"node-{k}" for k in range(1, self.size + 1)]
+        self.nodes = [Node(k, _free_port(), _free_port(), home)
+                      for k, home in enumerate(homes, start=1)]
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
+        cluster_id = _cluster_id()
         atexit.register(self.stop)
+        t0 = time.monotonic()
         try:
+            for n in self.nodes:
+                n.home.mkdir(parents=True, exist_ok=True)
+                self._format(n, voters, cluster_id)
+            for n in self.nodes:
+                self._launch(n)
             self._wait_ready(t0)
         except BaseException:
             self.stop()
@@ -214,40 +275,92 @@ class Broker:
         self.started_in_s = time.monotonic() - t0
         return self
 
-    def _wait_ready(self, t0: float) -> None:
+    def _config(self, n: Node, voters: str) -> Path:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(n.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{n.port},CONTROLLER://127.0.0.1:{n.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{n.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(n.data_dir),
+            **self.settings,
+        }
+        config = n.home / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (n.home / "log4j2.xml").write_text(_LOG4J2)
+        return config
+
+    def _jvm(self, n: Node) -> list[str]:
+        cp = kafka.classpath(self.libs) + os.pathsep + str(self._classes)
+        return ["java", f"-Xmx{self.heap}", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={n.home / 'log4j2.xml'}",
+                f"-Dkcheck.assignor.dir={self.assignor_dir}", "-cp", cp]
+
+    def _format(self, n: Node, voters: str, cluster_id: str) -> None:
+        config = self._config(n, voters)
+        with open(n.log_path, "w") as log:
+            fmt = subprocess.run(self._jvm(n) + ["kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                                 "-c", str(config)], stdout=log, stderr=subprocess.STDOUT)
+        if fmt.returncode != 0:
+            raise BrokerError(f"Kafka's StorageTool could not format node {n.node_id}'s storage "
+                              f"(exit {fmt.returncode}); log: {n.log_path}")
+
+    def _launch(self, n: Node) -> None:
+        with open(n.log_path, "a") as log:
+            n.process = subprocess.Popen(self._jvm(n) + ["kafka.Kafka", str(n.home / "server.properties")],
+                                         stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+
+    def _wait_ready(self, t0: float, nodes: list[Node] | None = None) -> None:
+        """Until every node answers and the metadata lists every broker (bounded; the log of a
+        node that exits or never answers is named)."""
         from checker.conform.wire import Connection, WireError
-        while True:
-            if self.process.poll() is not None:
-                raise BrokerError(f"the broker exited with code {self.process.returncode} while "
-                                  f"starting; log: {self.log_path}")
-            if time.monotonic() - t0 > START_TIMEOUT_S:
-                raise BrokerError(f"the broker did not answer within {START_TIMEOUT_S:.0f}s; "
-                                  f"log: {self.log_path}")
-            try:
-                with Connection(*self.host_port, timeout=5.0) as c:
-                    c.api_versions()
-                    if c.broker_ready():
-                        return
-            except (OSError, WireError):
-                pass
-            time.sleep(0.3)   # polling the broker's readiness, not waiting for an outcome
+        limit = START_TIMEOUT_S * self.size
+        for n in nodes or self.nodes:
+            while True:
+                if n.process.poll() is not None:
+                    raise BrokerError(f"the broker exited with code {n.process.returncode} while "
+                                      f"starting; log: {n.log_path}")
+                if time.monotonic() - t0 > limit:
+                    raise BrokerError(f"the broker did not answer within {limit:.0f}s; "
+                                      f"log: {n.log_path}")
+                try:
+                    with Connection(*n.host_port, timeout=5.0) as c:
+                        c.api_versions()
+                        if len(c.metadata([]).brokers) >= len(self.nodes):
+                            break
+                except (OSError, WireError):
+                    pass
+                time.sleep(0.3)   # polling the broker's readiness, not waiting for an outcome
 
     def stop(self) -> None:
         records, self.coordinator_records = getattr(self, "coordinator_records", None), None
         if records is not None:
             records.close()
-        p, self.process = self.process, None
+        for n in getattr(self, "nodes", []):
+            self._stop_node(n)
+
+    @staticmethod
+    def _stop_node(n: Node) -> None:
+        p, n.process = n.process, None
         if p is None or p.poll() is not None:
             return
         p.terminate()
         try:
-            p.wait(timeout=20)
+            p.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(timeout=10)
 
+    def pids(self) -> list[int]:
+        """The process ids of the nodes still running (the tests assert none is left)."""
+        return [n.process.pid for n in self.nodes if n.running()]
+
     def __enter__(self) -> "Broker":
-        return self.start() if self.process is None else self
+        return self.start() if not self.nodes else self
 
     def __exit__(self, *exc) -> None:
         self.stop()
@@ -276,11 +389,15 @@ class ExternalBroker(Broker):
         if not host or not port.isdigit():
             raise ValueError(f"--bootstrap {bootstrap!r}: give HOST:PORT")
         super().__init__(version=kafka.DEFAULT_VERSION)
-        self.host, self.port = host, int(port)
+        self.host, self._port = host, int(port)
         self.version = "external"
         self.settings = {}
         d = os.environ.get("KCHECK_ASSIGNOR_DIR")
         self.assignor_dir = Path(d) if d else None
+
+    @property
+    def port(self) -> int:
+        return self._port
 
     @property
     def bootstrap(self) -> str:
@@ -301,7 +418,6 @@ class ExternalBroker(Broker):
         except (OSError, WireError) as e:
             raise BrokerError(f"cannot reach the broker at {self.bootstrap}: {e}") from None
         self.api_versions = versions
-        self.process = None
         return self
 
     def __enter__(self) -> "Broker":
@@ -314,3 +430,153 @@ class ExternalBroker(Broker):
         if self.assignor_dir is None:
             raise BrokerError("the scripted assignor needs KCHECK_ASSIGNOR_DIR with --bootstrap")
         super().script_assignment(member_partitions)
+
+
+class Cluster(Broker):
+    """Three KRaft nodes, each broker and controller (a quorum of three), for the traces that need
+    replicas. Internal topics and topics created without a factor have three replicas; the moves
+    a spec's failover actions stand for are requests to the cluster, not process restarts:
+
+    - ``move_leader(topic, partition)``: AlterPartitionReassignments puts another in-sync replica
+      first (same replica set, so the reassignment completes at once), then ElectLeaders
+      (PREFERRED) makes it the leader: the controller's path for a preferred election
+      (ReplicationControlManager.electLeaders), the leader epoch + 1;
+    - ``move_coordinator(key, key_type)``: the same for the partition of __consumer_offsets (0) or
+      __transaction_state (1) that holds the key; the new leader loads the partition and becomes
+      its coordinator (coordinator epoch = the partition's leader epoch), the old one unloads it;
+    - ``stop_node(id)`` / ``start_node(id)``: a broker shut down (controlled shutdown moves its
+      leaderships) and started again.
+
+    ``with Cluster("4.3.1") as c:`` as for ``Broker``; ``c.host_port`` is node 1's address."""
+    size = 3
+
+    def __init__(self, version: str | None = None, jars: str | Path | None = None,
+                 extra_settings: dict[str, str] | None = None, heap: str = "512m"):
+        super().__init__(version, jars, extra_settings, heap)
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in self.settings.items()
+                          if k.startswith(("group.", "offsets.topic.replication",
+                                           "transaction.state.log.replication", "default.replication")))
+        nodes = ", ".join(f"node {n.node_id} at 127.0.0.1:{n.port}" for n in self.nodes)
+        return f"Kafka {self.version} (KRaft, 3 combined broker+controller nodes: {nodes}); {shown}"
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes) or "127.0.0.1:0"
+
+    # -- reading the cluster ------------------------------------------------------------------
+    def _admin(self):
+        from checker.conform.wire import Connection
+        for n in self.nodes:
+            if n.running():
+                try:
+                    return Connection(*n.host_port, client_id="kcheck-cluster")
+                except OSError:
+                    continue
+        raise BrokerError(f"no node of the cluster answers; logs: {self.workdir}/node-*/broker.log")
+
+    def partition(self, topic: str, partition: int) -> dict:
+        """{leader, leader_epoch, replicas, isr} of one partition, as the metadata shows it."""
+        from checker.conform.wire import WireError
+        with self._admin() as c:
+            t = c.metadata([topic]).topics[0]
+        for p in t.partitions:
+            if int(p.partition_index) == partition:
+                return {"leader": int(p.leader_id), "leader_epoch": int(p.leader_epoch),
+                        "replicas": [int(r) for r in p.replica_nodes],
+                        "isr": [int(r) for r in p.isr_nodes]}
+        raise WireError(f"{topic}-{partition} is not in the metadata")
+
+    def log_dir_of(self, topic: str, partition: int) -> Path:
+        return self.node(self.partition(topic, partition)["leader"]).data_dir
+
+    # -- moves ----------------------------------------------------------------------------------
+    def move_leader(self, topic: str, partition: int, to: int | None = None,
+                    wait_s: float = 60.0) -> dict:
+        """Make another in-sync replica (``to``, or the next in the ISR after the leader) the
+        partition's leader; returns the partition after the move."""
+        from kio.static.primitive import i8, i32
+
+        from checker.conform.wire import WireError, error_name, ms, schema
+        before = self.partition(topic, partition)
+        leader = before["leader"]
+        if to is None:
+            others = [r for r in before["isr"] if r != leader]
+            if not others:
+                raise WireError(f"{topic}-{partition} has no other in-sync replica "
+                                f"(ISR {before['isr']})")
+            to = others[0]
+        if to not in before["isr"]:
+            raise WireError(f"node {to} is not an in-sync replica of {topic}-{partition} "
+                            f"(ISR {before['isr']})")
+        order = [to] + [r for r in before["replicas"] if r != to]
+        apr = schema("alter_partition_reassignments", 0)
+        el = schema("elect_leaders", 2)
+        deadline = time.monotonic() + wait_s
+        with self._admin() as c:
+            r = c.send(apr.AlterPartitionReassignmentsRequest(timeout=ms(int(wait_s * 1000)), topics=(
+                apr.ReassignableTopic(name=topic, partitions=(apr.ReassignablePartition(
+                    partition_index=i32(partition), replicas=tuple(i32(x) for x in order)),)),)))
+            errors = [p.error_code for t in r.responses for p in t.partitions]
+            if r.error_code or any(errors):
+                code = r.error_code or next(e for e in errors if e)
+                raise WireError(f"AlterPartitionReassignments {topic}-{partition} -> {order}: "
+                                f"{error_name(code)}")
+            while self.partition(topic, partition)["replicas"] != order:
+                if time.monotonic() > deadline:
+                    raise WireError(f"{topic}-{partition}'s replicas are not {order} within {wait_s:.0f}s")
+                time.sleep(0.1)   # polling the metadata for the reassignment, not an outcome
+            while True:
+                r = c.send(el.ElectLeadersRequest(election_type=i8(0), timeout=ms(int(wait_s * 1000)),
+                                                  topic_partitions=(el.TopicPartitions(
+                                                      topic=topic, partitions=(i32(partition),)),)))
+                codes = [p.error_code for t in r.replica_election_results for p in t.partition_result]
+                now = self.partition(topic, partition)
+                if now["leader"] == to:
+                    return now
+                # ELECTION_NOT_NEEDED: the controller has elected it already (metadata to follow)
+                if r.error_code or any(e and error_name(e) != "ELECTION_NOT_NEEDED" for e in codes):
+                    code = r.error_code or next(e for e in codes if e)
+                    if error_name(code) not in ("PREFERRED_LEADER_NOT_AVAILABLE", "NOT_CONTROLLER",
+                                                "REQUEST_TIMED_OUT"):
+                        raise WireError(f"ElectLeaders {topic}-{partition} -> node {to}: "
+                                        f"{error_name(code)}")
+                if time.monotonic() > deadline:
+                    raise WireError(f"node {to} did not become {topic}-{partition}'s leader within "
+                                    f"{wait_s:.0f}s (leader {now['leader']})")
+                time.sleep(0.1)   # the metadata follows the election: poll
+
+    def move_coordinator(self, key: str, key_type: int = 0, wait_s: float = 60.0) -> dict:
+        """Move the group (key_type 0) or transaction (1) coordinator of ``key`` to another node:
+        its internal topic's partition gets a new leader; returns that partition after the move
+        once FindCoordinator names the new node and it has loaded the partition."""
+        from checker.conform.wire import WireError
+        topic = "__consumer_offsets" if key_type == 0 else "__transaction_state"
+        # one partition per internal topic (BASE_SETTINGS), so every key lives in partition 0
+        after = self.move_leader(topic, 0, wait_s=wait_s)
+        leader = self.node(after["leader"])
+        deadline = time.monotonic() + wait_s
+        with self._admin() as c:
+            while True:
+                try:
+                    if tuple(c.find_coordinator(key, key_type, wait_s=wait_s)) == leader.host_port:
+                        return after
+                except WireError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise WireError(f"FindCoordinator does not name node {leader.node_id} for "
+                                    f"{key!r} within {wait_s:.0f}s")
+                time.sleep(0.1)   # the new coordinator is loading: poll
+
+    def stop_node(self, node_id: int) -> None:
+        """Shut one node down (SIGTERM: a controlled shutdown, its leaderships move first)."""
+        self._stop_node(self.node(node_id))
+
+    def start_node(self, node_id: int) -> None:
+        """Start a stopped node again on the same ports and storage; bounded wait until it serves."""
+        n = self.node(node_id)
+        if n.running():
+            return
+        self._launch(n)
+        self._wait_ready(time.monotonic(), [n])

@@ -4,7 +4,8 @@ what ConsumerGroupDescribe does not show, a member's reconciliation state, its p
 revocation and the assignment epochs (ConsumerGroupCurrentMemberAssignmentValue).
 
 The log segments are read as files (the broker is ours; an appended batch is visible to a reader
-at once), parsed into record batches by kio; control batches (transaction markers) are skipped."""
+at once), parsed into record batches by kio; control batches (transaction markers) are skipped.
+On a cluster they are the leader's: the coordinator appends there first (followers copy later)."""
 from __future__ import annotations
 
 import json
@@ -25,7 +26,7 @@ class CoordinatorRecords:
 
     def __init__(self, broker):
         from checker.conform.broker import compile_java
-        self.log_dir = Path(broker.workdir) / "data"
+        self.broker = broker
         classes = compile_java(broker.libs, _SOURCE, kafka.cache_root() / broker.version / "decoder")
         self.process = subprocess.Popen(
             ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
@@ -48,7 +49,8 @@ class CoordinatorRecords:
 
     def new(self) -> list[dict]:
         out = []
-        for segment in sorted(self.log_dir.glob("__consumer_offsets-*/*.log")):
+        log_dir = self.broker.log_dir_of("__consumer_offsets", 0)
+        for segment in sorted(log_dir.glob("__consumer_offsets-*/*.log")):
             start = self.position.get(segment, 0)
             with open(segment, "rb") as f:
                 f.seek(start)

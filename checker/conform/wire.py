@@ -167,13 +167,16 @@ class Connection:
         raise WireError(f"no {'group' if key_type == 0 else 'transaction'} coordinator for "
                         f"{key!r} within {wait_s:.0f}s (last answer {last})")
 
-    def create_topic(self, name: str, partitions: int, wait_s: float = WAIT_S):
-        """Create a topic (replication factor 1) and wait until every partition has a leader;
-        returns its topic id (uuid.UUID)."""
+    def create_topic(self, name: str, partitions: int, wait_s: float = WAIT_S,
+                     replication_factor: int = -1):
+        """Create a topic and wait until every partition has a leader; returns its topic id
+        (uuid.UUID). The replication factor is the broker's default.replication.factor unless
+        given (-1, KIP-464): 1 on a single broker, 3 on a cluster of three."""
         m = schema("create_topics", 7)
         r = self.send(m.CreateTopicsRequest(
             topics=(m.CreatableTopic(name=name, num_partitions=i32(partitions),
-                                     replication_factor=i16(1), assignments=(), configs=()),),
+                                     replication_factor=i16(replication_factor), assignments=(),
+                                     configs=()),),
             timeout=ms(int(wait_s * 1000)), validate_only=False))
         t = r.topics[0]
         if t.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
