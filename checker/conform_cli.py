@@ -95,7 +95,7 @@ def _rel(name: str) -> str:
 
 
 def cmd_conform(args, console) -> int:
-    from checker.conform.broker import Broker, BrokerError, ExternalBroker
+    from checker.conform.broker import Broker, BrokerError, Cluster, ExternalBroker
     from checker.conform.kafka import KafkaUnavailable, check_version
     from checker.loader import load_spec
     from spec.lang import SpecError
@@ -122,6 +122,8 @@ def cmd_conform(args, console) -> int:
         raise BadInput(f"no traces to replay for {spec.name}")
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    # traces that need replicas run on a cluster of three, started when the first needs it
+    on_cluster = [adapter.needs_cluster(job.doc) for job in jobs]
     try:
         if args.bootstrap:
             try:
@@ -138,6 +140,7 @@ def cmd_conform(args, console) -> int:
         return BROKER_UNAVAILABLE
     version = broker.version
     outcomes: list[driver.Outcome] = []
+    cluster = None
     try:
         if not args.json:
             console.print(broker.describe() + (f" (started in {broker.started_in_s:.1f}s)"
@@ -148,8 +151,22 @@ def cmd_conform(args, console) -> int:
                 def progress(name, i, total, n=n):
                     if console.is_terminal:
                         status.update(f"[{n}/{len(jobs)}] {_rel(name)}: step {i}/{total}")
+                target = broker
+                if on_cluster[n - 1] and not args.bootstrap:
+                    if cluster is None:
+                        status.update(f"starting a cluster of three Kafka {version} nodes ...")
+                        try:
+                            cluster = Cluster(args.kafka, jars=args.kafka_jars,
+                                              extra_settings=adapter.broker_settings).start()
+                        except (BrokerError, KafkaUnavailable) as e:
+                            err.print(f"error: the cluster could not be started: {e}", markup=False)
+                            return BROKER_UNAVAILABLE
+                        if not args.json:
+                            console.print(cluster.describe() + f" (started in "
+                                          f"{cluster.started_in_s:.1f}s)", markup=False)
+                    target = cluster
                 try:
-                    o = driver.run_trace(broker, adapter, spec, job, version,
+                    o = driver.run_trace(target, adapter, spec, job, version,
                                          all_variants=args.which_variant, progress=progress)
                 except BrokerError as e:
                     err.print(f"error: the broker failed: {e}", markup=False)
@@ -159,6 +176,8 @@ def cmd_conform(args, console) -> int:
                     _save_divergence(args, spec, job, o, version)
     finally:
         broker.stop()
+        if cluster is not None:
+            cluster.stop()
 
     if args.json:
         doc = json.loads(driver.to_json(outcomes, version))

@@ -1,5 +1,7 @@
 """One real Kafka broker per release for the whole test session, shared by every `kafka`-marked
-test module (import `kafka_broker` / `broker_for` from here).
+test module (import `kafka_broker` / `broker_for` from here), and one cluster of three nodes per
+release for the traces that need replicas (`cluster_for`, started on first use: a cluster costs
+three JVMs, so a session starts at most one per release and the tests that need one share it).
 
 The broker runs the settings every adapter asks for (broker.BASE_SETTINGS plus each adapter's
 ``broker_settings``), so the consumer_group, classic_group and producer tests can share it. A
@@ -10,12 +12,13 @@ from __future__ import annotations
 import pytest
 
 from checker.conform import driver
-from checker.conform.broker import Broker, BrokerError
+from checker.conform.broker import Broker, BrokerError, Cluster
 
 # the releases the conformance tests run: 4.3.1 (the default), one before KIP-1251, the newest
 RELEASES = ("4.3.1", "4.2.2", "4.4.0")
 
 _brokers: dict[str, Broker] = {}
+_clusters: dict[str, Cluster] = {}
 _failed: dict[str, str] = {}
 
 
@@ -45,6 +48,27 @@ def broker_for(version: str) -> Broker:
             _failed[version] = f"the Kafka {version} broker could not be started: {e}"
             pytest.fail(_failed[version], pytrace=False)
     return _brokers[version]
+
+
+def cluster_for(version: str) -> Cluster:
+    """The session's cluster of three nodes of this release, started on first use, stopped at
+    exit."""
+    key = f"cluster {version}"
+    if key in _failed:
+        pytest.fail(_failed[key], pytrace=False)
+    if version not in _clusters:
+        try:
+            _clusters[version] = Cluster(version, extra_settings=adapter_settings()).start()
+        except BrokerError as e:
+            _failed[key] = f"the cluster of three Kafka {version} nodes could not be started: {e}"
+            pytest.fail(_failed[key], pytrace=False)
+    return _clusters[version]
+
+
+def stop_all() -> None:
+    """Stop every broker and cluster of the session (also run at exit)."""
+    for b in list(_brokers.values()) + list(_clusters.values()):
+        b.stop()
 
 
 @pytest.fixture(scope="session", params=RELEASES)

@@ -131,6 +131,11 @@ class TraceRun:
     # classic group leader's assignor) or sends per variant (the producer's transaction
     # version) reads it here
     model: Any = None
+    # the trace's actions (its script, not the spec's prediction) and the step being driven
+    # (1-based): an adapter that must prepare Kafka for a later step looks ahead here (the
+    # producer holds its coordinator's markers when a request comes before they arrive)
+    actions: list = field(default_factory=list)
+    step: int = 0
 
     @property
     def variant(self) -> str | None:
@@ -165,6 +170,14 @@ class Adapter:
     # release answers as another action would): (trace path suffix, first release, last release
     # or None, step, why)
     expected_divergences: list[tuple[str, str, str | None, int, str]] = []
+    # spec actions that need replicas (a leader change, a coordinator move): a trace that takes
+    # one runs on a cluster of three (broker.Cluster), the others on the single broker;
+    # action -> what it is on the cluster
+    replica_actions: dict[str, str] = {}
+
+    def needs_cluster(self, doc: dict) -> bool:
+        """Whether this trace takes an action that needs replicas (runs on a broker.Cluster)."""
+        return any(st["action"] in self.replica_actions for st in doc.get("steps", ()))
 
     def initial_reason(self, params, state: dict) -> str | None:
         """Why requests cannot reach this initial state (shown values, declared names), or None."""
@@ -349,7 +362,8 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         if why:
             return Outcome(job.name, model.variant, n, NOT_DRIVABLE, i, why)
 
-    run = TraceRun(broker, f"{_slug(job.name)}-{secrets.token_hex(3)}", model.params, model=model)
+    run = TraceRun(broker, f"{_slug(job.name)}-{secrets.token_hex(3)}", model.params, model=model,
+                   actions=[(st["action"], dict(st.get("args", {}))) for st in doc["steps"]])
     observations: list[dict] = []
     stopped = None                  # (step, reason) where driving stopped early
     try:
@@ -357,6 +371,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         for i, st in enumerate(doc["steps"], start=1):
             if progress:
                 progress(job.name, i, n)
+            run.step = i
             try:
                 observations.append(adapter.drive(run, st["action"], dict(st.get("args", {}))))
             except NotDrivable as e:
