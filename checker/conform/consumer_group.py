@@ -72,6 +72,17 @@ class ConsumerGroupAdapter(Adapter):
          "as a join; the trace's JoinFenced is the answer of a coordinator without the fix"),
     ]
 
+    def __init__(self, coordinator_moves: tuple[int, ...] = ()):
+        # steps after whose request the group coordinator moves to another node (a cluster of
+        # three: Cluster.move_coordinator), before Kafka's view of the step is read. The spec has
+        # no failover action: the group's state is in its records (__consumer_offsets), which the
+        # new coordinator loads (GroupMetadataManager.replay), so the spec predicts that a move
+        # changes nothing a member or a describe can see; these runs check that it does not
+        self.coordinator_moves = tuple(coordinator_moves)
+
+    def needs_cluster(self, doc: dict) -> bool:
+        return bool(getattr(self, "coordinator_moves", ())) or super().needs_cluster(doc)
+
     def initial_reason(self, p, s: dict) -> str | None:
         present = [m for m in range(p.members) if s["member_epoch"][m] != LEFT]
         T = s["target_epoch"]
@@ -323,6 +334,8 @@ class ConsumerGroupAdapter(Adapter):
                 st["static_left"][m] = False
         else:
             raise NotDrivable(f"action {action} has no request in the consumer_group adapter")
+        if run.step in getattr(self, "coordinator_moves", ()):
+            self._move_coordinator(run)
         obs.update(self._describe(run))
         obs.update(self._records(run))
         listed = self._listed(run)
@@ -478,6 +491,20 @@ class ConsumerGroupAdapter(Adapter):
             self._heartbeat(run, probe, LEFT, None, None, leave=True)
         finally:
             st["group"] = group
+
+    def _move_coordinator(self, run) -> None:
+        """The group's __consumer_offsets partition gets a new leader (AlterPartitionReassignments
+        and a preferred ElectLeaders), which loads the group from its records; the members'
+        requests go to the new coordinator from now on, as a client's would after
+        NOT_COORDINATOR and FindCoordinator."""
+        st = run.state
+        if not hasattr(run.broker, "move_coordinator"):
+            raise NotDrivable("moving the group coordinator needs a cluster of three nodes "
+                              "(kcheck starts one; a broker given by --bootstrap is one node)")
+        after = run.broker.move_coordinator(st["group"], 0)
+        st["coordinator"] = run.connect(run.broker.node(after["leader"]).host_port)
+        st["coordinator_moves"] = st.get("coordinator_moves", 0) + 1
+        self._wait_loaded(run)
 
     def _wait_loaded(self, run) -> None:
         """Wait (bounded) while the coordinator loads the group's __consumer_offsets partition."""
