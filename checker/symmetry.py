@@ -245,9 +245,22 @@ def verify(model: Model, comp, sym: Symmetry, sample: int = SAMPLE_STATES,
                     f"symmetry {sym.description} of spec {model.spec.name}: the initial states are "
                     f"not closed under {e.label}: the image of initial state "
                     f"{_show(model, init[:, i])} is not initial")
-    # a bounded breadth-first sample of reachable states
+    S = sample_states(model, comp, sample, depth)
+    base = _observe(comp, S)
+    for e in sym.group[1:]:
+        img = sym.apply(e, S)
+        seen_img = _observe(comp, img)
+        _compare(model, comp, sym, e, S, base, seen_img)
+    return S.shape[1]
+
+
+def sample_states(model: Model, comp, sample: int, depth: int) -> np.ndarray:
+    """The initial states and, breadth-first (unreduced), reachable states up to ``sample`` in
+    all and ``depth`` steps deep: the states a soundness check examines."""
+    words = model.layout.words
+    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, words).T.copy()
     states = [init]
-    seen = set(init_set)
+    seen = {tuple(c) for c in init.T.tolist()}
     frontier = init
     for _ in range(depth):
         if sum(s.shape[1] for s in states) >= sample or not frontier.shape[1]:
@@ -264,13 +277,7 @@ def verify(model: Model, comp, sym: Symmetry, sample: int = SAMPLE_STATES,
         room = sample - sum(s.shape[1] for s in states)
         frontier = np.array(nxt[:max(0, room)], dtype=np.uint64).reshape(-1, words).T.copy()
         states.append(frontier)
-    S = np.concatenate(states, axis=1)
-    base = _observe(comp, S)
-    for e in sym.group[1:]:
-        img = sym.apply(e, S)
-        seen_img = _observe(comp, img)
-        _compare(model, comp, sym, e, S, base, seen_img)
-    return S.shape[1]
+    return np.concatenate(states, axis=1)
 
 
 def _observe(comp, S):

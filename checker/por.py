@@ -1,0 +1,337 @@
+"""Partial-order reduction: at a state, expand only an ample set of steps that commute with
+everything left out, when that provably keeps every verdict of the properties checked.
+
+Static analysis first (from the compiled expression trees, spec/lang.py): each action instance
+*reads* the fields its guard, its effects, its outcome and the transition properties that judge
+it read, and *writes* the fields its effects change. Two instances are independent when neither
+writes a field the other reads or writes: then neither enables, disables or changes the other,
+and the two orders reach the same state (client-side steps of different members, for instance).
+An instance is *visible* when it writes a field a checked invariant reads, or a checked
+transition property judges it.
+
+A candidate ample set is one invisible instance ``t`` (``A = {t}``); ``Dep(A)`` is every other
+instance that is not independent of it. At a state ``s`` the candidate is valid when ``t`` is
+enabled there with a step inside the search bounds, and every instance of ``Dep(A)`` is disabled
+at ``s`` by a guard conjunct that only ``A`` or ``Dep(A)`` can change (its *blocker*). Then the
+stubborn-set conditions hold (Valmari; Godefroid's ample sets C0-C2): no sequence of steps
+outside ``A ∪ Dep(A)`` changes a guard inside it or fails to commute with ``t``, and ``t`` is
+invisible. Cycle proviso C3, as a breadth-first search can check it: a state is expanded with
+its ample set only when every ample successor is new (not in the levels up to the current one),
+so no cycle of reduced states exists and no step is ignored for ever; otherwise the state is
+expanded in full. With C0-C3 the reduced graph keeps every invariant violation, every deadlock
+and every transition-property violation (a judged step is visible, and what its property reads
+counts as read by the step, so moving independent steps around it cannot change its verdict).
+
+What it does not keep: the shortest path. A violation is found, but possibly at a greater depth
+than the breadth-first minimum; the statistics say so. Nor does it keep every state or every
+transition, so state counts and "action never fired" warnings are those of the reduced graph.
+Symmetry and partial-order reduction are not combined (not checked here): the engine refuses both.
+
+The engine's hook is one method, ``Reduction.successors(S, fresh)``: it yields exactly what
+``Compiled.successors`` yields (instance order, positions ascending), restricted to the steps the
+reduction keeps; ``fresh(T)`` is the engine's test of which states T are not yet in the levels
+up to the current one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from spec.lang import And, Expr, Model, Not, Or, SpecError
+
+
+def _fields(e: Expr | None, out: set[int], seen: set[int] | None = None) -> set[int]:
+    """The flat field indices an expression reads (pre or post values alike)."""
+    if e is None:
+        return out
+    seen = set() if seen is None else seen
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x.op == "field":
+            out.add(int(x.args[0]))
+        elif x.op != "const":
+            stack.extend(a for a in x.args if isinstance(a, Expr))
+    return out
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    return list(e.args) if e.op == "and" else [e]
+
+
+@dataclass
+class Access:
+    """What one action instance reads and writes (flat field indices)."""
+    reads: frozenset
+    writes: frozenset
+    guard_reads: frozenset
+
+
+def accesses(model: Model, comp) -> list[Access]:
+    """Reads and writes of every instance. Reads: guard, effects, outcome, and the transition
+    properties the compiled model checks on it."""
+    tprops = {p.name: p for p in model.transition_props}
+    out = []
+    for inst in model.instances:
+        writes = {i for i, e in inst.writes.items()
+                  if not (e.op == "field" and e.args[0] == i and e.args[2] == "pre")}
+        reads: set[int] = set()
+        guard = _fields(inst.guard, set())
+        reads |= guard
+        for e in inst.writes.values():
+            _fields(e, reads)
+        _fields(inst.outcome, reads)
+        for name, _fn in comp.tprops_by_instance.get(inst.index, ()):
+            _fields(model.transition_expr(tprops[name], inst), reads)
+        out.append(Access(frozenset(reads), frozenset(writes), frozenset(guard)))
+    return out
+
+
+def independent(a: Access, b: Access) -> bool:
+    """Neither writes what the other reads or writes: the two steps commute and neither enables
+    or disables the other."""
+    return not (a.writes & (b.reads | b.writes) or b.writes & a.reads)
+
+
+class Reduction:
+    """The ample-set reduction of one compiled model for the properties it checks."""
+
+    def __init__(self, model: Model, comp):
+        self.model, self.comp = model, comp
+        n = len(model.instances)
+        self.access = acc = accesses(model, comp)
+        seen_fields: set[int] = set()
+        for name in comp.invariants:
+            prop = model.spec.properties[name]
+            _fields(model.invariant_expr(prop), seen_fields)
+        judged = set(comp.tprops_by_instance)
+        self.visible = np.array([bool(acc[k].writes & seen_fields) or k in judged
+                                 for k in range(n)], dtype=bool)
+        # writers of each field, to find who can change a guard conjunct
+        writers: dict[int, set[int]] = {}
+        for k, a in enumerate(acc):
+            for f in a.writes:
+                writers.setdefault(f, set()).add(k)
+        self.candidates: list[tuple[int, np.ndarray]] = []     # (t, instances Dep({t}))
+        conditions: list[Expr] = []
+        self.no_blocker = 0      # invisible instances with a dependent that nothing can block
+        for t in range(n):
+            if self.visible[t]:
+                continue
+            dep = [u for u in range(n) if u != t and not independent(acc[t], acc[u])]
+            closed = set(dep) | {t}
+            terms = []
+            for u in dep:
+                blockers = [g for g in _conjuncts(model.instances[u].guard)
+                            if set().union(*(writers.get(f, set()) for f in _fields(g, set())))
+                            <= closed]
+                if not blockers:
+                    terms = None
+                    break
+                terms.append(Or(*[Not(g) for g in blockers]))
+            if terms is None:
+                self.no_blocker += 1
+                continue
+            self.candidates.append((t, np.array(dep, dtype=np.int64)))
+            conditions.append(And(*terms))
+        self._blocked = _compile_conditions(model, conditions)
+        self.expanded = 0        # states expanded
+        self.reduced = 0         # of them, expanded with an ample set
+
+    @property
+    def active(self) -> bool:
+        return bool(self.candidates)
+
+    def describe(self) -> str:
+        n = len(self.model.instances)
+        return (f"{len(self.candidates)} of {n} action instances can form an ample set "
+                f"({int(self.visible.sum())} visible to the properties checked, "
+                f"{self.no_blocker} with a dependent step nothing can block)")
+
+    def successors(self, S: np.ndarray, fresh):
+        """What ``Compiled.successors(S)`` yields, restricted to each state's ample set where one
+        is valid and its successors are all new (``fresh``), in full elsewhere."""
+        comp = self.comp
+        m = S.shape[1]
+        masks = [np.ones(m, dtype=bool) if g is True else np.zeros(m, dtype=bool) if g is False
+                 else np.asarray(g) for g in comp.guards(S)]
+        chosen = np.full(m, -1, dtype=np.int64)     # the instance t of each state's ample set
+        if self.candidates:
+            blocked = self._blocked(S)
+            for (t, _dep), b in zip(self.candidates, blocked):
+                ok = masks[t] & (chosen < 0)
+                if b is not True:
+                    ok &= np.broadcast_to(b, (m,))
+                chosen[ok] = t
+        cache = {}
+        reduced = chosen >= 0
+        for t in np.unique(chosen[reduced]):
+            idx = np.flatnonzero(chosen == t)
+            T, out, ok = comp.effects[t](S[:, idx])
+            # one ample step per state: kept when inside the bounds and new; a cut step or one
+            # to a state already seen makes the state expand in full
+            keep = np.ones(idx.size, dtype=bool) if ok is None else ok.copy()
+            if keep.any():
+                keep[keep] = fresh(T[:, keep])
+            reduced[idx[~keep]] = False
+            cache[int(t)] = (idx, T, out, ok, keep)
+        self.expanded += m
+        self.reduced += int(reduced.sum())
+        full = ~reduced
+        for k, mask in enumerate(masks):
+            parts = []
+            want = mask & full
+            if want.any():
+                idx = np.flatnonzero(want)
+                T, out, ok = comp.effects[k](S[:, idx])
+                parts.append((idx, T, out, ok))
+            if k in cache:
+                idx, T, out, ok, keep = cache[k]
+                if keep.any():
+                    parts.append((idx[keep], T[:, keep], _take(out, keep),
+                                  None if ok is None else ok[keep]))
+            if not parts:
+                continue
+            if len(parts) == 2:
+                idx = np.concatenate([parts[0][0], parts[1][0]])
+                order = np.argsort(idx, kind="stable")
+                T = np.concatenate([parts[0][1], parts[1][1]], axis=1)[:, order]
+                out = _join(parts[0][2], parts[1][2], parts[0][0].size, parts[1][0].size, order)
+                oks = [p[3] for p in parts]
+                ok = None if all(o is None for o in oks) else np.concatenate(
+                    [np.ones(p[0].size, dtype=bool) if p[3] is None else p[3] for p in parts])[order]
+                idx = idx[order]
+            else:
+                idx, T, out, ok = parts[0]
+            yield k, idx, S[:, idx], T, out, ok
+
+    def clause(self) -> str:
+        """The statistics line's part on the reduction."""
+        share = self.reduced / self.expanded if self.expanded else 0.0
+        return (f"; partial-order reduction: {self.reduced:,} of {self.expanded:,} states "
+                f"expanded with an ample set ({share:.0%}); a trace found may be longer than "
+                f"the shortest")
+
+
+def _take(out, keep):
+    if out is None or np.ndim(out) == 0:
+        return out
+    return out[keep]
+
+
+def _join(a, b, na, nb, order):
+    """Two outcome parts of one instance (arrays, or the same scalar or None) as one."""
+    if np.ndim(a) == 0 and np.ndim(b) == 0:
+        return a
+    full = np.concatenate([np.broadcast_to(np.asarray(a), (na,)), np.broadcast_to(np.asarray(b), (nb,))])
+    return full[order]
+
+
+def _compile_conditions(model: Model, conditions: list[Expr]):
+    """One generated function returning every candidate's blocked-dependents mask (reads shared,
+    as the guards are)."""
+    from checker.compile import _Gen
+    g = _Gen(model.layout, {"pre": "S"})
+    outs = [g.expr(c) for c in conditions]
+    src = "def blocked(S):\n" + "\n".join(g.lines) + f"\n    return [{', '.join(outs) or ''}]\n"
+    ns = {"np": np}
+    exec(compile(src, f"<kcheck-por:{model.spec.name}>", "exec"), ns)
+    return ns["blocked"]
+
+
+class PorError(SpecError):
+    """The static independence relation disagrees with the spec's steps."""
+
+
+SAMPLE_STATES = 2000
+
+
+def verify(model: Model, comp, red: Reduction, sample: int = SAMPLE_STATES, depth: int = 12) -> int:
+    """Checks the analysis on the initial states and a breadth-first sample of reachable ones:
+    at each state where a candidate ample step t is valid, t leaves every invariant's value and
+    the terminal condition alone, and for every other enabled step u, t then u and u then t are
+    both possible and reach the same state, with u's transition-property verdicts and outcome
+    the same before and after t. Raises PorError naming the steps and the state; returns the
+    number of states examined."""
+    from checker.symmetry import sample_states
+    S = sample_states(model, comp, sample, depth)
+    m = S.shape[1]
+    masks = [np.broadcast_to(np.asarray(g), (m,)) for g in comp.guards(S)]
+    blocked = red._blocked(S)
+    checks = 0
+    for (t, dep), b in zip(red.candidates, blocked):
+        at = masks[t] & np.broadcast_to(np.asarray(b), (m,))
+        if not at.any():
+            continue
+        where = np.flatnonzero(at)
+        P = S[:, where]
+        Pt, _o, ok = comp.effects[t](P)
+        if ok is not None:
+            where, P, Pt = where[ok], P[:, ok], Pt[:, ok]
+        if not where.size:
+            continue
+        label = model.instances[t].label
+        for name, fn in comp.invariants.items():
+            a, c = np.broadcast_to(fn(P), (P.shape[1],)), np.broadcast_to(fn(Pt), (P.shape[1],))
+            if (a != c).any():
+                i = int(np.flatnonzero(a != c)[0])
+                raise PorError(f"partial-order reduction of spec {model.spec.name}: step {label} "
+                               f"changes invariant {name} at state {_show(model, P[:, i])}, yet "
+                               f"counts as invisible")
+        after = [np.broadcast_to(np.asarray(g), (Pt.shape[1],)) for g in comp.guards(Pt)]
+        dep_set = set(int(x) for x in dep)
+        for u in range(len(model.instances)):
+            if u == t:
+                continue
+            en = masks[u][where]
+            if u in dep_set:
+                if en.any():
+                    i = int(np.flatnonzero(en)[0])
+                    raise PorError(f"partial-order reduction of spec {model.spec.name}: step "
+                                   f"{model.instances[u].label} depends on {label} and is enabled "
+                                   f"at {_show(model, P[:, i])}, where {label} was taken as ample")
+                continue
+            if (en != after[u]).any():
+                i = int(np.flatnonzero(en != after[u])[0])
+                raise PorError(f"partial-order reduction of spec {model.spec.name}: step {label} "
+                               f"enables or disables {model.instances[u].label} at state "
+                               f"{_show(model, P[:, i])}, yet the two count as independent")
+            if not en.any():
+                continue
+            sel = np.flatnonzero(en)
+            U, uo, _ = comp.effects[u](P[:, sel])
+            Ut, uto, _ = comp.effects[u](Pt[:, sel])
+            TU, _, _ = comp.effects[t](U)
+            same = (TU == Ut).all(axis=0)
+            same &= np.broadcast_to(np.asarray(uo if uo is not None else 0) ==
+                                    np.asarray(uto if uto is not None else 0), (sel.size,))
+            for _name, tp in comp.tprops_by_instance.get(u, ()):
+                same &= np.broadcast_to(tp(P[:, sel], U, uo) == tp(Pt[:, sel], Ut, uto), (sel.size,))
+            checks += sel.size
+            if not same.all():
+                i = int(sel[np.flatnonzero(~same)[0]])
+                raise PorError(f"partial-order reduction of spec {model.spec.name}: steps {label} "
+                               f"and {model.instances[u].label} do not commute at state "
+                               f"{_show(model, P[:, i])}, yet count as independent")
+    return m
+
+
+def _show(model, words) -> str:
+    from checker.symmetry import _show as show
+    return show(model, words)
+
+
+def prepare(model: Model, comp, enabled: bool, symmetry=None) -> Reduction | None:
+    """The reduction the search uses, or None when off or when no instance can form an ample
+    set for the properties checked."""
+    if not enabled:
+        return None
+    if symmetry is not None:
+        raise SpecError("partial-order reduction is not combined with symmetry reduction: add "
+                        "--no-symmetry")
+    red = Reduction(model, comp)
+    return red if red.active else None
