@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from checker.layout import layout_of
+from checker.ops import OPS
 from spec.lang import ActionInstance, Expr, Model, SpecError
 
 U64 = (1 << 64) - 1
@@ -69,29 +71,8 @@ class _Gen:
             else:
                 code = f"{raw}.astype(np.int64)" + (f" + {ftype.lo}" if ftype.lo else "")
             r = self.tmp(code)
-        elif op in ("add", "sub", "mul"):
-            sym = {"add": "+", "sub": "-", "mul": "*"}[op]
-            r = self.tmp(f"{self.expr(a[0])} {sym} {self.expr(a[1])}")
-        elif op in ("eq", "ne", "lt", "le"):
-            sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<="}[op]
-            r = self.tmp(f"{self.expr(a[0])} {sym} {self.expr(a[1])}")
-        elif op == "and":
-            r = self.tmp(" & ".join(self.expr(x) for x in a))
-        elif op == "or":
-            r = self.tmp(" | ".join(self.expr(x) for x in a))
-        elif op == "not":
-            r = self.tmp(f"~{self.expr(a[0])}")
-        elif op == "ite":
-            r = self.tmp(f"np.where({self.expr(a[0])}, {self.expr(a[1])}, {self.expr(a[2])})")
-        elif op in ("min", "max"):
-            fn = "np.minimum" if op == "min" else "np.maximum"
-            r = self.tmp(f"{fn}({self.expr(a[0])}, {self.expr(a[1])})")
-        elif op == "select":
-            i, elems = self.expr(a[0]), [self.expr(x) for x in a[1:]]
-            code = elems[-1]
-            for k in range(len(elems) - 2, -1, -1):
-                code = f"np.where({i} == {k}, {elems[k]}, {code})"
-            r = self.tmp(code)
+        elif op in OPS:
+            r = self.tmp(OPS[op].numpy(*[self.expr(x) for x in a]))
         else:
             raise SpecError(f"the numpy compiler does not know operation '{op}'")
         self.memo[key] = r
@@ -111,7 +92,7 @@ class Compiled:
 
     def __init__(self, model: Model, properties=None):
         self.model = model
-        lay = model.layout
+        lay = layout_of(model)
         self.words = lay.words
         ns: dict = {"np": np, "_domain_error": _domain_error}
         src: list[str] = []
@@ -211,7 +192,7 @@ class Compiled:
                 yield name, int(bad[0])
 
     def _effect_source(self, inst: ActionInstance) -> str:
-        lay = self.model.layout
+        lay = layout_of(self.model)
         g = _Gen(lay, {"pre": "S"})
         ok_terms: list[str] = []
         per_word: dict[int, list[str]] = {}

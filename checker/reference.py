@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from collections import deque
 
+from checker.ops import OPS
 from spec.lang import Expr, Model
 
 
-def evaluate(e: Expr, pre: list[int], post: list[int] | None = None, outcome: int | None = None):
+def evaluate(e: Expr, pre: list[int], post: list[int] | None = None, outcome: int | None = None,
+             memo: dict | None = None):
+    """The value of ``e`` on the flat field values ``pre`` (and ``post`` for a step). The trees
+    are DAGs: ``memo`` (by node) keeps a shared subtree from being evaluated once per path."""
     op, a = e.op, e.args
     if op == "const":
         return a[0]
@@ -19,38 +23,15 @@ def evaluate(e: Expr, pre: list[int], post: list[int] | None = None, outcome: in
         idx, _name, tag = a
         v = (post if tag == "post" else pre)[idx]
         return bool(v) if e.kind == "bool" else v
-    ev = lambda x: evaluate(x, pre, post, outcome)  # noqa: E731
-    if op == "add":
-        return ev(a[0]) + ev(a[1])
-    if op == "sub":
-        return ev(a[0]) - ev(a[1])
-    if op == "mul":
-        return ev(a[0]) * ev(a[1])
-    if op == "eq":
-        return ev(a[0]) == ev(a[1])
-    if op == "ne":
-        return ev(a[0]) != ev(a[1])
-    if op == "lt":
-        return ev(a[0]) < ev(a[1])
-    if op == "le":
-        return ev(a[0]) <= ev(a[1])
-    if op == "and":
-        return all(ev(x) for x in a)
-    if op == "or":
-        return any(ev(x) for x in a)
-    if op == "not":
-        return not ev(a[0])
-    if op == "ite":
-        return ev(a[1]) if ev(a[0]) else ev(a[2])
-    if op == "min":
-        return min(ev(a[0]), ev(a[1]))
-    if op == "max":
-        return max(ev(a[0]), ev(a[1]))
-    if op == "select":
-        i = ev(a[0])
-        elems = a[1:]
-        return ev(elems[i] if 0 <= i < len(elems) else elems[-1])
-    raise ValueError(f"unknown operation {op}")
+    memo = {} if memo is None else memo
+    hit = memo.get(id(e))
+    if hit is not None:
+        return hit[1]
+    if op not in OPS:
+        raise ValueError(f"unknown operation {op}")
+    r = OPS[op].python(*[evaluate(x, pre, post, outcome, memo) for x in a])
+    memo[id(e)] = (e, r)   # keeping e alive keeps its id from being reused
+    return r
 
 
 def successors(model: Model, state: tuple[int, ...]):
@@ -65,7 +46,7 @@ def successors(model: Model, state: tuple[int, ...]):
         for idx, e in inst.writes.items():
             v = evaluate(e, pre)
             v = int(v)
-            t = model.layout.fields[idx].type
+            t = model.fields.fields[idx].type
             if not t.lo <= v <= t.hi:
                 inside = False
             nxt[idx] = v
@@ -78,7 +59,7 @@ def explore(model: Model, max_states: int | None = None):
     """Reachable states (as flat value tuples) by plain BFS, level by level; with ``max_states``
     it stops after the first level that passes it. -> (states, transitions, levels expanded,
     exhaustive)."""
-    level = [tuple(model.layout.unpack_flat(w)) for w in model.initial_words]
+    level = list(model.initial_states)
     seen = set(level)
     transitions = depth = 0
     while level:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import z3
 
+from checker.layout import layout_of
+from checker.ops import OPS
 from checker.trace import Trace, build
 from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
@@ -74,30 +76,8 @@ def evaluate(e: Expr, env: Env, where: str):
         if r is None:
             raise SpecError(f"{where}: reads {name} ({tag}), which the symbolic engine has no "
                             f"value for here")
-    elif op in ("add", "sub", "mul"):
-        x, y = evaluate(a[0], env, where), evaluate(a[1], env, where)
-        r = x + y if op == "add" else x - y if op == "sub" else x * y
-    elif op in ("eq", "ne", "lt", "le"):
-        x, y = evaluate(a[0], env, where), evaluate(a[1], env, where)
-        r = x == y if op == "eq" else x != y if op == "ne" else x < y if op == "lt" else x <= y
-    elif op == "and":
-        r = z3.And(*[evaluate(x, env, where) for x in a])
-    elif op == "or":
-        r = z3.Or(*[evaluate(x, env, where) for x in a])
-    elif op == "not":
-        r = z3.Not(evaluate(a[0], env, where))
-    elif op == "ite":
-        r = z3.If(evaluate(a[0], env, where), evaluate(a[1], env, where), evaluate(a[2], env, where))
-    elif op in ("min", "max"):
-        x, y = evaluate(a[0], env, where), evaluate(a[1], env, where)
-        r = z3.If(x <= y, x, y) if op == "min" else z3.If(x >= y, x, y)
-    elif op == "select":
-        # the numpy code's semantics: an index past the end reads the last element
-        i = evaluate(a[0], env, where)
-        elems = [evaluate(x, env, where) for x in a[1:]]
-        r = elems[-1]
-        for k in range(len(elems) - 2, -1, -1):
-            r = z3.If(i == k, elems[k], r)
+    elif op in OPS:
+        r = OPS[op].z3(z3, *[evaluate(x, env, where) for x in a])
     else:
         raise SpecError(f"{where}: the symbolic engine cannot evaluate operation '{op}'")
     env.memo[id(e)] = (e, r)   # keeping e alive keeps its id from being reused
@@ -180,10 +160,10 @@ class System:
 
     def __init__(self, model: Model, keep_search_bounds: bool = False, timeout_s: float | None = None,
                  cap: int | None = None):
-        self.model, self.lay = model, model.layout
+        self.model, self.lay = model, model.fields
         self.keep = keep_search_bounds
         self.cap = None if keep_search_bounds or cap is None else \
-            max([cap] + [f.type.hi for f in model.layout.fields if f.type.search_bound])
+            max([cap] + [f.type.hi for f in model.fields.fields if f.type.search_bound])
         self.timeout_ms = int(timeout_s * 1000) if timeout_s else None
         self.insts = model.instances
         self._solvers: dict = {}
@@ -364,8 +344,7 @@ class System:
 
     def init(self, S):
         alts = []
-        for words in self.model.initial_words:
-            flat = self.lay.unpack_flat(words)
+        for flat in self.model.initial_states:
             alts.append(z3.And(*[v == (z3.BoolVal(bool(x)) if f.type.kind == "bool" else self.num(x))
                                  for f, v, x in zip(self.lay.fields, S, flat)]))
         return z3.Or(*alts)
@@ -474,11 +453,11 @@ class Counterexample:
 
 
 def _flat_to_dict(model: Model, flat: list[int]) -> dict:
-    return model.layout.show(flat)
+    return model.fields.show(flat)
 
 
 def _fits(model: Model, path: Path) -> bool:
-    fields = model.layout.fields
+    fields = model.fields.fields
     return all(f.type.lo <= x <= f.type.hi for st in path.states for f, x in zip(fields, st))
 
 
@@ -494,7 +473,7 @@ def fit_model(model: Model, path: Path) -> tuple[Model, str | None]:
             continue
         m = spec.instantiate(model.variant, probe)
         if all(a.type.hi == b.type.hi and a.type.lo == b.type.lo
-               for a, b in zip(m.layout.fields, model.layout.fields)):
+               for a, b in zip(m.fields.fields, model.fields.fields)):
             continue   # not a bound parameter
         for v in range(base[name] + 1, p.hi + 1):
             m = m if v == probe[name] else spec.instantiate(model.variant, dict(base, **{name: v}))
@@ -508,8 +487,7 @@ def to_trace(model: Model, prop: str | None, kind: str | None, path: Path) -> tu
     m, note = fit_model(model, path)
     if not _fits(m, path):
         return None, "the trace exceeds every parameter's range, so it cannot be packed for replay"
-    lay = m.layout
-    initial = tuple(lay.pack(_flat_to_dict(m, path.states[0])))
+    initial = tuple(layout_of(m).pack(_flat_to_dict(m, path.states[0])))
     ks = []
     for k in path.steps:
         inst = model.instances[k]
@@ -587,7 +565,7 @@ def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
     props = _check_props(model, properties)
     t0 = time.perf_counter()
     cap = None if keep_search_bounds else depth + max(
-        [f.type.hi for f in model.layout.fields if f.type.search_bound] + [0])
+        [f.type.hi for f in model.fields.fields if f.type.search_bound] + [0])
     extra: list[dict] = []
     while True:
         try:
@@ -605,7 +583,7 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
          extra: list[dict]) -> BmcResult:
     sy = System(model, keep_search_bounds, timeout_s, cap)
     sy._extra = extra   # the statistics of encodings given up for a wider one count too
-    lifted = any(f.type.search_bound for f in model.layout.fields)
+    lifted = any(f.type.search_bound for f in model.fields.fields)
     res = BmcResult(model, props, 0, width=sy.bv, cap=sy.cap if lifted else None)
     # One solver for the whole unrolling: each depth adds its frame (one step's transition
     # relation) once, and every question is asked under an assumption literal, so what the SAT
@@ -859,14 +837,6 @@ def _done(res: ProofResult, sy: System, t0: float) -> ProofResult:
 # ---------------------------------------------------------------------------------------------
 # Comparing a named rule across two variants
 
-class _Recorder(Transition):
-    """A transition builder that records every call of a named rule (its arguments)."""
-
-    def rule(self, name: str, **args):
-        self.__dict__.setdefault("_calls", []).append((name, dict(args)))
-        return Transition.rule(self, name, **args)
-
-
 def _key(v):
     if isinstance(v, Expr):
         return (v.op, v.kind, tuple(_key(x) for x in v.args))
@@ -878,7 +848,7 @@ def rule_call_sites(model: Model, rule: str) -> list[dict]:
     seen, out = set(), []
     for action in model.spec.actions:
         for args in model._arg_combinations(action):
-            t = _Recorder(model.layout, model.params, model.variant, model.spec)
+            t = Transition(model.fields, model.params, model.variant, model.spec)
             try:
                 action.fn(t, model.params, **args)
             except SpecError:
@@ -886,7 +856,7 @@ def rule_call_sites(model: Model, rule: str) -> list[dict]:
             except Exception as e:
                 raise SpecError(f"{_where(action.fn)}: action {action.name} raised "
                                 f"{type(e).__name__}: {e}") from None
-            for name, a in t.__dict__.get("_calls", []):
+            for name, a in t.rule_calls:
                 if name != rule:
                     continue
                 key = tuple(sorted((k, _key(v)) for k, v in a.items()))
@@ -1021,7 +991,7 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
                 ev = lambda z: m.eval(z, model_completion=True)
                 ra_v, rb_v = ev(za), ev(zb)
                 conv = (lambda x: z3.is_true(x)) if ra.kind == "bool" else (lambda x: show(x.as_long()))
-                return Difference(ma.layout.show(vals), shown_args, conv(ra_v), conv(rb_v))
+                return Difference(ma.fields.show(vals), shown_args, conv(ra_v), conv(rb_v))
 
             if res.a_rejects_b_accepts is None:
                 res.a_rejects_b_accepts = witness(z3.And(acc_b, z3.Not(acc_a)))
@@ -1037,7 +1007,7 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
 
 
 def _call_rule(impl, model: Model, args: dict, where: str, rule: str) -> Expr:
-    t = Transition(model.layout, model.params, model.variant, model.spec)
+    t = Transition(model.fields, model.params, model.variant, model.spec)
     try:
         r = impl(t, model.params, **args)
     except SpecError as e:

@@ -161,11 +161,24 @@ class Array:
 # ---------------------------------------------------------------------------------------------
 # Expressions
 
+# The operations an expression tree is made of. The leaves take their value from where the tree
+# is evaluated; the others mean the same in every evaluator (checker/ops.py holds each one's
+# implementation per evaluator, and a test checks that none is missing).
+LEAVES = ("const", "field")
+OPERATIONS = LEAVES + ("add", "sub", "mul", "eq", "ne", "lt", "le", "and", "or", "not", "ite",
+                       "min", "max", "select")
+_OPERATIONS = frozenset(OPERATIONS)
+
+
 class Expr:
     """A node of an expression tree over state fields. ``op`` names the operation."""
     __slots__ = ("op", "args", "kind", "enum")
 
     def __init__(self, op: str, args: tuple, kind: str, enum: Enum | None = None):
+        if op not in _OPERATIONS:
+            # an operation no evaluator knows would fail only when an engine meets it
+            raise SpecError(f"'{op}' is not an operation of the language; operations: "
+                            f"{', '.join(OPERATIONS)}")
         self.op, self.args, self.kind, self.enum = op, args, kind, enum
 
     __hash__ = object.__hash__
@@ -394,8 +407,8 @@ class ArrayView:
 class StateView:
     """Read-only view of one state: attribute access gives field expressions."""
 
-    def __init__(self, layout: "Layout", tag: str = "pre"):
-        object.__setattr__(self, "_layout", layout)
+    def __init__(self, fields: "StateFields", tag: str = "pre"):
+        object.__setattr__(self, "_fields", fields)
         object.__setattr__(self, "_tag", tag)
 
     def _read(self, f: FieldInfo) -> Expr:
@@ -403,13 +416,13 @@ class StateView:
                     f.type if isinstance(f.type, Enum) else None)
 
     def __getattr__(self, name):
-        layout = self._layout
-        if name in layout.arrays:
-            return ArrayView(self, name, layout.arrays[name])
-        if name in layout.scalars:
-            return self._read(layout.scalars[name])
+        fields = self._fields
+        if name in fields.arrays:
+            return ArrayView(self, name, fields.arrays[name])
+        if name in fields.scalars:
+            return self._read(fields.scalars[name])
         raise SpecError(f"unknown state field '{name}' (at {_user_frame()}); fields: "
-                        f"{', '.join(layout.declared)}")
+                        f"{', '.join(fields.declared)}")
 
     def __setattr__(self, name, value):
         raise SpecError(f"cannot assign '{name}' here: state is read-only (at {_user_frame()})")
@@ -447,7 +460,7 @@ class Post(StateView):
     """The next state as built so far inside an action (reads see earlier writes)."""
 
     def __init__(self, t: "Transition"):
-        StateView.__init__(self, t._layout, "pre")
+        StateView.__init__(self, t._fields, "pre")
         object.__setattr__(self, "_t", t)
 
     def _read(self, f):
@@ -459,11 +472,14 @@ class Transition(StateView):
     define the state after it. ``require`` adds guard conjuncts, ``respond`` sets the outcome,
     ``post`` reads the next state as assigned so far."""
 
-    def __init__(self, layout, params, variant, spec):
-        StateView.__init__(self, layout, "pre")
+    def __init__(self, fields, params, variant, spec):
+        StateView.__init__(self, fields, "pre")
         d = object.__getattribute__(self, "__dict__")
+        # rule_calls: every s.rule(name, **args) this action made, in order (the symbolic
+        # engine's compare finds a rule's call sites by it)
         d.update(_guard=[], _writes={}, _outcome=None, params=params,
-                 variant=_variant_name(variant, spec.variants), _spec=spec, post=None)
+                 variant=_variant_name(variant, spec.variants), _spec=spec, post=None,
+                 rule_calls=[])
         d["post"] = Post(self)
 
     def _current(self, f: FieldInfo) -> Expr:
@@ -482,14 +498,14 @@ class Transition(StateView):
         self._writes[f.index] = e
 
     def __setattr__(self, name, value):
-        layout = self._layout
-        if name in layout.scalars:
-            self._write(layout.scalars[name], value)
-        elif name in layout.arrays:
+        fields = self._fields
+        if name in fields.scalars:
+            self._write(fields.scalars[name], value)
+        elif name in fields.arrays:
             raise SpecError(f"assign the elements of {name}[...], not the array (at {_user_frame()})")
         else:
             raise SpecError(f"unknown state field '{name}' (at {_user_frame()}); fields: "
-                            f"{', '.join(layout.declared)}")
+                            f"{', '.join(fields.declared)}")
 
     def require(self, *conds):
         for c in conds:
@@ -501,6 +517,7 @@ class Transition(StateView):
 
     def rule(self, name: str, **args):
         """Evaluate a named rule (a decision that variants may replace) on the current state."""
+        self.rule_calls.append((name, dict(args)))
         return self._spec._rule_impl(name, self.variant)(self, self.params, **args)
 
 
@@ -514,8 +531,9 @@ class Params:
         return dict(self.__dict__)
 
 
-class Layout:
-    """The state's fields, flattened, and how they pack into 64-bit words."""
+class StateFields:
+    """The state's fields, flattened: an array is one field per element. How they are stored
+    (the explicit engine packs them into 64-bit words) is the engines' concern: checker/layout.py."""
 
     def __init__(self, decl: dict[str, Any]):
         self.fields: list[FieldInfo] = []
@@ -536,33 +554,17 @@ class Layout:
                 self.scalars[base] = f
             else:
                 raise SpecError(f"state field '{base}' has type {t!r}: use Int, Bool, an Enum or Array")
-        # pack: first fit in declaration order, a field never straddles two words
-        self.word, self.shift, self.width = [], [], []
-        used: list[int] = []
-        for f in self.fields:
-            b = f.type.bits()
-            for w, u in enumerate(used):
-                if u + b <= 64:
-                    break
-            else:
-                used.append(0)
-                w = len(used) - 1
-            self.word.append(w)
-            self.shift.append(used[w])
-            self.width.append(b)
-            used[w] += b
-        self.words = max(1, len(used))
-        self.bits = sum(self.width)
 
-    def pack(self, values: dict) -> list[int]:
-        """Pack a dict of declared names to Python values (arrays as lists) into words."""
-        words = [0] * self.words
+    def flatten(self, values: dict) -> list[int]:
+        """A dict of declared names to Python values (arrays as lists) as the flat field values,
+        each checked against its type."""
         for base in self.declared:
             if base not in values:
                 raise SpecError(f"initial state lacks field '{base}'")
         for k in values:
             if k not in self.scalars and k not in self.arrays:
                 raise SpecError(f"unknown state field '{k}'; fields: {', '.join(self.declared)}")
+        flat = []
         for f in self.fields:
             v = values[f.base]
             if f.element is not None:
@@ -570,18 +572,10 @@ class Layout:
                     raise SpecError(f"field '{f.base}' must be a list of {len(self.arrays[f.base])} values")
                 v = v[f.element]
             try:
-                enc = f.type.check(v) - f.type.lo
+                flat.append(f.type.check(v))
             except SpecError as e:
                 raise SpecError(f"field {f.name}: {e}") from None
-            words[self.word[f.index]] |= enc << self.shift[f.index]
-        return words
-
-    def unpack_flat(self, words) -> list[int]:
-        out = []
-        for f in self.fields:
-            raw = (int(words[self.word[f.index]]) >> self.shift[f.index]) & ((1 << self.width[f.index]) - 1)
-            out.append(raw + f.type.lo)
-        return out
+        return flat
 
     def show(self, flat: list[int]) -> dict:
         """Flat field values to a dict of declared names with readable values."""
@@ -973,27 +967,28 @@ def _call(what: str, fn: Callable, *args, **kwargs):
 
 
 class Model:
-    """A spec at one variant and parameter setting: the layout, the initial states and every
+    """A spec at one variant and parameter setting: the fields, the initial states and every
     action instance with its guard, writes and outcome built as expression trees."""
 
     def __init__(self, spec: Spec, variant: str, params: Params):
         self.spec, self.variant, self.params = spec, variant, params
         if spec._state_fn is None or spec._init_fn is None:
             raise SpecError(f"spec {spec.name} declares no state or no initial states")
-        self.layout = _call("the state declaration", lambda: Layout(spec._state_fn(params)))
-        self.initial_words = []
+        self.fields = _call("the state declaration", lambda: StateFields(spec._state_fn(params)))
+        # the initial states as flat field values, each once, in the order the spec yields them
+        self.initial_states: list[tuple[int, ...]] = []
         seen = set()
         for st in _call("the initial states", lambda: list(spec._init_fn(params))):
-            w = tuple(_call("the initial states", self.layout.pack, st))
-            if w not in seen:
-                seen.add(w)
-                self.initial_words.append(w)
-        if not self.initial_words:
+            flat = tuple(_call("the initial states", self.fields.flatten, st))
+            if flat not in seen:
+                seen.add(flat)
+                self.initial_states.append(flat)
+        if not self.initial_states:
             raise SpecError(f"spec {spec.name} has no initial state for these parameters")
         self.instances: list[ActionInstance] = []
         for action in spec.actions:
             for args in self._arg_combinations(action):
-                t = Transition(self.layout, params, variant, spec)
+                t = Transition(self.fields, params, variant, spec)
                 _call(f"action {action.name}{args or ''}", action.fn, t, params, **args)
                 guard = And(*t._guard)
                 if is_const(guard) and not guard.args[0]:
@@ -1004,7 +999,19 @@ class Model:
         self.transition_props = [p for p in spec.properties.values() if p.kind == "transition"]
         self.terminal = None
         if spec._terminal_fn is not None:
-            self.terminal = _as_bool(spec._terminal_fn(StateView(self.layout), params))
+            self.terminal = _as_bool(spec._terminal_fn(StateView(self.fields), params))
+
+    # Transition: the explicit engine's packing lives in checker/layout.py; engines written
+    # before the move read it through the model. New code: checker.layout.layout_of(model).
+    @property
+    def layout(self):
+        from checker.layout import layout_of
+        return layout_of(self)
+
+    @property
+    def initial_words(self) -> list[tuple[int, ...]]:
+        from checker.layout import initial_words
+        return initial_words(self)
 
     def _arg_combinations(self, action: Action):
         names = list(action.args)
@@ -1019,13 +1026,13 @@ class Model:
         return out
 
     def invariant_expr(self, prop: Property) -> Expr:
-        return _call(f"property {prop.name}", lambda: _as_bool(prop.fn(StateView(self.layout), self.params)))
+        return _call(f"property {prop.name}", lambda: _as_bool(prop.fn(StateView(self.fields), self.params)))
 
     def transition_expr(self, prop: Property, inst: ActionInstance) -> Expr | None:
         if prop.actions is not None and inst.action.name not in prop.actions:
             return None
-        pre = StateView(self.layout, "pre")
-        post = StateView(self.layout, "post")
+        pre = StateView(self.fields, "pre")
+        post = StateView(self.fields, "post")
         outcome = inst.outcome if inst.outcome is not None else const(0)
         return _call(f"property {prop.name}", lambda: _as_bool(
             prop.fn(pre, post, inst.action.name, inst.args, outcome, self.params)))
