@@ -69,7 +69,7 @@ REPLICAS = 2
 BATCHES_RETAINED = 5    # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NO_EPOCH = -1
 # the variants that are Kafka 2.3 as a whole (pre-kip360, and the same at two batches in flight)
-KAFKA_2_3 = ("pre-kip360", "pre-kip360-in-flight")
+KAFKA_2_3 = ("pre-kip360", "pre-kip360-in-flight", "kafka-8483")
 
 
 def tv2(s):
@@ -126,6 +126,9 @@ def state(p):
         "earlier_seq": Array(Int(0, p.records), slots(p)),
         "earlier_sent": Array(Bool, slots(p)),
         "batch_sent": Bool,
+        # before KAFKA-8483 only: the records of the batches in flight in the order of the
+        # client's PriorityQueue array (-1: free); empty in every other variant
+        "in_flight_heap": Array(Int(-1, p.records - 1), p.max_in_flight),
         "next_request": Array(Bool, slots(p)),
         "next_request_record": Array(Int(0, p.records - 1), slots(p)),
         "next_request_seq": Array(Int(0, p.records), slots(p)),
@@ -173,6 +176,7 @@ def init(p):
         "request": False, "request_record": 0, "request_seq": 0, "request_epoch": NO_EPOCH,
         "earlier_batch": [False] * slots(p), "earlier_record": [0] * slots(p),
         "earlier_seq": [0] * slots(p), "earlier_sent": [False] * slots(p), "batch_sent": False,
+        "in_flight_heap": [-1] * p.max_in_flight,
         "next_request": [False] * slots(p), "next_request_record": [0] * slots(p),
         "next_request_seq": [0] * slots(p), "next_request_epoch": [NO_EPOCH] * slots(p),
         "second_instance": SecondInstance.NOT_STARTED,
@@ -330,6 +334,7 @@ def end_txn_v1(s, p, epoch, commit):
 spec.rule("end-txn", variant="pre-kip890")(end_txn_v1)
 spec.rule("end-txn", variant="pre-kip360")(end_txn_v1)
 spec.rule("end-txn", variant="pre-kip360-in-flight")(end_txn_v1)
+spec.rule("end-txn", variant="kafka-8483")(end_txn_v1)
 
 
 def coordinator_end_txn(s, epoch, commit, out):
@@ -399,6 +404,7 @@ def produce_append_idempotent(s, p, r):
                  If(in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER)))
 
 
+@spec.rule("produce-append", variant="kafka-8483")
 @spec.rule("produce-append", variant="pre-kip360-in-flight")
 @spec.rule("produce-append", variant="pre-kip360")
 def produce_append_pre_kip360(s, p, r):
@@ -442,6 +448,7 @@ def marker_append_before_kafka_19999(s, p, r, c):
               If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
 
 
+@spec.rule("marker-append", variant="kafka-8483")
 @spec.rule("marker-append", variant="pre-kip360-in-flight")
 @spec.rule("marker-append", variant="pre-kip360")
 def marker_append_pre_kip360(s, p, r, c):
@@ -462,6 +469,20 @@ def on_wire(s, p, k):
     """A request for record k is on the connection (at its head or queued behind it)."""
     return Or(s.request & (s.request_record == k),
               *[s.next_request[j] & (s.next_request_record[j] == k) for j in range(slots(p))])
+
+
+def in_flight_batches(s, p):
+    """(awaiting, record, sequence) of every batch slot: the earlier ones oldest first, then the
+    newest."""
+    w = slots(p)
+    return [(s.earlier_batch[i], s.earlier_record[i], s.earlier_seq[i]) for i in range(w)] + \
+        [(s.batch, s.sent - 1, s.batch_seq)]
+
+
+def first_in_flight(queue, c):
+    """Batch c of `queue` awaits its response with the lowest sequence of those that do."""
+    return queue[c][0] & And(*[~queue[d][0] | (queue[c][2] < queue[d][2])
+                              for d in range(len(queue)) if d != c])
 
 
 def any_in_flight(s, p):
@@ -564,8 +585,7 @@ def Send(s, p):
             s.earlier_batch[i] = s.earlier_batch[i] | push
             s.earlier_record[i] = If(push, s.sent - 1, s.earlier_record[i])
             s.earlier_seq[i] = If(push, s.batch_seq, s.earlier_seq[i])
-            if i > 0:
-                # the oldest batch is always the first in flight: its flag is never read
+            if w > 1:
                 s.earlier_sent[i] = If(push, s.batch_sent, s.earlier_sent[i])
         s.batch_sent = False
     s.batch = True
@@ -576,10 +596,11 @@ def Send(s, p):
 
 @spec.action(actors=("producer", "leader"))
 def ProduceRequest(s, p):
-    """The Sender puts the batch on the wire (a first attempt or a retry). With two in flight it
-    sends in sequence order, and a retried batch only once it is the first in flight
-    (RecordAccumulator.shouldStopDrainBatchesForPartition); the request queues behind the one
-    already on the connection."""
+    """The Sender puts the batch on the wire (a first attempt or a retry). With several in flight
+    it drains in sequence order (RecordAccumulator.insertInSequenceOrder keeps a retried batch
+    in its place), and a batch already sent only once it is the first in flight, the lowest
+    sequence (RecordAccumulator.shouldStopDrainBatchesForPartition, TransactionManager.
+    firstInFlightSequence); the request queues behind the ones already on the connection."""
     if p.max_in_flight == 1:
         s.require(s.batch, ~s.request)
         s.request = True
@@ -587,25 +608,28 @@ def ProduceRequest(s, p):
         s.request_seq = s.batch_seq
         s.request_epoch = s.epoch
         return
-    # the batches in sequence order: the earlier ones oldest first, then the newest; the first
-    # not on the wire is drained, and only if it is the first in flight or was never sent
+    # the batch with the lowest sequence not on the wire is drained, and only if it is the first
+    # in flight or was never sent (with one earlier slot, that slot is always the first)
     w = slots(p)
-    queue = [(s.earlier_batch[i], s.earlier_record[i], s.earlier_seq[i],
-              TRUE if i == 0 else ~s.earlier_sent[i]) for i in range(w)]
-    queue.append((s.batch, s.sent - 1, s.batch_seq, ~s.earlier_batch[0] | ~s.batch_sent))
-    picks, before = [], FALSE
-    for in_flight, k, _, _ in queue:
-        waiting = in_flight & ~on_wire(s, p, k)
-        picks.append(waiting & ~before)
-        before = before | waiting
-    s.require(before, ~s.request | ~s.next_request[w - 1],
-              *[~pick | allowed for pick, (_, _, _, allowed) in zip(picks, queue)])
+    queue = in_flight_batches(s, p)
+    sent_before = [s.earlier_sent[i] for i in range(w)] + [s.batch_sent]
+    waiting = [flag & ~on_wire(s, p, k) for flag, k, _ in queue]
+    picks = [waiting[c] & And(*[~waiting[d] | (queue[c][2] < queue[d][2])
+                                for d in range(len(queue)) if d != c]) for c in range(len(queue))]
+    allowed = [first_in_flight(queue, c) | ~sent_before[c] for c in range(len(queue))]
+    s.require(Or(*waiting), ~s.request | ~s.next_request[w - 1],
+              *[~pick | ok for pick, ok in zip(picks, allowed)])
     rec, seq = queue[-1][1], queue[-1][2]
-    for pick, (_, k, q, _) in reversed(list(zip(picks[:-1], queue[:-1]))):
+    for pick, (_, k, q) in reversed(list(zip(picks[:-1], queue[:-1]))):
         rec, seq = If(pick, k, rec), If(pick, q, seq)
     s.batch_sent = s.batch_sent | picks[-1]
-    for i in range(1, w):
-        s.earlier_sent[i] = s.earlier_sent[i] | picks[i]
+    if priority_queue(s):
+        # TransactionManager.addInFlightBatch when the batch is first drained: it has the highest
+        # sequence of the set, so it stays at the end of the PriorityQueue's array
+        heap_add(s, p, rec, Or(*[pick & ~sent for pick, sent in zip(picks, sent_before)]))
+    if w > 1:
+        for i in range(w):
+            s.earlier_sent[i] = s.earlier_sent[i] | picks[i]
     head = ~s.request
     s.request = True
     s.request_record = If(head, rec, s.request_record)
@@ -625,6 +649,22 @@ def reset_in_flight(s, p, when):
     every batch in flight restarts from sequence 0, in the order the client iterates them: the
     order of their sequences since KAFKA-8483 (a sorted set), the earlier ones first."""
     w = slots(p)
+    if priority_queue(s):
+        # before KAFKA-8483: the drained batches in the PriorityQueue's iteration order, which
+        # is its array's; a batch not yet drained takes its sequence when it is (nextSequence)
+        heap = [s.in_flight_heap[j] for j in range(p.max_in_flight)]
+        drained = Count(*[k != -1 for k in heap])
+        queue = in_flight_batches(s, p)
+        in_heap = [Or(*[k == rec for k in heap]) for _, rec, _ in queue]
+        new_seq = []
+        for c, (flag, rec, _) in enumerate(queue):
+            undrained_before = Count(*[queue[d][0] & ~in_heap[d] for d in range(c)]) if c else 0
+            new_seq.append(If(in_heap[c], heap_position(heap, rec), drained + undrained_before))
+        for i in range(w):
+            s.earlier_seq[i] = If(when & s.earlier_batch[i], new_seq[i], s.earlier_seq[i])
+        s.batch_seq = If(when & s.batch, new_seq[-1], s.batch_seq)
+        s.next_seq = If(when, Count(*[flag for flag, _, _ in queue]), s.next_seq)
+        return
     for i in range(w):
         # slot i holds the i-th oldest batch, so it takes sequence i (the oldest's is set even
         # when the slot is empty: the two-in-flight model did so)
@@ -632,6 +672,94 @@ def reset_in_flight(s, p, when):
     earlier = Count(*[s.earlier_batch[i] for i in range(w)])
     s.batch_seq = If(when, If(s.batch, earlier, 0), s.batch_seq)
     s.next_seq = If(when, earlier + If(s.batch, 1, 0), s.next_seq)
+
+
+# Kafka 2.3's in-flight set before KAFKA-8483: a java.util.PriorityQueue ordered by base
+# sequence, whose iterator walks the heap's array (PriorityQueue.offer, removeAt, siftUp,
+# siftDown, unrolled for at most five batches)
+
+def priority_queue(s):
+    return s.variant == "kafka-8483"
+
+
+def heap_position(heap, k):
+    """The array index of record k in the heap (0 if absent)."""
+    out = 0
+    for j in reversed(range(len(heap))):
+        out = If(heap[j] == k, j, out)
+    return out
+
+
+def heap_add(s, p, k, when):
+    """offer: the batch with the highest sequence so far goes to the first free index."""
+    n = p.max_in_flight
+    for j in range(n):
+        free = (s.in_flight_heap[j] == -1) & (TRUE if j == 0 else s.in_flight_heap[j - 1] != -1)
+        s.in_flight_heap[j] = If(when & free, k, s.in_flight_heap[j])
+
+
+def heap_remove(s, p, k, when):
+    """remove(batch) = removeAt(i): the last element moves to index i, sifts down, and if it
+    stayed there, sifts up; the comparator is the batches' current base sequence."""
+    n = p.max_in_flight
+    heap = [s.in_flight_heap[j] for j in range(n)]
+    queue = in_flight_batches(s, p)
+
+    def key(k):
+        out = 0
+        for flag, rec, seq in queue:
+            out = If(flag & (rec == k), seq, out)
+        return out
+
+    def merge(cond, a, b):
+        return [x if x is y else If(cond, x, y) for x, y in zip(a, b)]
+
+    def sift_down(h, size, at, x):
+        if at >= size // 2:
+            h = list(h)
+            h[at] = x
+            return h
+        child, right = 2 * at + 1, 2 * at + 2
+        use_right = (key(h[child]) > key(h[right])) if right < size else FALSE
+
+        def via(c):
+            stop = list(h)
+            stop[at] = x
+            go = list(h)
+            go[at] = h[c]
+            return merge(key(x) <= key(h[c]), stop, sift_down(go, size, c, x))
+        left_way = via(child)
+        return merge(use_right, via(right), left_way) if right < size else left_way
+
+    def sift_up(h, at, x):
+        if at == 0:
+            h = list(h)
+            h[at] = x
+            return h
+        parent = (at - 1) // 2
+        stop = list(h)
+        stop[at] = x
+        go = list(h)
+        go[at] = h[parent]
+        return merge(key(x) >= key(h[parent]), stop, sift_up(go, parent, x))
+
+    result = heap
+    for size in range(1, n + 1):
+        for at in range(size):
+            here = when & (heap[at] == k) & (heap[size - 1] != -1) & \
+                (TRUE if size == n else heap[size] == -1)
+            h = list(heap)
+            last = size - 1
+            if at == last:
+                h[last] = -1
+            else:
+                moved = h[last]
+                h[last] = -1
+                down = sift_down(h, last, at, moved)
+                h = merge(down[at] == moved, sift_up(down, at, moved), down)
+            result = merge(here, h, result)
+    for j in range(n):
+        s.in_flight_heap[j] = result[j]
 
 
 @spec.action(r=replicas, lost=[False, True], actors=("producer", "leader {r}"))
@@ -700,7 +828,8 @@ def Produce(s, p, r, lost):
         oosn = out == Error.OUT_OF_ORDER_SEQUENCE_NUMBER
         # TransactionManager.canRetry: OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the
         # next after the last acknowledged one (an older batch is still out) is retried
-        retriable = retriable | (mine & s.earlier_batch[0] & oosn)
+        queue = in_flight_batches(s, p)
+        retriable = retriable | (mine & ~first_in_flight(queue, w) & oosn)
         gone, fenced_e, failed_e, reset_e, acked_e = [], [], [], [], []
         for i in range(w):
             mine_e = s.earlier_batch[i] & (rec == s.earlier_record[i])
@@ -708,7 +837,7 @@ def Produce(s, p, r, lost):
             fenced_e.append(mine_e & (out == Error.PRODUCER_FENCED))
             reset_e.append(FALSE if kip360_client(s) else
                            mine_e & (out == Error.UNKNOWN_PRODUCER_ID) & s.acked_below_log_start[r])
-            retriable_e = (out == Error.CONCURRENT_TRANSACTIONS) | (oosn if i > 0 else FALSE)
+            retriable_e = (out == Error.CONCURRENT_TRANSACTIONS) | (oosn & ~first_in_flight(queue, i))
             failed_e.append(mine_e & ~acked_e[i] & ~retriable_e & ~fenced_e[i] & ~reset_e[i])
             gone.append(acked_e[i] | failed_e[i] | fenced_e[i])
         if not kip360_client(s):
@@ -717,9 +846,9 @@ def Produce(s, p, r, lost):
         any_reset = reset | Or(*reset_e)
         reset_in_flight(s, p, any_reset)
         compact(s, ["earlier_batch", "earlier_record", "earlier_seq", "earlier_sent"], gone, w)
-        if w > 1:
-            # the oldest batch is always the first in flight: its flag is never read
-            s.earlier_sent[0] = FALSE
+        if priority_queue(s):
+            # TransactionManager.removeInFlightBatch once the batch completes
+            heap_remove(s, p, rec, Or(*gone) | (mine & (acked | fenced | (~acked & ~retriable & ~reset))))
         fenced = fenced | Or(*fenced_e)
         failed_any = Or(*failed_e)
     else:
@@ -770,8 +899,9 @@ def DeliveryTimeout(s, p):
         s.batch = If(oldest, s.batch, False)
         compact(s, ["earlier_batch", "earlier_record", "earlier_seq", "earlier_sent"],
                 [TRUE] + [FALSE] * (w - 1), w)
-        if w > 1:
-            s.earlier_sent[0] = FALSE
+        if priority_queue(s):
+            # Sender.failBatch: the expired batch leaves the in-flight set
+            heap_remove(s, p, If(oldest, s.earlier_record[0], s.sent - 1), TRUE)
     s.respond(Error.REQUEST_TIMED_OUT)
     if p.transactional:
         abortable(s)
@@ -974,6 +1104,13 @@ def no_duplicate(s, p):
 def in_order(pre, post, action, args, outcome, p):
     """A producer's records are appended in the order it sent them."""
     return ~(outcome == Error.NONE) | (pre.request_record >= pre.max_appended)
+
+
+@spec.transition_property("new-records-in-order", actions=["Produce"])
+def new_records_in_order(pre, post, action, args, outcome, p):
+    """A record the partition has not held before is never appended after a record the producer sent later."""
+    first_time = pre.appended[pre.request_record] == 0
+    return ~(outcome == Error.NONE) | ~first_time | (pre.request_record >= pre.max_appended)
 
 
 @spec.transition_property("fenced-stays-fenced", actions=["Produce"])
@@ -1498,6 +1635,36 @@ spec.variant("kafka-20785", "kip360 with KAFKA-20785 undone: a commit that the c
                  "way; only the error differs).",
              })
 
+spec.variant("kafka-8483", "pre-kip360-in-flight with KAFKA-8483 undone: after a spurious "
+             "UNKNOWN_PRODUCER_ID the 2.3 client restarts the sequences of its batches in flight in "
+             "the iteration order of a PriorityQueue (its heap array), not in sequence order",
+             params={"max_in_flight": 4, "records": 4, "transactional": 0,
+                     "coordinator_failovers": 0},
+             violates=["new-records-in-order",
+                       # what pre-kip360-in-flight breaks already (seed problems 1 and 2, the
+                       # reordered duplicate)
+                       "no-duplicate", "in-order", "acknowledged-is-appended",
+                       "appended-retry-is-rejected", "sequences-handed-out-in-order",
+                       "window-ends-at-the-batch", "no-log-start-movement"],
+             findings={
+                 "new-records-in-order": "KAFKA-8483's reordering (20 steps): batches 0-3 are "
+                 "drained (the PriorityQueue's array [0,1,2,3]); batch 1 is acknowledged, and "
+                 "removeAt(1) moves batch 3 into its place ([0,3,2]); DeleteRecords drops the "
+                 "producer's state, batch 2's UNKNOWN_PRODUCER_ID restarts the sequences in the "
+                 "array's order (batch 3 takes 1, batch 2 takes 2), and the Sender, draining by "
+                 "sequence, appends record 3 before record 2, neither of them a duplicate. "
+                 "pre-kip360-in-flight at the same configuration (204,459 states) holds it: "
+                 "its reordering is always of a record already in the log.",
+                 "in-order": "as pre-kip360-in-flight: the retry of an appended batch after "
+                 "DeleteRecords (10 steps).",
+                 "no-duplicate": "seed problem 1 (as pre-kip360-in-flight).",
+                 "acknowledged-is-appended": "seed problem 2 (as pre-kip360-in-flight).",
+                 "appended-retry-is-rejected": "as pre-kip360-in-flight.",
+                 "sequences-handed-out-in-order": SEQUENCE_RESET,
+                 "window-ends-at-the-batch": SEQUENCE_RESET,
+                 "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
+             })
+
 
 # ---------------------------------------------------------------------------------------------
 # Known bugs: each names the variant that is kip360 with that one fix undone, or says why the
@@ -1535,11 +1702,10 @@ spec.known_bug("KAFKA-20785", broke="with transaction version 2 a commit that th
                code="TransactionCoordinator.endTransaction",
                variant="kafka-20785", property="aborted-commit-is-fenced")
 spec.known_bug("KAFKA-8483", broke="after a spurious UNKNOWN_PRODUCER_ID the 2.3 client re-assigned "
-               "the sequences of its in-flight batches in PriorityQueue order, not send order",
+               "the sequences of its in-flight batches in PriorityQueue order, not send order, so "
+               "records not yet in the log were appended out of order",
                fix="PR #6883", code="TransactionManager.startSequencesAtBeginning",
-               not_expressible="a variant of pre-kip360-in-flight that restarts the in-flight "
-               "sequences in the wrong order, and a property that tells that order from the sorted "
-               "one (in-order already breaks there through the duplicate of seed problem 1)")
+               variant="kafka-8483", property="new-records-in-order")
 spec.known_bug("KAFKA-12152", broke="the idempotent producer's epoch bump did not reset the sequence "
                "of partitions with no batch in flight, so their next batch at the new epoch was "
                "OUT_OF_ORDER_SEQUENCE_NUMBER", fix="PR #9832",

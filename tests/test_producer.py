@@ -17,7 +17,7 @@ SCENARIOS = sorted((ROOT / "tests" / "scenarios" / "producer").glob("*.json"))
 # the issue's properties; the spec's other properties are lemmas
 PROPERTIES = ["no-duplicate", "in-order", "fenced-stays-fenced", "no-hanging-transaction",
               "marker-epoch-monotonic", "acknowledged-is-appended", "fenced-only-when-overtaken",
-              "aborted-commit-is-fenced"]
+              "aborted-commit-is-fenced", "new-records-in-order"]
 
 # the safety verdicts kcheck finds at the default bounds (spec/producer_notes.md explains each):
 # the issue's properties, then the lemmas that fall with them
@@ -44,27 +44,33 @@ EXPECTED = {
     "pre-kip360-in-flight": {"no-duplicate", "in-order", "acknowledged-is-appended",
                              "appended-retry-is-rejected", "sequences-handed-out-in-order",
                              "window-ends-at-the-batch", "no-log-start-movement"},
+    # pre-kip360-in-flight at four in flight with the PriorityQueue's order (KAFKA-8483)
+    "kafka-8483": {"new-records-in-order", "no-duplicate", "in-order", "acknowledged-is-appended",
+                   "appended-retry-is-rejected", "sequences-handed-out-in-order",
+                   "window-ends-at-the-batch", "no-log-start-movement"},
 }
 # the progress verdicts the record holds, for 'kcheck progress'
 EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
                      "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"},
                      "kafka-7190": set(), "kafka-9144": set(),
                      "kafka-19999": {"every-prepared-transaction-completes"},
-                     "kafka-18464": set(), "kafka-20785": set(), "pre-kip360-in-flight": set()}
+                     "kafka-18464": set(), "kafka-20785": set(), "pre-kip360-in-flight": set(),
+                     "kafka-8483": set()}
 # each known bug with a variant: the JIRA, its variant and the property it breaks
 KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
               "KAFKA-9144": ("kafka-9144", "marker-epoch-monotonic"),
               "KAFKA-19999": ("kafka-19999", "every-prepared-transaction-completes"),
               "KAFKA-12671": ("pre-kip890", "no-hanging-transaction"),
               "KAFKA-18464": ("kafka-18464", "fenced-only-when-overtaken"),
-              "KAFKA-20785": ("kafka-20785", "aborted-commit-is-fenced")}
-NOT_EXPRESSIBLE = {"KAFKA-8483", "KAFKA-12152", "KAFKA-18575", "KAFKA-19367"}
+              "KAFKA-20785": ("kafka-20785", "aborted-commit-is-fenced"),
+              "KAFKA-8483": ("kafka-8483", "new-records-in-order")}
+NOT_EXPRESSIBLE = {"KAFKA-12152", "KAFKA-18575", "KAFKA-19367"}
 
 
 def test_names_are_the_issues():
     assert list(spec.variants) == ["kip360", "pre-kip360", "pre-kip360-in-flight", "no-last-epoch",
                                    "pre-kip890", "kafka-7190", "kafka-9144", "kafka-19999",
-                                   "kafka-18464", "kafka-20785"]
+                                   "kafka-18464", "kafka-20785", "kafka-8483"]
     assert spec.default_variant == "kip360"
     assert {"every-transaction-ends", "every-prepared-transaction-completes"} == set(spec.progress)
     assert set(PROPERTIES) <= {n for n, p in spec.properties.items() if not p.lemma}
@@ -100,7 +106,7 @@ def test_default_state_counts(default_results):
     assert counts == {"kip360": 25214, "pre-kip360": 1651515, "no-last-epoch": 25214,
                       "pre-kip890": 252794, "kafka-7190": 253426, "kafka-9144": 41342,
                       "kafka-19999": 26864, "kafka-18464": 26744, "kafka-20785": 25214,
-                      "pre-kip360-in-flight": 3632}
+                      "pre-kip360-in-flight": 3632, "kafka-8483": 205292}
 
 
 SHORTEST = {
@@ -140,6 +146,14 @@ SHORTEST = {
     ("pre-kip360-in-flight", "sequences-handed-out-in-order"): 10,
     ("pre-kip360-in-flight", "window-ends-at-the-batch"): 8,
     ("pre-kip360-in-flight", "no-log-start-movement"): 1,
+    ("kafka-8483", "new-records-in-order"): 20,
+    ("kafka-8483", "no-duplicate"): 7,
+    ("kafka-8483", "in-order"): 10,
+    ("kafka-8483", "acknowledged-is-appended"): 11,
+    ("kafka-8483", "appended-retry-is-rejected"): 5,
+    ("kafka-8483", "sequences-handed-out-in-order"): 10,
+    ("kafka-8483", "window-ends-at-the-batch"): 8,
+    ("kafka-8483", "no-log-start-movement"): 1,
 }
 # the saved lassos of the progress properties: (steps, index where the loop starts)
 LASSOS = {
@@ -217,6 +231,35 @@ def test_each_known_bug_is_the_default_with_one_fix_undone(default_results):
             assert default_results["kip360"].status(prop) == "holds", jira
 
 
+def test_kafka_8483_is_pre_kip360_in_flight_with_the_priority_queue():
+    # the variant's configuration with the sorted set (the 2.3 client after PR #6883) keeps new
+    # records in order, and so does today's producer: only the PriorityQueue's order reorders
+    params = spec.variants["kafka-8483"].params
+    assert params["max_in_flight"] == 4
+    fixed = search(spec.instantiate("pre-kip360-in-flight", params))
+    assert fixed.exhaustive and fixed.distinct_states == 204459
+    assert fixed.status("new-records-in-order") == "holds"
+    assert fixed.status("in-order") == "violated"      # the reordered duplicate, as at two in flight
+    today = search(spec.instantiate("kip360", params))
+    assert today.exhaustive and not today.found
+    # three in flight cannot show it: PriorityQueue.removeAt of three batches keeps the order
+    three = search(spec.instantiate("kafka-8483", {"max_in_flight": 3}), ["new-records-in-order"])
+    assert three.exhaustive and not three.found
+
+
+def test_kafka_8483_trace_is_the_heap_story():
+    doc = load(ROOT / "counterexamples" / "producer" / "kafka-8483" / "new-records-in-order.json")
+    heaps = {}
+    state = {f"in_flight_heap[{j}]": v for j, v in enumerate(doc["state"]["in_flight_heap"])}
+    for i, st in enumerate(doc["steps"], start=1):
+        state.update({k: v for k, v in st["expect"].get("state", {}).items() if k.startswith("in_flight_heap")})
+        heaps[i] = [state[f"in_flight_heap[{j}]"] for j in range(4)]
+    # four drained, batch 1 acknowledged: removeAt(1) moves the last (batch 3) into its place
+    assert [0, 1, 2, 3] in heaps.values() and [0, 3, 2, -1] in heaps.values()
+    restart = [st for st in doc["steps"] if st["expect"].get("outcome") == "UNKNOWN_PRODUCER_ID"]
+    assert restart, "the sequences restart after UNKNOWN_PRODUCER_ID"
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_scenario_replays(path):
     doc = load(path)
@@ -282,10 +325,13 @@ def test_idempotent_producer_takes_no_transactional_step():
     assert "IdempotentEpochBump" in set(res.never_fired()) | set(res.disabled())
 
 
-# Two batches in flight (max_in_flight=2): today's producer keeps every property, the 2.3 one
-# (pre-kip360) loses the order as well (the variant pre-kip360-in-flight is its idempotent case).
+# Several batches in flight (max_in_flight=2 unless given, up to 5): today's producer keeps every
+# property, the 2.3 one (pre-kip360) loses the order as well (the variant pre-kip360-in-flight is
+# its idempotent case).
 @pytest.mark.parametrize("variant,params,count,violated", [
     ("kip360", {}, 48100, set()),
+    ("kip360", {"transactional": 0, "max_in_flight": 3, "records": 3}, 3016, set()),
+    ("kip360", {"transactional": 0, "max_in_flight": 5, "records": 5, "max_epoch": 6}, 40468, set()),
     ("kip360", {"transactional": 0}, 500, set()),
     ("kip360", {"transactional": 0, "records": 3, "max_epoch": 5}, 3266, set()),
     ("pre-kip360", {"coordinator_failovers": 0}, 464172,
@@ -294,7 +340,7 @@ def test_idempotent_producer_takes_no_transactional_step():
       "appended-retry-is-rejected", "sequences-handed-out-in-order", "window-ends-at-the-batch",
       "no-log-start-movement"}),
 ])
-def test_two_batches_in_flight(variant, params, count, violated):
+def test_batches_in_flight(variant, params, count, violated):
     res = search(spec.instantiate(variant, {"max_in_flight": 2, **params}))
     assert res.exhaustive and res.cut_by_bounds == 0
     assert res.distinct_states == count
