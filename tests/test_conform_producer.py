@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from checker.conform import driver
-from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, REQUESTS, ProducerAdapter,
+from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, REQUESTS, Client,
+                                      ProducerAdapter, complete_batch,
                                       describe_transactions_response, read_batches, record_batch,
                                       spec_outcome_of_produce)
 from checker.trace import Executor
@@ -29,6 +30,9 @@ CONFORMING = {
     "scenarios/producer/pre-kip890-bump-retry.json",
     "scenarios/producer/seed-problem-1-kip360.json",
     "producer/pre-kip890/prepared-data-is-older.json",
+    # several batches in flight, their requests held on the connection and sent late
+    "scenarios/producer/two-in-flight-retry-is-duplicate.json",
+    "scenarios/producer/five-in-flight-retry-is-duplicate.json",
 }
 
 
@@ -76,6 +80,38 @@ def test_initial_state_reachable_only_when_fresh():
     assert a.initial_reason(model.params, fresh) is None
     assert "txn_epoch=2" in a.initial_reason(model.params, dict(fresh, txn_epoch=2))
     assert "producer state" in a.initial_reason(model.params, dict(fresh, producer_epoch=[0, -1]))
+
+
+def test_several_in_flight_are_driven_and_kafka_2_3_is_not():
+    """max.in.flight > 1 is driven (the requests held in order); the 2.3 client's variants,
+    kafka-8483 among them, need a Kafka 2.3 broker."""
+    a = ProducerAdapter()
+    for params in ({"max_in_flight": 2, "transactional": 0},
+                   {"max_in_flight": 5, "records": 5, "transactional": 0}):
+        model = spec.instantiate("kip360", params)
+        fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+        assert a.initial_reason(model.params, fresh) is None
+    path = ROOT / "counterexamples" / "producer" / "kafka-8483" / "new-records-in-order.json"
+    model = spec.instantiate("kafka-8483")
+    run = driver.TraceRun(None, "t", model.params, model=model)
+    with pytest.raises(driver.NotDrivable, match="Kafka 2.3"):
+        a.begin(run, {})
+    assert path.exists()
+
+
+def test_the_driver_completes_batches_as_the_sender_does():
+    """complete_batch: acknowledged or failed leaves, a retriable answer stays; an
+    OUT_OF_ORDER_SEQUENCE_NUMBER is retriable only behind a lower sequence still in flight."""
+    c = Client(in_flight=[[0, 0], [1, 1], [2, 2]])
+    complete_batch(c, 1, "OUT_OF_ORDER_SEQUENCE_NUMBER")      # batch 0 is still out: retried
+    assert [b[0] for b in c.in_flight] == [0, 1, 2]
+    complete_batch(c, 0, "OUT_OF_ORDER_SEQUENCE_NUMBER")      # the first in flight: it fails
+    assert [b[0] for b in c.in_flight] == [1, 2]
+    complete_batch(c, 1, "DUPLICATE_SEQUENCE_NUMBER")
+    complete_batch(c, 2, "CONCURRENT_TRANSACTIONS")
+    assert [b[0] for b in c.in_flight] == [2]
+    complete_batch(c, 7, "NONE")                              # a timed-out batch's late answer
+    assert [b[0] for b in c.in_flight] == [2]
 
 
 def test_record_batch_is_a_transactional_v2_batch():
@@ -181,7 +217,10 @@ def test_verification_is_why_kafka_12671_no_longer_hangs(kafka_broker):
 @pytest.mark.kafka
 @pytest.mark.parametrize("variant,params,seed", [("kip360", {}, 1), ("kip360", {}, 2),
                                                  ("pre-kip890", {}, 3),
-                                                 ("kip360", {"transactional": 0}, 5)])
+                                                 ("kip360", {"transactional": 0}, 5),
+                                                 ("kip360", {"transactional": 0, "max_in_flight": 3,
+                                                             "records": 3}, 7),
+                                                 ("kip360", {"max_in_flight": 2}, 8)])
 def test_seeded_walk_conforms(kafka_broker, variant, params, seed):
     adapter = ProducerAdapter()
     doc = spec_walk(spec.instantiate(variant, params), adapter, depth=16, seed=seed)

@@ -60,9 +60,12 @@ REQUESTS = {
 CLIENT_SIDE = {
     "BeginTransaction": "the producer's state (no request: beginTransaction is client-side)",
     "Send": "the producer's state: the record takes the partition's next sequence",
-    "ProduceRequest": "the driver builds the batch and holds it; it is sent when the spec's "
-                      "Produce step says it arrives (so a timed-out request really arrives late)",
-    "DeliveryTimeout": "the producer's state: the batch fails, the held request stays on the wire",
+    "ProduceRequest": "the driver builds the batch with the lowest sequence not on the wire and "
+                      "holds it behind the requests it already holds; each is sent when the spec's "
+                      "Produce step says it arrives, oldest first (so a timed-out request really "
+                      "arrives late, and up to max.in.flight wait on the connection)",
+    "DeliveryTimeout": "the producer's state: the oldest batch in flight fails, its held request "
+                       "stays on the wire",
     "CommitTransaction": "the producer's state (EndTxn is the next request)",
     "AbortTransaction": "the producer's state (EndTxn is the next request)",
     "WriteTxnMarker": "nothing to send: Kafka's coordinator sends the marker itself",
@@ -84,13 +87,14 @@ NOT_DRIVABLE = {
 KAFKA_2_3 = ("models Kafka 2.3 (before KIP-360: no epoch bumps, producer state dropped with the "
              "log start, the 2.3 client's sequence reset), a release before KRaft that cannot run "
              "here")
-UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3}
+UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3,
+                        "kafka-8483": KAFKA_2_3}
 PREPARE = ("PrepareCommit", "PrepareAbort")
 
 
 def tv2(variant: str) -> bool:
     """The spec's transaction version (spec/producer.py tv2)."""
-    return variant not in ("pre-kip360", "pre-kip890")
+    return variant not in ("pre-kip360", "pre-kip890", "pre-kip360-in-flight", "kafka-8483")
 
 
 def spec_outcome_of_produce(kafka_error: str, base_offset: int, appended_offsets: set[int]) -> str:
@@ -122,6 +126,20 @@ def _kio():
         "rread": "kio.records.readers", "prim": "kio.static.primitive", "types": "kio.schema.types",
     }
     return {k: importlib.import_module(v) for k, v in names.items()}
+
+
+def complete_batch(c: "Client", record: int, outcome: str) -> None:
+    """The Sender's handling of a produce response for its batch of `record` (a batch that timed
+    out takes none): acknowledged (a duplicate too) or failed, it leaves the batches in flight;
+    CONCURRENT_TRANSACTIONS, and OUT_OF_ORDER_SEQUENCE_NUMBER while a lower sequence is still in
+    flight (TransactionManager.canRetry), keep it for a retry."""
+    batch = next((b for b in c.in_flight if b[0] == record), None)
+    if batch is None:
+        return
+    lower_in_flight = any(b[1] < batch[1] for b in c.in_flight)
+    if outcome == "CONCURRENT_TRANSACTIONS" or (outcome == "OUT_OF_ORDER_SEQUENCE_NUMBER" and lower_in_flight):
+        return
+    c.in_flight.remove(batch)
 
 
 def error_name(code) -> str:
@@ -191,7 +209,8 @@ def read_batches(data: bytes) -> list:
 class Client:
     """The producer's client-side state as the driver keeps it, from Kafka's answers only (the
     spec's TransactionManager and Sender, spec/producer.py): the epoch Kafka handed out, the
-    next sequence, the pending end of the transaction, the request held on the wire."""
+    next sequence, the pending end of the transaction, the batches in flight and the requests
+    held on the wire."""
     transaction_version: int = 2
     transactional: bool = True        # False: the idempotent-only producer (no transactional id)
     producer_id: int = -1
@@ -200,7 +219,10 @@ class Client:
     sent: int = 0                     # records handed to the producer
     batch_seq: int = 0
     pending_end: bool | None = None   # True: commit, False: abort
-    held: tuple | None = None         # (record, epoch, sequence) of the request on the wire
+    # the batches awaiting their response, oldest first: [record, sequence]
+    in_flight: list = field(default_factory=list)
+    # (record, epoch, sequence) of each request on the wire, in the order the broker takes them
+    held: list = field(default_factory=list)
     appended_offsets: set = field(default_factory=set)
     markers_pending: bool = False     # Kafka's coordinator is completing a transaction with markers
     changed_config: bool = False      # partition verification switched off for this trace
@@ -250,11 +272,7 @@ class ProducerAdapter(Adapter):
         return pre["txn_state"] not in PREPARE or action not in REQUESTS or action == "TxnMarkerArrives"
 
     def initial_reason(self, params, state: dict) -> str | None:
-        """Requests reach only the spec's initial state: a new transactional id, a new topic.
-        The driver holds one produce request at a time (max.in.flight.requests.per.connection=1)."""
-        if getattr(params, "max_in_flight", 1) > 1:
-            return (f"max_in_flight={params.max_in_flight}: the adapter holds one produce request "
-                    f"at a time; two batches in flight are not driven")
+        """Requests reach only the spec's initial state: a new transactional id, a new topic."""
         fresh = {"client": "UNINITIALIZED", "txn_epoch": -1, "txn_state": "Empty", "sent": 0,
                  "second_instance": "NOT_STARTED", "leader": 0, "coordinator_epoch": 0}
         for k, v in fresh.items():
@@ -316,19 +334,30 @@ class ProducerAdapter(Adapter):
         elif action == "BeginTransaction":
             c.pending_end = None
         elif action == "Send":
+            c.in_flight.append([c.sent, c.next_seq])
             c.batch_seq, c.next_seq, c.sent = c.next_seq, c.next_seq + 1, c.sent + 1
         elif action == "ProduceRequest":
-            c.held = (c.sent - 1, c.epoch, c.batch_seq)
+            # the Sender drains the batch with the lowest sequence that is not on the wire
+            on_wire = {h[0] for h in c.held}
+            waiting = [b for b in c.in_flight if b[0] not in on_wire]
+            if not waiting:
+                raise NotDrivable("ProduceRequest with every batch already on the wire")
+            record, seq = min(waiting, key=lambda b: b[1])
+            c.held.append((record, c.epoch, seq))
         elif action == "Produce":
-            if c.held is None:
+            if not c.held:
                 raise NotDrivable("Produce with no request on the wire")
-            record, epoch, seq = c.held
-            c.held = None
+            record, epoch, seq = c.held.pop(0)
             err, offset = self._produce(run, c, record, epoch, seq)
             obs["outcome"] = spec_outcome_of_produce(err, offset, c.appended_offsets)
             if obs["outcome"] == "NONE":
                 c.appended_offsets.add(offset)
-        elif action in ("DeliveryTimeout", "WriteTxnMarker"):
+            if not lost:
+                complete_batch(c, record, obs["outcome"])
+        elif action == "DeliveryTimeout":
+            if c.in_flight:
+                c.in_flight.remove(min(c.in_flight, key=lambda b: b[1]))
+        elif action == "WriteTxnMarker":
             pass
         elif action == "IdempotentEpochBump":
             c.epoch, c.next_seq = c.epoch + 1, 0
