@@ -65,6 +65,13 @@ def cluster_for(version: str) -> Cluster:
     return _clusters[version]
 
 
+def stop_cluster(version: str) -> None:
+    """Stop this release's cluster (a later `cluster_for` starts a new one)."""
+    c = _clusters.pop(version, None)
+    if c is not None:
+        c.stop()
+
+
 def stop_all() -> None:
     """Stop every broker and cluster of the session (also run at exit)."""
     for b in list(_brokers.values()) + list(_clusters.values()):

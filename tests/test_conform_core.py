@@ -19,7 +19,7 @@ from checker.conform.kafka import check_version
 from checker.loader import load_spec
 from checker.trace import load, replay
 from checker.walk import random_walk
-from conftest_kafka import broker_for
+from conftest_kafka import broker_for, cluster_for
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "tests" / "scenarios" / "consumer_group"
@@ -372,3 +372,68 @@ def test_conform_command_on_a_broker_the_user_started(kafka_431, tmp_path, monke
     assert out["no-zombie-commit.json"]["outcome"] == CONFORMS
     assert (out["heartbeat_race_strict.json"]["outcome"], out["heartbeat_race_strict.json"]["step"]) == (DIVERGES, 3)
     assert (tmp_path / "heartbeat_race_strict.kafka-external.wire.txt").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# On a cluster of three nodes (one per release per session, tests/conftest_kafka.py)
+
+def _move_every_step(path: Path) -> ConsumerGroupAdapter:
+    return ConsumerGroupAdapter(coordinator_moves=tuple(range(1, len(load(path)["steps"]) + 1)))
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("version", ["4.3.1", "4.2.2"])
+def test_the_zombie_commit_survives_coordinator_failovers(version):
+    """The group coordinator moves to another node after every step of the zombie trace: the new
+    coordinator loads the group from its records, and every step conforms as on one broker (the
+    spec has no failover action; a move must change nothing Kafka shows)."""
+    cluster = cluster_for(version)
+    ad = _move_every_step(ZOMBIE)
+    leaders = []
+    original = ad._move_coordinator
+
+    def move(run):
+        original(run)
+        leaders.append(cluster.partition("__consumer_offsets", 0)["leader"])
+    ad._move_coordinator = move
+    o = run_trace(cluster, ad, SPEC, _job(ZOMBIE), version)
+    assert o.kind == CONFORMS and o.steps == 11, o.text()
+    # eleven moves, each to another node than the one before
+    assert len(leaders) == 11 and all(a != b for a, b in zip(leaders, leaders[1:]))
+    # the strict trace diverges exactly as the release record says, failovers or not
+    race = SCENARIOS / "heartbeat_race_kip1251.json"
+    o = run_trace(cluster, _move_every_step(race), SPEC, _job(race), version)
+    assert o.kind == (CONFORMS if version == "4.3.1" else EXPECTED), o.text()
+    if version != "4.3.1":      # three JVMs: free the machine (4.3.1's is checked and stopped below)
+        from conftest_kafka import stop_cluster
+        stop_cluster(version)
+
+
+@pytest.mark.kafka
+def test_a_move_on_one_broker_is_not_drivable(kafka_431):
+    o = run_trace(kafka_431, ConsumerGroupAdapter(coordinator_moves=(1,)), SPEC, _job(ZOMBIE), "4.3.1")
+    assert o.kind == NOT_DRIVABLE and "cluster of three" in o.detail
+
+
+@pytest.mark.kafka
+def test_the_cluster_moves_leaders_and_stops_with_no_process_left():
+    """Three nodes, every one a broker; a partition's leader and a coordinator move by request
+    (the leader epoch grows by one each time); stopped, no node's process is left."""
+    import os
+    from checker.conform.wire import Connection
+    from conftest_kafka import stop_cluster
+    cluster = cluster_for("4.3.1")
+    assert len(cluster.nodes) == 3 and len(cluster.pids()) == 3
+    with Connection(*cluster.host_port) as c:
+        assert sorted(int(b.node_id) for b in c.metadata([]).brokers) == [1, 2, 3]
+        c.create_topic("kcheck-cluster-test", 1)
+        before = cluster.partition("kcheck-cluster-test", 0)
+        assert len(before["replicas"]) == 3 and sorted(before["isr"]) == [1, 2, 3]
+        after = cluster.move_leader("kcheck-cluster-test", 0)
+        assert after["leader"] != before["leader"] and after["leader_epoch"] == before["leader_epoch"] + 1
+        txn = cluster.move_coordinator("kcheck-cluster-test", key_type=1)
+        assert c.find_coordinator("kcheck-cluster-test", key_type=1) == \
+            cluster.node(txn["leader"]).host_port
+    pids = cluster.pids()
+    stop_cluster("4.3.1")
+    assert cluster.pids() == [] and not [p for p in pids if os.path.exists(f"/proc/{p}")]

@@ -491,11 +491,26 @@ class Cluster(Broker):
     def log_dir_of(self, topic: str, partition: int) -> Path:
         return self.node(self.partition(topic, partition)["leader"]).data_dir
 
+    def high_watermark(self, topic: str, partition: int, node_id: int) -> int | None:
+        """The partition's high watermark as node ``node_id`` serves it (ListOffsets, latest,
+        read_uncommitted); None when that node does not lead it (yet)."""
+        from kio.static.primitive import i8, i32, i64
+
+        from checker.conform.wire import Connection, schema
+        m = schema("list_offsets", 7)
+        with Connection(*self.node(node_id).host_port, client_id="kcheck-cluster") as c:
+            r = c.send(m.ListOffsetsRequest(replica_id=i32(-1), isolation_level=i8(0), topics=(
+                m.ListOffsetsTopic(name=topic, partitions=(m.ListOffsetsPartition(
+                    partition_index=i32(partition), timestamp=i64(-1)),)),)))
+        part = r.topics[0].partitions[0]
+        return int(part.offset) if part.error_code == 0 else None
+
     # -- moves ----------------------------------------------------------------------------------
     def move_leader(self, topic: str, partition: int, to: int | None = None,
-                    wait_s: float = 60.0) -> dict:
+                    wait_s: float = 60.0, wait_committed: bool = True) -> dict:
         """Make another in-sync replica (``to``, or the next in the ISR after the leader) the
-        partition's leader; returns the partition after the move."""
+        partition's leader; returns the partition after the move, once the new leader has
+        committed what the old one had (``wait_committed=False``: at once)."""
         from kio.static.primitive import i8, i32
 
         from checker.conform.wire import WireError, error_name, ms, schema
@@ -511,6 +526,9 @@ class Cluster(Broker):
             raise WireError(f"node {to} is not an in-sync replica of {topic}-{partition} "
                             f"(ISR {before['isr']})")
         order = [to] + [r for r in before["replicas"] if r != to]
+        # what the old leader has committed: the new one serves reads at its own high watermark,
+        # which lags until the followers fetch from it (see the wait at the end)
+        committed = self.high_watermark(topic, partition, leader) or 0
         apr = schema("alter_partition_reassignments", 0)
         el = schema("elect_leaders", 2)
         deadline = time.monotonic() + wait_s
@@ -534,7 +552,7 @@ class Cluster(Broker):
                 codes = [p.error_code for t in r.replica_election_results for p in t.partition_result]
                 now = self.partition(topic, partition)
                 if now["leader"] == to:
-                    return now
+                    break
                 # ELECTION_NOT_NEEDED: the controller has elected it already (metadata to follow)
                 if r.error_code or any(e and error_name(e) != "ELECTION_NOT_NEEDED" for e in codes):
                     code = r.error_code or next(e for e in codes if e)
@@ -546,15 +564,28 @@ class Cluster(Broker):
                     raise WireError(f"node {to} did not become {topic}-{partition}'s leader within "
                                     f"{wait_s:.0f}s (leader {now['leader']})")
                 time.sleep(0.1)   # the metadata follows the election: poll
+        # A new leader's high watermark is the one it last learned as a follower, and a
+        # coordinator serves reads (ConsumerGroupDescribe, OffsetFetch, DescribeTransactions) at
+        # its last committed offset: until the followers fetch from the new leader, it shows an
+        # older state than the old leader had committed and answered (measured on 4.3.1: a
+        # describe right after the move lacked a member whose join had been answered). Wait
+        # until the new leader has committed what the old one had.
+        while wait_committed and (self.high_watermark(topic, partition, to) or -1) < committed:
+            if time.monotonic() > deadline:
+                raise WireError(f"{topic}-{partition}'s new leader {to} has not committed offset "
+                                f"{committed} within {wait_s:.0f}s")
+            time.sleep(0.05)   # the followers fetch from the new leader: poll its high watermark
+        return now
 
-    def move_coordinator(self, key: str, key_type: int = 0, wait_s: float = 60.0) -> dict:
+    def move_coordinator(self, key: str, key_type: int = 0, wait_s: float = 60.0,
+                         wait_committed: bool = True) -> dict:
         """Move the group (key_type 0) or transaction (1) coordinator of ``key`` to another node:
         its internal topic's partition gets a new leader; returns that partition after the move
         once FindCoordinator names the new node and it has loaded the partition."""
         from checker.conform.wire import WireError
         topic = "__consumer_offsets" if key_type == 0 else "__transaction_state"
         # one partition per internal topic (BASE_SETTINGS), so every key lives in partition 0
-        after = self.move_leader(topic, 0, wait_s=wait_s)
+        after = self.move_leader(topic, 0, wait_s=wait_s, wait_committed=wait_committed)
         leader = self.node(after["leader"])
         deadline = time.monotonic() + wait_s
         with self._admin() as c:
