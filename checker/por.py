@@ -116,14 +116,31 @@ class Reduction:
         for k, a in enumerate(acc):
             for f in a.writes:
                 writers.setdefault(f, set()).add(k)
-        self.candidates: list[tuple[int, np.ndarray]] = []     # (t, instances Dep({t}))
+        # candidate ample sets: the instances of one action by one actor (its nondeterministic
+        # choices, e.g. Join's target, are siblings that are enabled together and depend on
+        # each other, so a set of one of them would never be valid)
+        groups: dict[tuple, list[int]] = {}
+        for inst in model.instances:
+            act = inst.action
+            if act.actors:
+                key = (act.name, act.actors[0].format(**inst.args))
+            else:
+                key = (act.name, tuple(sorted((k, str(v)) for k, v in inst.args.items())))
+            groups.setdefault(key, []).append(inst.index)
+        # and each instance alone (a group fails when one sibling has an unblockable dependent)
+        sets = list(groups.values()) + [[k] for g in groups.values() if len(g) > 1 for k in g]
+        self.candidates: list[tuple[np.ndarray, np.ndarray]] = []   # (A, Dep(A))
         conditions: list[Expr] = []
-        self.no_blocker = 0      # invisible instances with a dependent that nothing can block
-        for t in range(n):
-            if self.visible[t]:
+        self.no_blocker = 0      # invisible groups with a dependent that nothing can block
+        self.visible_groups = 0
+        for members in sets:
+            if self.visible[members].any():
+                self.visible_groups += 1
                 continue
-            dep = [u for u in range(n) if u != t and not independent(acc[t], acc[u])]
-            closed = set(dep) | {t}
+            inside = set(members)
+            dep = [u for u in range(n) if u not in inside and
+                   any(not independent(acc[t], acc[u]) for t in members)]
+            closed = set(dep) | inside
             terms = []
             for u in dep:
                 blockers = [g for g in _conjuncts(model.instances[u].guard)
@@ -136,8 +153,9 @@ class Reduction:
             if terms is None:
                 self.no_blocker += 1
                 continue
-            self.candidates.append((t, np.array(dep, dtype=np.int64)))
+            self.candidates.append((np.array(members, dtype=np.int64), np.array(dep, dtype=np.int64)))
             conditions.append(And(*terms))
+        self.groups = len(sets)
         self._blocked = _compile_conditions(model, conditions)
         self.expanded = 0        # states expanded
         self.reduced = 0         # of them, expanded with an ample set
@@ -147,10 +165,10 @@ class Reduction:
         return bool(self.candidates)
 
     def describe(self) -> str:
-        n = len(self.model.instances)
-        return (f"{len(self.candidates)} of {n} action instances can form an ample set "
-                f"({int(self.visible.sum())} visible to the properties checked, "
-                f"{self.no_blocker} with a dependent step nothing can block)")
+        return (f"{len(self.candidates)} of {self.groups} candidate sets (an action's instances by one "
+                f"actor, and each instance alone) can be ample "
+                f"({self.visible_groups} visible to the properties checked, {self.no_blocker} "
+                f"with a dependent step nothing can block)")
 
     def successors(self, S: np.ndarray, fresh):
         """What ``Compiled.successors(S)`` yields, restricted to each state's ample set where one
@@ -159,26 +177,30 @@ class Reduction:
         m = S.shape[1]
         masks = [np.ones(m, dtype=bool) if g is True else np.zeros(m, dtype=bool) if g is False
                  else np.asarray(g) for g in comp.guards(S)]
-        chosen = np.full(m, -1, dtype=np.int64)     # the instance t of each state's ample set
+        chosen = np.full(m, -1, dtype=np.int64)     # each state's candidate ample set
         if self.candidates:
             blocked = self._blocked(S)
-            for (t, _dep), b in zip(self.candidates, blocked):
-                ok = masks[t] & (chosen < 0)
+            for c, ((members, _dep), b) in enumerate(zip(self.candidates, blocked)):
+                ok = np.logical_or.reduce([masks[k] for k in members]) & (chosen < 0)
                 if b is not True:
                     ok &= np.broadcast_to(b, (m,))
-                chosen[ok] = t
-        cache = {}
+                chosen[ok] = c
         reduced = chosen >= 0
-        for t in np.unique(chosen[reduced]):
-            idx = np.flatnonzero(chosen == t)
-            T, out, ok = comp.effects[t](S[:, idx])
-            # one ample step per state: kept when inside the bounds and new; a cut step or one
-            # to a state already seen makes the state expand in full
-            keep = np.ones(idx.size, dtype=bool) if ok is None else ok.copy()
-            if keep.any():
-                keep[keep] = fresh(T[:, keep])
-            reduced[idx[~keep]] = False
-            cache[int(t)] = (idx, T, out, ok, keep)
+        steps = {}
+        for c in np.unique(chosen[reduced]):
+            idx = np.flatnonzero(chosen == c)
+            for k in self.candidates[c][0]:
+                sel = idx[masks[k][idx]]
+                if not sel.size:
+                    continue
+                T, out, ok = comp.effects[k](S[:, sel])
+                # every ample step must stay inside the bounds and reach a new state; a cut
+                # step or one to a state already seen makes the state expand in full
+                good = np.ones(sel.size, dtype=bool) if ok is None else ok.copy()
+                if good.any():
+                    good[good] = fresh(T[:, good])
+                reduced[sel[~good]] = False
+                steps[int(k)] = (sel, T, out, ok)
         self.expanded += m
         self.reduced += int(reduced.sum())
         full = ~reduced
@@ -189,8 +211,9 @@ class Reduction:
                 idx = np.flatnonzero(want)
                 T, out, ok = comp.effects[k](S[:, idx])
                 parts.append((idx, T, out, ok))
-            if k in cache:
-                idx, T, out, ok, keep = cache[k]
+            if k in steps:
+                idx, T, out, ok = steps[k]
+                keep = reduced[idx]
                 if keep.any():
                     parts.append((idx[keep], T[:, keep], _take(out, keep),
                                   None if ok is None else ok[keep]))
@@ -262,62 +285,65 @@ def verify(model: Model, comp, red: Reduction, sample: int = SAMPLE_STATES, dept
     m = S.shape[1]
     masks = [np.broadcast_to(np.asarray(g), (m,)) for g in comp.guards(S)]
     blocked = red._blocked(S)
-    checks = 0
-    for (t, dep), b in zip(red.candidates, blocked):
-        at = masks[t] & np.broadcast_to(np.asarray(b), (m,))
-        if not at.any():
-            continue
-        where = np.flatnonzero(at)
-        P = S[:, where]
-        Pt, _o, ok = comp.effects[t](P)
-        if ok is not None:
-            where, P, Pt = where[ok], P[:, ok], Pt[:, ok]
-        if not where.size:
-            continue
-        label = model.instances[t].label
-        for name, fn in comp.invariants.items():
-            a, c = np.broadcast_to(fn(P), (P.shape[1],)), np.broadcast_to(fn(Pt), (P.shape[1],))
-            if (a != c).any():
-                i = int(np.flatnonzero(a != c)[0])
-                raise PorError(f"partial-order reduction of spec {model.spec.name}: step {label} "
-                               f"changes invariant {name} at state {_show(model, P[:, i])}, yet "
-                               f"counts as invisible")
-        after = [np.broadcast_to(np.asarray(g), (Pt.shape[1],)) for g in comp.guards(Pt)]
-        dep_set = set(int(x) for x in dep)
-        for u in range(len(model.instances)):
-            if u == t:
-                continue
-            en = masks[u][where]
-            if u in dep_set:
-                if en.any():
-                    i = int(np.flatnonzero(en)[0])
-                    raise PorError(f"partial-order reduction of spec {model.spec.name}: step "
-                                   f"{model.instances[u].label} depends on {label} and is enabled "
-                                   f"at {_show(model, P[:, i])}, where {label} was taken as ample")
-                continue
-            if (en != after[u]).any():
-                i = int(np.flatnonzero(en != after[u])[0])
-                raise PorError(f"partial-order reduction of spec {model.spec.name}: step {label} "
-                               f"enables or disables {model.instances[u].label} at state "
-                               f"{_show(model, P[:, i])}, yet the two count as independent")
-            if not en.any():
-                continue
-            sel = np.flatnonzero(en)
-            U, uo, _ = comp.effects[u](P[:, sel])
-            Ut, uto, _ = comp.effects[u](Pt[:, sel])
-            TU, _, _ = comp.effects[t](U)
-            same = (TU == Ut).all(axis=0)
-            same &= np.broadcast_to(np.asarray(uo if uo is not None else 0) ==
-                                    np.asarray(uto if uto is not None else 0), (sel.size,))
-            for _name, tp in comp.tprops_by_instance.get(u, ()):
-                same &= np.broadcast_to(tp(P[:, sel], U, uo) == tp(Pt[:, sel], Ut, uto), (sel.size,))
-            checks += sel.size
-            if not same.all():
-                i = int(sel[np.flatnonzero(~same)[0]])
-                raise PorError(f"partial-order reduction of spec {model.spec.name}: steps {label} "
-                               f"and {model.instances[u].label} do not commute at state "
-                               f"{_show(model, P[:, i])}, yet count as independent")
+    for (members, dep), b in zip(red.candidates, blocked):
+        for t in members:
+            _check_ample_step(model, comp, S, masks, int(t), set(int(x) for x in members),
+                              set(int(x) for x in dep), np.broadcast_to(np.asarray(b), (m,)))
     return m
+
+
+def _check_ample_step(model, comp, S, masks, t, group, dep_set, blocked):
+    """verify's check of step t at the sample states where its set is a valid ample set."""
+    at = masks[t] & blocked
+    if not at.any():
+        return
+    where = np.flatnonzero(at)
+    P = S[:, where]
+    Pt, _o, ok = comp.effects[t](P)
+    if ok is not None:
+        where, P, Pt = where[ok], P[:, ok], Pt[:, ok]
+    if not where.size:
+        return
+    label = model.instances[t].label
+    name_ = f"partial-order reduction of spec {model.spec.name}"
+    for name, fn in comp.invariants.items():
+        a, c = np.broadcast_to(fn(P), (P.shape[1],)), np.broadcast_to(fn(Pt), (P.shape[1],))
+        if (a != c).any():
+            i = int(np.flatnonzero(a != c)[0])
+            raise PorError(f"{name_}: step {label} changes invariant {name} at state "
+                           f"{_show(model, P[:, i])}, yet counts as invisible")
+    after = [np.broadcast_to(np.asarray(g), (Pt.shape[1],)) for g in comp.guards(Pt)]
+    for u in range(len(model.instances)):
+        if u in group:
+            continue          # the ample set's own steps: all of them are expanded
+        en = masks[u][where]
+        if u in dep_set:
+            if en.any():
+                i = int(np.flatnonzero(en)[0])
+                raise PorError(f"{name_}: step {model.instances[u].label} depends on {label} "
+                               f"and is enabled at {_show(model, P[:, i])}, where {label} was "
+                               f"taken as ample")
+            continue
+        if (en != after[u]).any():
+            i = int(np.flatnonzero(en != after[u])[0])
+            raise PorError(f"{name_}: step {label} enables or disables "
+                           f"{model.instances[u].label} at state {_show(model, P[:, i])}, yet "
+                           f"the two count as independent")
+        if not en.any():
+            continue
+        sel = np.flatnonzero(en)
+        U, uo, _ = comp.effects[u](P[:, sel])
+        Ut, uto, _ = comp.effects[u](Pt[:, sel])
+        TU, _, _ = comp.effects[t](U)
+        same = (TU == Ut).all(axis=0)
+        same &= np.broadcast_to(np.asarray(uo if uo is not None else 0) ==
+                                np.asarray(uto if uto is not None else 0), (sel.size,))
+        for _name, tp in comp.tprops_by_instance.get(u, ()):
+            same &= np.broadcast_to(tp(P[:, sel], U, uo) == tp(Pt[:, sel], Ut, uto), (sel.size,))
+        if not same.all():
+            i = int(sel[np.flatnonzero(~same)[0]])
+            raise PorError(f"{name_}: steps {label} and {model.instances[u].label} do not "
+                           f"commute at state {_show(model, P[:, i])}, yet count as independent")
 
 
 def _show(model, words) -> str:
