@@ -153,9 +153,36 @@ class Enum(FieldType):
 
 @dataclass
 class Array:
-    """A fixed-size array of a field type, indexed 0..size-1 (members, partitions, ...)."""
-    of: FieldType
+    """A fixed-size array, indexed 0..size-1 (members, partitions, ...), of a field type, of
+    arrays (``Array(Array(Bool, partitions), members)`` is read ``s.owns[m][q]``) or of records."""
+    of: "FieldType | Array | Record"
     size: int
+
+    def __post_init__(self):
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
+            raise SpecError(f"Array(..., {self.size!r}): the size must be a positive integer "
+                            f"(at {_user_frame()})")
+        if not isinstance(self.of, (FieldType, Array, Record)):
+            raise SpecError(f"Array({self.of!r}, ...): elements must be Int, Bool, an Enum, an "
+                            f"Array or a Record (at {_user_frame()})")
+
+
+class Record:
+    """Named fields that belong together, e.g. a request in flight:
+    ``Record(epoch=Int(0, 3), owned=Array(Bool, 2), error=Error)``, read ``s.request[m].epoch``.
+    Stored as one field per member, so it costs nothing over parallel arrays."""
+
+    def __init__(self, **members):
+        if not members:
+            raise SpecError(f"Record(): give at least one member (at {_user_frame()})")
+        for name, t in members.items():
+            if not isinstance(t, (FieldType, Array, Record)):
+                raise SpecError(f"Record member '{name}' has type {t!r}: use Int, Bool, an Enum, "
+                                f"an Array or a Record (at {_user_frame()})")
+        self.members = dict(members)
+
+    def __repr__(self):
+        return f"Record({', '.join(f'{k}={v!r}' for k, v in self.members.items())})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,6 +354,20 @@ def If(cond, then, other) -> Expr:
     return Expr("ite", (c, t, o), t.kind, t.enum or o.enum)
 
 
+def Case(*cases, default) -> Expr:
+    """The value of the first case whose condition holds, else ``default``: Kafka's order of error
+    checks, e.g. ``Case((fenced, Error.FENCED_MEMBER_EPOCH), (stale, Error.STALE_MEMBER_EPOCH),
+    default=Error.NONE)``. Each case is a pair (condition, value)."""
+    for c in cases:
+        if not isinstance(c, tuple) or len(c) != 2:
+            raise SpecError(f"Case: each case is a pair (condition, value), got {c!r} "
+                            f"(at {_user_frame()})")
+    out = const(default)
+    for cond, value in reversed(cases):
+        out = If(cond, value, out)
+    return out
+
+
 def Min(a, b) -> Expr:
     a, b = const(a), const(b)
     if is_const(a) and is_const(b):
@@ -363,45 +404,129 @@ def Forall(items, pred: Callable) -> Expr:
 @dataclass
 class FieldInfo:
     index: int
-    name: str          # flattened, e.g. "member_epoch[1]"
+    name: str          # flattened, e.g. "member_epoch[1]", "owns[1][0]", "request[0].epoch"
     base: str          # declared name, e.g. "member_epoch"
     type: FieldType
-    element: int | None = None
+    element: int | None = None   # position among the declared field's flat fields (None: scalar)
+    path: tuple = ()             # the indices and member names from the declared field to it
 
 
-class ArrayView:
-    """An array field seen from an action or property: [i] with a Python int is the element,
-    with a state expression an If-chain over the elements."""
+class _Selected:
+    """Elements of the same shape chosen by a state expression (``s.owns[m]`` with ``m`` an
+    expression): reading a field of it is a ``select`` over the candidates, writing one writes
+    each candidate under ``index == k``."""
 
-    def __init__(self, owner, base: str, fields: list[FieldInfo]):
-        self._owner, self._base, self._fields = owner, base, fields
+    def __init__(self, index: Expr, candidates: list):
+        self.index, self.candidates = index, candidates
+
+
+def _shape_len(node) -> int:
+    return len(node.candidates[0]) if isinstance(node, _Selected) else len(node)
+
+
+class FieldView:
+    """A compound field (an Array or a Record, or part of one) seen from an action or property.
+    ``[i]`` with a Python int is the element, with a state expression a select over the
+    elements; ``.name`` is a record's member. A leaf reads as an expression."""
+
+    def __init__(self, owner, label: str, node):
+        object.__setattr__(self, "_owner", owner)
+        object.__setattr__(self, "_label", label)
+        object.__setattr__(self, "_node", node)
+
+    # navigation: a node is a FieldInfo, a list (array), a dict (record) or a _Selected
+    def _index(self, node, i, label):
+        if isinstance(node, _Selected):
+            return _Selected(node.index, [self._index(c, i, label) for c in node.candidates])
+        if not isinstance(node, list):
+            raise SpecError(f"{label} is not an array: it cannot be indexed (at {_user_frame()})")
+        if isinstance(i, Expr):
+            if i.kind != "int":
+                raise SpecError(f"{label}[...] indexed by a condition (at {_user_frame()})")
+            return _Selected(i, list(node))
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(node):
+            raise SpecError(f"index {i!r} out of range for {label}[0..{len(node) - 1}] "
+                            f"(at {_user_frame()})")
+        return node[i]
+
+    def _member(self, node, name, label):
+        if isinstance(node, _Selected):
+            return _Selected(node.index, [self._member(c, name, label) for c in node.candidates])
+        if not isinstance(node, dict):
+            raise SpecError(f"{label} is not a record: it has no member '{name}' (at {_user_frame()})")
+        if name not in node:
+            raise SpecError(f"record {label} has no member '{name}' (at {_user_frame()}); "
+                            f"members: {', '.join(node)}")
+        return node[name]
+
+    def _read(self, node, label):
+        if isinstance(node, FieldInfo):
+            return self._owner._read(node)
+        if isinstance(node, _Selected) and isinstance(node.candidates[0], FieldInfo):
+            elems = [self._read(c, label) for c in node.candidates]
+            return Expr("select", (node.index, *elems), elems[0].kind, elems[0].enum)
+        return FieldView(self._owner, label, node)
+
+    def _assign(self, node, value, guard, label):
+        if isinstance(node, FieldInfo):
+            self._owner._write(node, value if guard is None else
+                               If(guard, value, self._owner._current(node)))
+        elif isinstance(node, _Selected):
+            for k, c in enumerate(node.candidates):
+                self._assign(c, value, And(node.index == k) if guard is None else
+                             And(guard, node.index == k), label)
+        elif isinstance(node, dict) and isinstance(value, dict):
+            for name in value:
+                if name not in node:
+                    raise SpecError(f"record {label} has no member '{name}' (at {_user_frame()}); "
+                                    f"members: {', '.join(node)}")
+            missing = [n for n in node if n not in value]
+            if missing:
+                raise SpecError(f"assigning record {label} leaves out {', '.join(missing)} "
+                                f"(at {_user_frame()}): give every member")
+            for name, sub in node.items():
+                self._assign(sub, value[name], guard, f"{label}.{name}")
+        else:
+            what = "a record: assign a dict of its members or one member" if isinstance(node, dict) \
+                else "an array: assign its elements"
+            raise SpecError(f"cannot assign {label} as a whole, it is {what} (at {_user_frame()})")
+
+    def _writable(self, label):
+        if not isinstance(self._owner, Transition):
+            raise SpecError(f"cannot assign {label} here: state is read-only (at {_user_frame()})")
 
     def __len__(self):
-        return len(self._fields)
+        return _shape_len(self._node) if not isinstance(self._node, dict) else len(self._node)
 
     def __iter__(self):
-        return (self[i] for i in range(len(self._fields)))
+        if isinstance(self._node, dict):
+            raise SpecError(f"record {self._label} cannot be iterated (at {_user_frame()})")
+        return (self[i] for i in range(len(self)))
 
     def __getitem__(self, i):
-        if isinstance(i, Expr):
-            elems = [self._owner._read(f) for f in self._fields]
-            return Expr("select", (i, *elems), elems[0].kind, elems[0].enum)
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self._fields):
-            raise SpecError(f"index {i!r} out of range for {self._base}[0..{len(self._fields) - 1}] "
-                            f"(at {_user_frame()})")
-        return self._owner._read(self._fields[i])
+        label = f"{self._label}[{i!r}]" if not isinstance(i, Expr) else f"{self._label}[...]"
+        return self._read(self._index(self._node, i, self._label), label)
 
     def __setitem__(self, i, value):
-        if not isinstance(self._owner, Transition):
-            raise SpecError(f"cannot assign {self._base}[{i}] here: state is read-only (at {_user_frame()})")
-        if isinstance(i, Expr):
-            for k, f in enumerate(self._fields):
-                self._owner._write(f, If(i == k, value, self._owner._current(f)))
-            return
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(self._fields):
-            raise SpecError(f"index {i!r} out of range for {self._base}[0..{len(self._fields) - 1}] "
-                            f"(at {_user_frame()})")
-        self._owner._write(self._fields[i], value)
+        label = f"{self._label}[{i!r}]" if not isinstance(i, Expr) else f"{self._label}[...]"
+        self._writable(label)
+        self._assign(self._index(self._node, i, self._label), value, None, label)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._read(self._member(self._node, name, self._label), f"{self._label}.{name}")
+
+    def __setattr__(self, name, value):
+        self._writable(f"{self._label}.{name}")
+        self._assign(self._member(self._node, name, self._label), value, None,
+                     f"{self._label}.{name}")
+
+    def __bool__(self):
+        raise SpecError(f"{self._label} is an array or a record, not a condition (at {_user_frame()})")
+
+
+ArrayView = FieldView   # the name engines knew before records and nested arrays
 
 
 class StateView:
@@ -417,8 +542,8 @@ class StateView:
 
     def __getattr__(self, name):
         fields = self._fields
-        if name in fields.arrays:
-            return ArrayView(self, name, fields.arrays[name])
+        if name in fields.compound:
+            return FieldView(self, name, fields.compound[name])
         if name in fields.scalars:
             return self._read(fields.scalars[name])
         raise SpecError(f"unknown state field '{name}' (at {_user_frame()}); fields: "
@@ -501,8 +626,9 @@ class Transition(StateView):
         fields = self._fields
         if name in fields.scalars:
             self._write(fields.scalars[name], value)
-        elif name in fields.arrays:
-            raise SpecError(f"assign the elements of {name}[...], not the array (at {_user_frame()})")
+        elif name in fields.compound:
+            FieldView(self, name, fields.compound[name])._assign(fields.compound[name], value,
+                                                                 None, name)
         else:
             raise SpecError(f"unknown state field '{name}' (at {_user_frame()}); fields: "
                             f"{', '.join(fields.declared)}")
@@ -531,6 +657,24 @@ class Params:
         return dict(self.__dict__)
 
 
+def _storage_order(t, path: tuple):
+    """(path, leaf type) of every leaf of type ``t`` in the order they are stored: arrays element
+    by element, records member by member, an array of records member by member (each member an
+    array over the elements)."""
+    if isinstance(t, Record):
+        for k, m in t.members.items():
+            yield from _storage_order(m, path + (k,))
+    elif isinstance(t, Array) and isinstance(t.of, Record):
+        for k, m in t.of.members.items():
+            for p, leaf in _storage_order(Array(m, t.size), ()):
+                yield path + (p[0], k) + p[1:], leaf
+    elif isinstance(t, Array):
+        for i in range(t.size):
+            yield from _storage_order(t.of, path + (i,))
+    else:
+        yield path, t
+
+
 class StateFields:
     """The state's fields, flattened: an array is one field per element. How they are stored
     (the explicit engine packs them into 64-bit words) is the engines' concern: checker/layout.py."""
@@ -538,55 +682,95 @@ class StateFields:
     def __init__(self, decl: dict[str, Any]):
         self.fields: list[FieldInfo] = []
         self.scalars: dict[str, FieldInfo] = {}
+        # a compound field (Array, Record) as its flat fields in order (row-major: owns[m][q]
+        # is element m*partitions+q), and as its tree of lists and dicts of FieldInfo
         self.arrays: dict[str, list[FieldInfo]] = {}
+        self.compound: dict[str, list | dict] = {}
         self.declared = list(decl)
         for base, t in decl.items():
-            if isinstance(t, Array):
-                elems = []
-                for i in range(t.size):
-                    f = FieldInfo(len(self.fields), f"{base}[{i}]", base, t.of, i)
-                    self.fields.append(f)
-                    elems.append(f)
-                self.arrays[base] = elems
+            if isinstance(t, (Array, Record)):
+                self.arrays[base] = []
+                self.compound[base] = self._flatten_type(base, base, t, ())
             elif isinstance(t, FieldType):
                 f = FieldInfo(len(self.fields), base, base, t)
                 self.fields.append(f)
                 self.scalars[base] = f
             else:
-                raise SpecError(f"state field '{base}' has type {t!r}: use Int, Bool, an Enum or Array")
+                raise SpecError(f"state field '{base}' has type {t!r}: use Int, Bool, an Enum, "
+                                f"an Array or a Record")
+
+    def _flatten_type(self, base: str, name: str, t, path: tuple):
+        """The tree of ``t`` (lists for arrays, dicts for records) with a FieldInfo per leaf. An
+        array of records is stored as a record of arrays (every element's first member, then
+        every element's second...): the order of the parallel arrays it replaces, so that
+        writing a spec's messages as records keeps its layout."""
+        def skeleton(t):
+            if isinstance(t, Array):
+                return [skeleton(t.of) for _ in range(t.size)]
+            if isinstance(t, Record):
+                return {k: skeleton(m) for k, m in t.members.items()}
+            return None
+        tree = skeleton(t)
+        for p, leaf in _storage_order(t, ()):
+            f = FieldInfo(len(self.fields), name + "".join(f"[{x}]" if isinstance(x, int) else f".{x}"
+                                                           for x in p),
+                          base, leaf, len(self.arrays[base]), path + p)
+            self.fields.append(f)
+            self.arrays[base].append(f)
+            node = tree
+            for x in p[:-1]:
+                node = node[x]
+            node[p[-1]] = f
+        return tree
 
     def flatten(self, values: dict) -> list[int]:
-        """A dict of declared names to Python values (arrays as lists) as the flat field values,
-        each checked against its type."""
+        """A dict of declared names to Python values (arrays as lists, records as dicts) as the
+        flat field values, each checked against its type."""
         for base in self.declared:
             if base not in values:
                 raise SpecError(f"initial state lacks field '{base}'")
         for k in values:
-            if k not in self.scalars and k not in self.arrays:
+            if k not in self.scalars and k not in self.compound:
                 raise SpecError(f"unknown state field '{k}'; fields: {', '.join(self.declared)}")
-        flat = []
-        for f in self.fields:
-            v = values[f.base]
-            if f.element is not None:
-                if not isinstance(v, (list, tuple)) or len(v) != len(self.arrays[f.base]):
-                    raise SpecError(f"field '{f.base}' must be a list of {len(self.arrays[f.base])} values")
-                v = v[f.element]
-            try:
-                flat.append(f.type.check(v))
-            except SpecError as e:
-                raise SpecError(f"field {f.name}: {e}") from None
+        flat: list[int] = [0] * len(self.fields)
+        for base in self.declared:
+            if base in self.scalars:
+                self._check_into(flat, self.scalars[base], values[base])
+            else:
+                self._flatten_value(flat, self.compound[base], values[base], base)
         return flat
+
+    def _flatten_value(self, flat, node, v, name):
+        if isinstance(node, FieldInfo):
+            self._check_into(flat, node, v)
+        elif isinstance(node, list):
+            if not isinstance(v, (list, tuple)) or len(v) != len(node):
+                raise SpecError(f"field '{name}' must be a list of {len(node)} values")
+            for i, (n, x) in enumerate(zip(node, v)):
+                self._flatten_value(flat, n, x, f"{name}[{i}]")
+        else:
+            if not isinstance(v, dict) or set(v) != set(node):
+                raise SpecError(f"field '{name}' must be a dict of its members: {', '.join(node)}")
+            for k, n in node.items():
+                self._flatten_value(flat, n, v[k], f"{name}.{k}")
+
+    @staticmethod
+    def _check_into(flat, f: FieldInfo, v):
+        try:
+            flat[f.index] = f.type.check(v)
+        except SpecError as e:
+            raise SpecError(f"field {f.name}: {e}") from None
 
     def show(self, flat: list[int]) -> dict:
         """Flat field values to a dict of declared names with readable values."""
-        out: dict[str, Any] = {}
-        for f in self.fields:
-            v = f.type.show(flat[f.index])
-            if f.element is None:
-                out[f.base] = v
-            else:
-                out.setdefault(f.base, []).append(v)
-        return out
+        def shown(node):
+            if isinstance(node, FieldInfo):
+                return node.type.show(flat[node.index])
+            if isinstance(node, list):
+                return [shown(n) for n in node]
+            return {k: shown(n) for k, n in node.items()}
+        return {base: shown(self.scalars[base] if base in self.scalars else self.compound[base])
+                for base in self.declared}
 
 
 # ---------------------------------------------------------------------------------------------
