@@ -107,7 +107,8 @@ class Compiled:
             src.append(self._effect_source(inst))
 
         self.invariant_names = []
-        for prop in model.invariants:
+        # a sometimes property is compiled as the invariant "never P": its violation is the witness
+        for prop in [*model.invariants, *model.sometimes]:
             if want is not None and prop.name not in want:
                 continue
             e = model.invariant_expr(prop)

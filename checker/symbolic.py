@@ -175,7 +175,8 @@ class System:
         sp = model.spec
         self.where_action = {a.name: _where(a.fn) for a in sp.actions}
         self.where_prop = {p.name: _where(p.fn) for p in sp.properties.values()}
-        self.inv_exprs = {p.name: model.invariant_expr(p) for p in model.invariants}
+        # a sometimes property is "never P" here too: bmc's counterexample is the witness
+        self.inv_exprs = {p.name: model.invariant_expr(p) for p in [*model.invariants, *model.sometimes]}
         self.tprop_exprs = {p.name: [model.transition_expr(p, inst) for inst in self.insts]
                             for p in model.transition_props}
         # Where every field is bounded (the search's caps kept, or bmc's cap on the lifted
@@ -415,7 +416,8 @@ class System:
     def kind(self, prop: str) -> str:
         if prop == DEADLOCK:
             return "deadlock"
-        return self.model.spec.properties[prop].kind
+        kind = self.model.spec.properties[prop].kind
+        return "invariant" if kind == "sometimes" else kind   # a path to a state, like one
 
     # -- reading a path back ---------------------------------------------------------------
     def values(self, m: z3.ModelRef, S) -> list[int]:

@@ -797,7 +797,7 @@ class Action:
 @dataclass
 class Property:
     name: str
-    kind: str           # 'invariant' or 'transition'
+    kind: str           # 'invariant', 'transition' or 'sometimes'
     fn: Callable
     doc: str
     actions: tuple[str, ...] | None = None   # transition properties: which actions they judge
@@ -957,6 +957,18 @@ class Spec:
         def deco(fn):
             self._declare("property|progress", name, self._property_names(), "property")
             self.properties[name] = Property(name, "invariant", fn, _doc(fn), lemma=lemma)
+            return fn
+        return deco
+
+    def sometimes(self, name: str):
+        """fn(s, p) -> a condition that some reachable state meets: a scenario the spec relies
+        on (a zombie commit, a fenced member) is stated to happen, so that a guard that quietly
+        never opens shows as "not reached" instead of every property holding vacuously. The
+        engines look for it as for a violation of "never P": the shortest path to it is the
+        witness, and "not reached" is a failure of the spec's record."""
+        def deco(fn):
+            self._declare("property|progress", name, self._property_names(), "property")
+            self.properties[name] = Property(name, "sometimes", fn, _doc(fn))
             return fn
         return deco
 
@@ -1181,6 +1193,8 @@ class Model:
                                                      dict(t._writes), t._outcome))
         self.invariants = [p for p in spec.properties.values() if p.kind == "invariant"]
         self.transition_props = [p for p in spec.properties.values() if p.kind == "transition"]
+        # reachability properties: the engines search for "never P" like an invariant
+        self.sometimes = [p for p in spec.properties.values() if p.kind == "sometimes"]
         self.terminal = None
         if spec._terminal_fn is not None:
             self.terminal = _as_bool(spec._terminal_fn(StateView(self.fields), params))
@@ -1210,7 +1224,10 @@ class Model:
         return out
 
     def invariant_expr(self, prop: Property) -> Expr:
-        return _call(f"property {prop.name}", lambda: _as_bool(prop.fn(StateView(self.fields), self.params)))
+        """The condition every reachable state must meet: an invariant's, or for a ``sometimes``
+        property "never P", whose counterexample is the witness that P is reachable."""
+        e = _call(f"property {prop.name}", lambda: _as_bool(prop.fn(StateView(self.fields), self.params)))
+        return Not(e) if prop.kind == "sometimes" else e
 
     def transition_expr(self, prop: Property, inst: ActionInstance) -> Expr | None:
         if prop.actions is not None and inst.action.name not in prop.actions:

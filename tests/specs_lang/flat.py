@@ -87,6 +87,19 @@ def no_fencing(pre, post, action, args, outcome, p):
     return (pre.request_epoch[m] != pre.epoch) | (outcome == Error.NONE)
 
 
+@spec.sometimes("request-to-fence")
+def request_to_fence(s, p):
+    """Some request in flight is two epochs old, so the coordinator will fence it."""
+    return Exists(range(p.members), lambda m: s.request_present[m] & (s.request_epoch[m] + 1 < s.epoch))
+
+
+@spec.sometimes("shared-partition")
+def shared_partition(s, p):
+    """Some partition is owned by two members (never: one-owner holds)."""
+    return Exists(range(p.partitions), lambda q: Exists(range(p.members), lambda a: Exists(
+        range(a + 1, p.members), lambda b: s.owns[_slot(p, a, q)] & s.owns[_slot(p, b, q)])))
+
+
 spec.variant("default", "as is", default=True, violates=["leader-owns-nothing"])
 spec.bounded("one-owner", "the epoch cap cuts assignments")
 spec.bounded("no-fencing-of-current", "the epoch cap cuts assignments")
