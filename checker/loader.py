@@ -111,12 +111,13 @@ def _check_known_bugs(spec: Spec) -> None:
     """A known bug names a variant and a property of this spec, or the check of it is vacuous."""
     props = set(spec.properties) | set(spec.progress) | {"deadlock"}
     for bug in spec.known_bugs:
+        where = bug.line if bug.line != "?" else spec.source_file
         if bug.variant is not None and bug.variant not in spec.variants:
-            raise SpecError(f"{spec.source_file}: known bug {bug.jira} names unknown variant "
+            raise SpecError(f"{where}: known bug {bug.jira} names unknown variant "
                             f"'{bug.variant}'; variants: {', '.join(spec.variants)}")
         if bug.property is not None and bug.property not in props:
-            raise SpecError(f"{spec.source_file}: known bug {bug.jira} names unknown property "
+            raise SpecError(f"{where}: known bug {bug.jira} names unknown property "
                             f"'{bug.property}'; properties: {', '.join(sorted(props))}")
         if bug.variant is not None and bug.property not in spec.variants[bug.variant].expected_violations:
-            raise SpecError(f"{spec.source_file}: known bug {bug.jira}: variant {bug.variant} does "
+            raise SpecError(f"{where}: known bug {bug.jira}: variant {bug.variant} does "
                             f"not record {bug.property} as violated (violates=[...])")

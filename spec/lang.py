@@ -857,6 +857,7 @@ class KnownBug:
     property: str | None = None
     not_expressible: str | None = None
     open: bool = False              # no fix shipped: the default variant is the pre-fix code
+    line: str = "?"                 # where the spec records it (file:line), for errors
 
 
 @dataclass
@@ -1048,7 +1049,7 @@ class Spec:
         if variant is not None and property is None:
             raise SpecError(f"known_bug {jira}: variant {variant} names no property ({_caller_line()})")
         self.known_bugs.append(KnownBug(jira, broke, fix, code, variant, property, not_expressible,
-                                        open))
+                                        open, _caller_line()))
 
     def _property_names(self) -> list[str]:
         return [*self.properties, *self.progress]

@@ -264,3 +264,92 @@ def test_an_unreachable_scenario_is_not_found_in_an_exhaustive_search():
     model = load_spec(str(LANG_SPECS / "records.py")).instantiate(None, SIZES[1])
     r = search(model)
     assert r.exhaustive and "shared-partition" not in r.found
+
+
+# ---------------------------------------------------------------------------------------------
+# Names checked when the spec is loaded: a one-line error naming the spec's file and line
+
+TINY = '''from spec.lang import Spec, Int
+spec = Spec("tiny")
+spec.param("top", 2, 1, 5)
+
+
+@spec.state
+def state(p):
+    return {{"x": Int(0, 5)}}
+
+
+@spec.init
+def init(p):
+    yield {{"x": 0}}
+
+
+@spec.action
+def Inc(s, p):
+    s.require(s.x < p.top)
+    s.x = s.x + 1
+    {extra}
+
+
+@spec.invariant("small")
+def small(s, p):
+    """x stays small."""
+    return s.x <= p.top
+
+
+@spec.sometimes("top-reached")
+def top_reached(s, p):
+    """x reaches the top."""
+    return s.x == p.top
+
+
+spec.variant("plain", "as is", default=True)
+spec.variant("low", "a lower top")
+{more}
+'''
+
+
+def _tiny(tmp_path, extra="", more=""):
+    path = tmp_path / "tiny.py"
+    path.write_text(TINY.format(extra=extra, more=more))
+    return path
+
+
+def _line(path, text):
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+@pytest.mark.parametrize("more, named, at", [
+    ('spec.known_bug("KAFKA-1", "x", "abc", "C.m", variant="lwo", property="small")',
+     "unknown variant 'lwo'", "spec.known_bug"),
+    ('spec.known_bug("KAFKA-1", "x", "abc", "C.m", variant="low", property="smal")',
+     "unknown property 'smal'", "spec.known_bug"),
+    ('spec.known_bug("KAFKA-1", "x", "abc", "C.m", variant="low", property="small")',
+     "does not record small as violated", "spec.known_bug"),
+    ('spec.bounded("top-reachd", "why")', "'top-reachd'", "spec.bounded"),
+    ('@spec.sometimes("small")\ndef again(s, p):\n    return s.x == 0',
+     "'small' is declared twice", '@spec.sometimes("small")'),
+])
+def test_a_misspelled_name_is_one_line_naming_the_spec_line(tmp_path, more, named, at):
+    path = _tiny(tmp_path, more=more)
+    with pytest.raises(SpecError) as e:
+        load_spec(str(path))
+    msg = str(e.value)
+    assert "\n" not in msg and named in msg and f"{path}:{_line(path, at)}" in msg, msg
+
+
+def test_a_sometimes_property_may_be_recorded_as_not_reached_in_a_variant(tmp_path):
+    path = _tiny(tmp_path, more='spec.variant("never", "x stays", violates=["top-reached"])')
+    spec = load_spec(str(path))
+    assert "top-reached" in spec.variants["never"].expected_violations
+
+
+@pytest.mark.parametrize("extra", ['s.require(s.variant in ("lo", "plain"))',
+                                   's.require(s.variant == "lo")'])
+def test_a_comparison_of_the_variant_with_an_unknown_name_is_an_error(tmp_path, extra):
+    path = _tiny(tmp_path, extra=extra)
+    spec = load_spec(str(path))
+    with pytest.raises(SpecError) as e:
+        spec.instantiate("plain")
+    msg = str(e.value)
+    assert "'lo'" in msg and f"{path}:{_line(path, 's.variant')}" in msg and "plain, low" in msg
