@@ -109,19 +109,8 @@ def value_range(e: Expr, ranges, memo: dict, widest: list) -> tuple[int, int] | 
         r = None if isinstance(a[0], bool) else (int(a[0]), int(a[0]))
     elif op == "field":
         r = None if e.kind == "bool" else ranges[a[0]]
-    elif op in ("add", "sub", "mul"):
-        (xl, xh), (yl, yh) = sub
-        if op == "add":
-            r = (xl + yl, xh + yh)
-        elif op == "sub":
-            r = (xl - yh, xh - yl)
-        else:
-            ps = [xl * yl, xl * yh, xh * yl, xh * yh]
-            r = (min(ps), max(ps))
-    elif op in ("min", "max", "ite", "select"):
-        vals = [x for x in (sub[1:] if op in ("ite", "select") else sub) if x is not None]
-        if vals:
-            r = (min(v[0] for v in vals), max(v[1] for v in vals))
+    elif op in OPS:
+        r = OPS[op].interval(*sub)
     if op == "select":   # the positions compared with the index must not wrap either
         widest[1] = max(widest[1], len(a) - 3)
     if r is not None:
