@@ -143,6 +143,11 @@ def compile_assignor(libs: Path, out: Path) -> Path:
     return compile_java(libs, _ASSIGNOR_SOURCE, out)
 
 
+def _below(offset: int | None, target: int | None) -> bool:
+    """Whether a high watermark (None: not served) is still below the target (None: no target)."""
+    return target is not None and (offset is None or offset < target)
+
+
 def _die_with_parent() -> None:
     """In the child before exec: a broker whose kcheck is killed outright (kill -9, a crashed test
     run) gets SIGTERM instead of living on (Linux prctl PR_SET_PDEATHSIG; elsewhere a no-op)."""
@@ -528,7 +533,7 @@ class Cluster(Broker):
         order = [to] + [r for r in before["replicas"] if r != to]
         # what the old leader has committed: the new one serves reads at its own high watermark,
         # which lags until the followers fetch from it (see the wait at the end)
-        committed = self.high_watermark(topic, partition, leader) or 0
+        committed = self.high_watermark(topic, partition, leader)
         apr = schema("alter_partition_reassignments", 0)
         el = schema("elect_leaders", 2)
         deadline = time.monotonic() + wait_s
@@ -570,7 +575,7 @@ class Cluster(Broker):
         # older state than the old leader had committed and answered (measured on 4.3.1: a
         # describe right after the move lacked a member whose join had been answered). Wait
         # until the new leader has committed what the old one had.
-        while wait_committed and (self.high_watermark(topic, partition, to) or -1) < committed:
+        while wait_committed and _below(self.high_watermark(topic, partition, to), committed):
             if time.monotonic() > deadline:
                 raise WireError(f"{topic}-{partition}'s new leader {to} has not committed offset "
                                 f"{committed} within {wait_s:.0f}s")
@@ -584,6 +589,8 @@ class Cluster(Broker):
         once FindCoordinator names the new node and it has loaded the partition."""
         from checker.conform.wire import WireError
         topic = "__consumer_offsets" if key_type == 0 else "__transaction_state"
+        with self._admin() as c:     # FindCoordinator creates the internal topic if it is new
+            c.find_coordinator(key, key_type, wait_s=wait_s)
         # one partition per internal topic (BASE_SETTINGS), so every key lives in partition 0
         after = self.move_leader(topic, 0, wait_s=wait_s, wait_committed=wait_committed)
         leader = self.node(after["leader"])
