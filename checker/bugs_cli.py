@@ -17,10 +17,11 @@ OK, NOT_REDISCOVERED = 0, 1
 
 
 def register(sub) -> dict:
-    p = sub.add_parser("bugs", help="known Kafka bugs per spec, rediscovered from their pre-fix variants")
+    from checker.options import json_option
+    p = sub.add_parser("bugs", help="known Kafka bugs per spec, rediscovered from their pre-fix variants",
+                       parents=[json_option()])
     p.add_argument("spec", nargs="?", default="all", help="a shipped spec name, 'all' (default), "
                    "or the path of a spec module")
-    p.add_argument("--json", action="store_true")
     return {"bugs": cmd_bugs}
 
 

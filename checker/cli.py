@@ -8,7 +8,6 @@ verdict that a search_bound cut could hide); 4 the broker could not be started (
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 from pathlib import Path
@@ -42,22 +41,21 @@ from checker import ci_outputs  # noqa: E402
 from spec import SHIPPED  # noqa: E402
 from spec.lang import SpecError  # noqa: E402
 
-OK, VIOLATED, BAD_INPUT, BOUNDED, INTERRUPTED = 0, 1, 2, 3, 130
-SAVE_FAILED, TERMINATED = 5, 143
+from checker.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: E402,F401
+                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
+                             SaveFailed, json_option, model_options, out_dir, params,
+                             positive,
+                             property_option, save_options)
+from checker.trace import traces_of  # noqa: E402
+from checker.verdict import exit_code, from_search, print_json  # noqa: E402
+from checker.verdict import search_differences as compare_record  # noqa: E402,F401
 
-# Modules that add commands: each has register(subparsers) -> {command name: handler}, where a
-# handler is fn(args, console) -> exit code.
-EXTENSIONS: list[str] = ["checker.graph_cli", "checker.symbolic_cli", "checker.spark_cli",
-                         "checker.bugs_cli", "checker.report", "checker.explorer", "checker.scaffold",
-                         "checker.conform_cli", "checker.walk"]
-
-
-class BadInput(Exception):
-    pass
-
-
-class SaveFailed(Exception):
-    """Writing results failed after they were printed (exit SAVE_FAILED, one line)."""
+# The one registry of commands: each module has register(subparsers) -> {command: handler},
+# where a handler is fn(args, console) -> exit code. This module's own commands come first.
+COMMAND_MODULES: list[str] = ["checker.cli", "checker.graph_cli", "checker.symbolic_cli",
+                              "checker.spark_cli", "checker.bugs_cli", "checker.report",
+                              "checker.explorer", "checker.scaffold", "checker.conform_cli",
+                              "checker.walk"]
 
 
 def _on_sigterm(signum, frame):
@@ -74,90 +72,45 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise BadInput(f"{message} (see 'kcheck {self.prog.split()[-1]} --help')"
-                       if " " in self.prog else f"{message} (see 'kcheck --help')")
-
-
-def _params(pairs: list[str]) -> dict:
-    out = {}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise BadInput(f"--param {pair!r}: write NAME=VALUE, e.g. --param members=2")
-        k, v = pair.split("=", 1)
-        k, v = k.strip(), v.strip()
-        if k in out and out[k] != v:
-            raise BadInput(f"--param {k} is given twice ({k}={out[k]} and {k}={v}); give it once")
-        out[k] = v
-    return out
-
-
-def out_dir(args) -> str | None:
-    """Where --save writes; --out without --save would be silently ignored, so it is an error."""
-    out = getattr(args, "out", None)
-    if not getattr(args, "save", False):
-        if out is not None:
-            raise BadInput(f"--out {out} is given without --save; add --save to write there")
-        return None
-    return out or "counterexamples"
-
-
-def _positive(name):
-    def conv(s):
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
-        return v
-    return conv
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kcheck", description="Model checker with executable specs for Kafka protocols.")
+    import importlib
+    p = Parser(prog="kcheck", description="Model checker with executable specs for Kafka protocols.")
     p.add_argument("--version", action="version", version=f"kcheck {_version()}")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", parser_class=Parser)
+    p.handlers = {}
+    for mod in COMMAND_MODULES:
+        p.handlers.update(importlib.import_module(mod).register(sub))
+    return p
 
-    ls = sub.add_parser("list", help="specs, parameters, variants, properties")
-    ls.add_argument("--json", action="store_true")
 
-    ck = sub.add_parser("check", help="explore a spec breadth-first and check its properties")
-    ck.add_argument("spec", help="a shipped spec name, 'all', or the path of a spec module")
-    g = ck.add_mutually_exclusive_group()
-    g.add_argument("--variant")
-    g.add_argument("--all-variants", action="store_true")
-    ck.add_argument("--property", action="append", default=None, metavar="P")
-    ck.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    ck.add_argument("--max-depth", type=_positive("--max-depth"))
-    ck.add_argument("--max-states", type=_positive("--max-states"))
+def register(sub) -> dict:
+    """list, check, replay."""
+    from checker import spark_cli
+    sub.add_parser("list", help="specs, parameters, variants, properties", parents=[json_option()])
+
+    ck = sub.add_parser("check", help="explore a spec breadth-first and check its properties",
+                        parents=[*model_options(all_variants=True), property_option(),
+                                 json_option(),
+                                 save_options("counterexamples under counterexamples/<spec>/<variant>/")])
+    ck.add_argument("--max-depth", type=positive("--max-depth"))
+    ck.add_argument("--max-states", type=positive("--max-states"))
     ck.add_argument("--deadlock", action="store_true", help="report states with no successor")
-    ck.add_argument("--json", action="store_true")
     ck.add_argument("--json-lines", action="store_true",
                     help="one JSON object per variant, printed as each finishes (a killed run "
                          "keeps what it finished)")
-    ck.add_argument("--save", action="store_true",
-                    help="save counterexamples under counterexamples/<spec>/<variant>/")
-    ck.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
     ck.add_argument("--checkpoint", metavar="DIR",
                     help="write the search's state to DIR at level ends (at most once a minute) "
                          "and resume from DIR's checkpoint when there is one")
     ck.add_argument("--no-symmetry", action="store_true",
                     help="store every state, not one per orbit of the spec's declared symmetry")
+    spark_cli.add_engine_options(ck)
     ci_outputs.add_options(ck)
 
-    rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario")
+    rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario", parents=[json_option()])
     rp.add_argument("file")
     rp.add_argument("--spec", metavar="PATH",
                     help="the spec to replay against, instead of the one the trace names")
-    rp.add_argument("--json", action="store_true")
-
-    import importlib
-    p.handlers = {}
-    for mod in EXTENSIONS:
-        p.handlers.update(importlib.import_module(mod).register(sub))
-    return p
+    return {"list": cmd_list, "check": cmd_check, "replay": cmd_replay}
 
 
 def main(argv=None) -> int:
@@ -173,7 +126,7 @@ def main(argv=None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-        handlers = {"list": cmd_list, "check": cmd_check, "replay": cmd_replay, **parser.handlers}
+        handlers = parser.handlers
         if args.command is None:
             raise BadInput(f"no command given; commands: {', '.join(handlers)} (see 'kcheck --help')")
         code = handlers[args.command](args, console)
@@ -213,7 +166,7 @@ def cmd_list(args, console) -> int:
                                  for p in s.progress.values()},
                     "rules": sorted(s.rules)})
     if args.json:
-        print(json.dumps(out, indent=2))
+        print_json(out, "list")
         return OK
     for s in out:
         console.print(f"[bold]{s['spec']}[/bold]: {s['doc']}")
@@ -227,123 +180,15 @@ def cmd_list(args, console) -> int:
     return OK
 
 
-def _traces(res):
-    from checker.trace import build
-    return {name: build(res.model, f.property, f.kind, f.initial, f.steps) for name, f in res.found.items()}
-
-
-def _save(tr, out_dir: str, doc_hook=None, md_hook=None) -> str:
-    """Writes a counterexample as JSON and its Markdown twin; a failure is SaveFailed, one line.
-    A user's spec is named relative to the trace file, so the two can move together."""
-    from checker.render import markdown
-    from checker.trace import relative_spec_ref, to_json
-    m = tr.model
-    d = Path(out_dir) / m.spec.name / m.variant
-    path = d / f"{tr.property}.json"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        doc = to_json(tr)
-        doc["spec"] = relative_spec_ref(doc["spec"], d)
-        if doc_hook is not None:
-            doc_hook(doc)
-        path.write_text(json.dumps(doc, indent=2) + "\n")
-        md = markdown(tr, doc)
-        (d / f"{tr.property}.md").write_text(md_hook(md) if md_hook else md)
-    except OSError as e:
-        raise SaveFailed(f"cannot save {path}: {e.strerror or e} (the results above are complete; "
-                         f"choose a writable --out)") from None
-    return str(path)
-
-
-def save_all(traces: dict, out: str | None, err_console=None) -> tuple[dict, str | None]:
-    """Saves every trace after the results were printed: -> (saved paths, the error or None)."""
-    saved = {}
-    if out is None:
-        return saved, None
-    for p, tr in traces.items():
-        try:
-            saved[p] = _save(tr, out)
-        except SaveFailed as e:
-            return saved, str(e)
-    return saved, None
-
-
 def result_json(res, traces) -> dict:
-    from checker.trace import to_json
-    m = res.model
-    return {"spec": m.spec.name, "variant": m.variant, "parameters": m.params.as_dict(),
-            "exhaustive": res.exhaustive, "stop_reason": res.stop_reason,
-            "stop_detail": getattr(res, "stop_detail", None),
-            "distinct_states": res.distinct_states, "transitions": res.transitions, "depth": res.depth,
-            "elapsed_s": round(res.elapsed_s, 3), "cut_by_search_bounds": res.cut_by_bounds,
-            "collision_probability": res.collision_probability,
-            "never_fired": _never_fired(res),
-            "disabled_actions": res.disabled() if hasattr(res, "disabled") else None,
-            "properties": {p: _property_json(res, p, traces) for p in res.properties}}
+    """A search's result as its JSON document (checker/output_schema.json, $defs/run)."""
+    return from_search(res, traces, getattr(res, "engine", None) or "bfs").to_json()
 
 
-def _property_json(res, p: str, traces: dict) -> dict:
-    out = {"status": res.status(p), "trace_length": len(traces[p]) if p in traces else None,
-           "trace": None}
-    why = res.reason(p) if hasattr(res, "reason") else None
-    if why:
-        out["reason"] = why     # why 'bounded' (present only then)
-    if p in traces:
-        from checker.trace import to_json
-        out["trace"] = to_json(traces[p])
-    return out
-
-
-def _never_fired(res) -> list[str] | None:
-    """Actions that took no step; None when the search did not count (another engine) or
-    stopped early (an action may simply not have had its turn)."""
-    if not getattr(res, "fired", None) or not res.exhaustive:
-        return None
-    return res.never_fired()
-
-
-# Seconds between two plain progress lines when stderr is not a terminal (a CI log)
-PROGRESS_EVERY = 10.0
-
-
-class _Progress:
-    """Progress of a search on stderr: a live line naming spec, variant and properties on a
-    terminal; one plain line every PROGRESS_EVERY seconds otherwise (KCHECK_PROGRESS_SECONDS),
-    so a CI log moves. Standard output keeps only results."""
-
-    def __init__(self, label: str):
-        import os
-        import time
-        self.label, self.time = label, time.monotonic
-        self.err = Console(stderr=True, highlight=False)
-        self.every = float(os.environ.get("KCHECK_PROGRESS_SECONDS", PROGRESS_EVERY))
-        self.last = self.time()
-        self.live = None
-        if self.err.is_terminal:
-            from rich.live import Live
-            self.live = Live(console=self.err, transient=True, refresh_per_second=4)
-
-    def __enter__(self):
-        if self.live is not None:
-            self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        if self.live is not None:
-            self.live.__exit__(*exc)
-
-    def __call__(self, depth, distinct, left):
-        text = f"{self.label}: depth {depth}, {distinct:,} distinct states, {left:,} left in this level"
-        if self.live is not None:
-            self.live.update(text)
-        elif self.time() - self.last >= self.every:
-            self.last = self.time()
-            self.err.print(f"kcheck: {text}", markup=False, soft_wrap=True)
-
-
-def _run_one(spec, variant, params, args, console):
+def _run_one(spec, variant, params_, args, console):
+    from checker import spark_cli
     from checker.bfs import search
-    model = spec.instantiate(variant, params)
+    model = spec.instantiate(variant, params_)
     props = args.property
     if props:
         for p in props:
@@ -352,36 +197,31 @@ def _run_one(spec, variant, params, args, console):
                         if p in spec.progress else "")
                 raise BadInput(f"unknown property '{p}' for spec {spec.name}{hint}; properties: "
                                f"{', '.join(spec.properties)}")
-    spark = getattr(args, "spark", None) or getattr(args, "slices", None) or getattr(args, "partition", None)
-    if spark and getattr(args, "checkpoint", None):
+    engine = spark_cli.engine(args)
+    if engine != "bfs" and getattr(args, "checkpoint", None):
         raise BadInput("--checkpoint is for the single-process search: leave out --spark")
-    if spark:
-        from checker.spark_cli import check_on_spark
-        res = check_on_spark(model, props, args, console)
+    if engine != "bfs":
+        res = spark_cli.check_on_spark(model, props, args, console, engine)
     else:
         label = f"{spec.name}/{model.variant} ({', '.join(props) if props else 'every property'})"
-        with _Progress(label) as update:
+        with Progress(label) as update:
             res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update,
                          checkpoint=getattr(args, "checkpoint", None),
                          symmetry=not getattr(args, "no_symmetry", False))
-    return res, _traces(res)
+    res.engine = engine
+    return res, traces_of(res)
 
 
 def _exit_for(res) -> int:
-    if res.stop_reason == "terminated":
-        return TERMINATED
-    if res.interrupted:
-        return INTERRUPTED
-    if res.found:
-        return VIOLATED
-    return OK if res.exhaustive and all(res.status(p) != "bounded" for p in res.properties) \
-        else BOUNDED
+    return exit_code({p: res.status(p) for p in res.properties}, res.exhaustive,
+                     res.stop_reason if res.interrupted else None)
 
 
-def _warn_never_fired(res, err: Console):
-    never = _never_fired(res)
+def _warn_never_fired(run, err: Console):
+    never = run.statistics.get("never_fired")
     if never:
-        err.print(f"kcheck: warning: {res.model.spec.name}/{res.model.variant}: action"
+        m = run.model
+        err.print(f"kcheck: warning: {m.spec.name}/{m.variant}: action"
                   f"{'s' if len(never) > 1 else ''} {', '.join(never)} never took a step though "
                   f"enabled by the parameters: a property about {'them' if len(never) > 1 else 'it'} "
                   f"holds vacuously", markup=False)
@@ -391,7 +231,8 @@ def cmd_check(args, console) -> int:
     import time
     from checker.loader import load_spec
     from checker.render import print_check, print_matrix
-    params = _params(args.param)
+    from checker.trace import save_all
+    params_ = params(args.param)
     out = out_dir(args)
     if args.json and args.json_lines:
         raise BadInput("--json and --json-lines are two output formats: give one")
@@ -407,16 +248,15 @@ def cmd_check(args, console) -> int:
     for name in names:
         spec = load_spec(name)
         if not all_variants:
-            res, traces = _run_one(spec, args.variant, params, args, console)
+            res, traces = _run_one(spec, args.variant, params_, args, console)
+            run = from_search(res, traces, res.engine)
             ci_outputs.record_check(args, res, traces, against_record=False)
             # results first: a failed save must not lose them
-            if args.json:
-                print(json.dumps(result_json(res, traces), indent=2), flush=True)
-            elif args.json_lines:
-                print(json.dumps(result_json(res, traces)), flush=True)
+            if args.json or args.json_lines:
+                print_json(run.to_json(), "run", indent=2 if args.json else None)
             else:
                 print_check(console, res, traces, {})
-            _warn_never_fired(res, err)
+            _warn_never_fired(run, err)
             saved, failure = save_all(traces, out)
             if not args.json and not args.json_lines:
                 for p in saved.values():
@@ -426,17 +266,17 @@ def cmd_check(args, console) -> int:
             return _exit_for(res)
         results, all_traces, diffs = [], {}, []
         for v in spec.variants:
-            res, traces = _run_one(spec, v, params, args, console)
+            res, traces = _run_one(spec, v, params_, args, console)
+            run = from_search(res, traces, res.engine)
             ci_outputs.record_check(args, res, traces, against_record=True)
             results.append(res)
             all_traces[v] = traces
-            d = _compare_record(spec, res)
+            d = run.record_differences()
             diffs += d
             if args.json_lines:
-                line = result_json(res, traces)
-                line["record"] = {"matches": not d, "differences": d}
-                print(json.dumps(line), flush=True)
-            _warn_never_fired(res, err)
+                print_json({**run.to_json(), "record": {"matches": not d, "differences": d}},
+                           "run_with_record", indent=None)
+            _warn_never_fired(run, err)
             _, failure = save_all(traces, out)
             if failure:
                 save_errors.append(failure)
@@ -459,7 +299,7 @@ def cmd_check(args, console) -> int:
                                     for r in results)
                      else OK)
     if args.json:
-        print(json.dumps(json_out[0] if len(json_out) == 1 else json_out, indent=2))
+        print_json(json_out[0] if len(json_out) == 1 else json_out, "variants_or_specs")
     elif not args.json_lines:
         console.print(f"{compared} verdicts compared with the record: "
                       f"{'all match' if not differing else f'{differing} differ'}; "
@@ -470,26 +310,6 @@ def cmd_check(args, console) -> int:
         if c in codes:
             return c
     return OK
-
-
-def _compare_record(spec, res) -> list[str]:
-    """Differences between a variant's verdicts and the spec's record of expected ones."""
-    v = spec.variants.get(res.model.variant)
-    if v is None:
-        return []
-    diffs = []
-    for p in res.properties:
-        st = res.status(p)
-        expected = p in v.expected_violations
-        if st == "violated" and not expected:
-            diffs.append(f"{spec.name}/{v.name}: {p} is violated but the record says it holds "
-                         f"(a regression, or a new finding to record)")
-        elif st == "holds" and expected:
-            diffs.append(f"{spec.name}/{v.name}: {p} holds but the record says it is violated")
-        elif st == "bounded" and expected:
-            diffs.append(f"{spec.name}/{v.name}: {p} not violated within the bounds but the record "
-                         f"says it is violated")
-    return diffs
 
 
 def cmd_replay(args, console) -> int:
@@ -506,8 +326,8 @@ def cmd_replay(args, console) -> int:
                          + ("" if args.spec else " (replay --spec PATH names the spec to use)")) from None
     r = replay(model, doc)
     if args.json:
-        print(json.dumps({"file": args.file, "reproduces": r.ok, "message": r.message,
-                          "failed_step": r.failed_step, "steps": len(doc["steps"])}, indent=2))
+        print_json({"file": args.file, "reproduces": r.ok, "message": r.message,
+                    "failed_step": r.failed_step, "steps": len(doc["steps"])}, "replay")
     else:
         if r.trace is not None:
             console.print(trace_table(r.trace, f"{args.file}: {model.spec.name}/{model.variant}"))

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from checker.cli import BadInput, _positive
+from checker.options import BadInput, positive
 from checker.conform import driver
 from checker.conform.driver import BROKER_UNAVAILABLE
 
@@ -34,9 +34,9 @@ def register(sub) -> dict:
     src.add_argument("--kafka-jars", metavar="DIR", help="run the Kafka whose jars are in DIR "
                                                          "(a locally built Kafka)")
     src.add_argument("--bootstrap", metavar="HOST:PORT", help="use a broker you started")
-    c.add_argument("--walks", type=_positive("--walks"), default=0, metavar="N",
+    c.add_argument("--walks", type=positive("--walks"), default=0, metavar="N",
                    help="also replay N seeded random walks of the spec")
-    c.add_argument("--depth", type=_positive("--depth"), default=12, metavar="D",
+    c.add_argument("--depth", type=positive("--depth"), default=12, metavar="D",
                    help="steps per walk (default 12)")
     c.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the first walk")
     c.add_argument("--which-variant", action="store_true",

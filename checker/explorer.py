@@ -19,7 +19,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from checker.reference import evaluate
-from checker.trace import Executor, TraceError, _shown
+from checker.trace import Executor, TraceError, shown_values
 from spec.lang import Expr, SpecError
 
 # Conjunct texts longer than this are cut (a Forall over many members unrolls to a long text).
@@ -86,7 +86,7 @@ class Session:
         return self.path[-1][1] if self.path else self.initial
 
     def _flat(self, words) -> list:
-        return _shown(self.model, self.model.layout.unpack_flat(words))
+        return shown_values(self.model, self.model.layout.unpack_flat(words))
 
     def take(self, k: int):
         if not 0 <= k < len(self.model.instances):
@@ -247,17 +247,16 @@ def make_server(session: Session, port: int = 0) -> ThreadingHTTPServer:
 
 
 def register(sub) -> dict:
-    e = sub.add_parser("explore", help="step through a spec in the browser (served on 127.0.0.1)")
-    e.add_argument("spec", help="a shipped spec name or the path of a spec module")
+    from checker.options import model_options
+    e = sub.add_parser("explore", help="step through a spec in the browser (served on 127.0.0.1)",
+                       parents=model_options())
     e.add_argument("trace", nargs="?", help="a counterexample or scenario to walk step by step")
-    e.add_argument("--variant")
-    e.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
     e.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any free port)")
     return {"explore": cmd_explore}
 
 
 def cmd_explore(args, console) -> int:
-    from checker.cli import OK, BadInput, _params
+    from checker.options import OK, BadInput, params
     from checker.loader import load_spec
     from checker.trace import load
     if not 0 <= args.port <= 65535:
@@ -265,12 +264,12 @@ def cmd_explore(args, console) -> int:
     spec = load_spec(args.spec)
     doc = load(args.trace) if args.trace else None
     variant = args.variant or (doc.get("variant") if doc else None)
-    params = {**(doc.get("params", {}) if doc and not args.param else {}), **_params(args.param)}
-    model = spec.instantiate(variant, params)
+    given = {**(doc.get("params", {}) if doc and not args.param else {}), **params(args.param)}
+    model = spec.instantiate(variant, given)
     try:
         session = Session(model)
         if doc is not None:
-            session.load({**doc, "variant": variant, "params": params}, args.trace)
+            session.load({**doc, "variant": variant, "params": given}, args.trace)
     except ValueError as e:
         raise TraceError(f"{args.trace}: {e}") from None
     try:

@@ -11,36 +11,30 @@ from rich.table import Table
 from rich.text import Text
 
 from checker import ci_outputs
-from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, BadInput, _params, _positive  # noqa: F401
+from checker.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
+                             model_options, out_dir, params, positive, property_option,
+                             save_options)
+from checker.verdict import (cell, differs_from_record, from_graph, print_json,
+                             record_differences, unrecorded_bounded)
 from spec import SHIPPED
 
 
 def register(sub) -> dict:
-    g = sub.add_parser("graph", help="export the reachable state graph (dot, graphml, json)")
-    g.add_argument("spec", help="a shipped spec name or the path of a spec module")
-    g.add_argument("--variant")
-    g.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+    g = sub.add_parser("graph", help="export the reachable state graph (dot, graphml, json)",
+                       parents=model_options())
     g.add_argument("--format", choices=("dot", "graphml", "json"), default="dot")
-    g.add_argument("--max-nodes", type=_positive("--max-nodes"), default=100_000,
+    g.add_argument("--max-nodes", type=positive("--max-nodes"), default=100_000,
                    help="refuse graphs with more states than this (default 100,000)")
     g.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
 
     p = sub.add_parser("progress", help="check progress properties under weak fairness, and "
-                                        "deadlocks, on the reachable state graph")
-    p.add_argument("spec", help="a shipped spec name, 'all', or the path of a spec module")
-    v = p.add_mutually_exclusive_group()
-    v.add_argument("--variant")
-    v.add_argument("--all-variants", action="store_true")
-    p.add_argument("--property", action="append", default=None, metavar="P")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--max-nodes", type=_positive("--max-nodes"), default=2_000_000,
+                                        "deadlocks, on the reachable state graph",
+                       parents=[*model_options(all_variants=True), property_option(), json_option(),
+                                save_options("lassos and deadlocks under counterexamples/<spec>/<variant>/")])
+    p.add_argument("--max-nodes", type=positive("--max-nodes"), default=2_000_000,
                    help="refuse graphs with more states than this (default 2,000,000)")
     p.add_argument("--deadlock", action="store_true",
                    help="report states with no successor even if the spec declares no terminal states")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--save", action="store_true",
-                   help="save lassos and deadlocks under counterexamples/<spec>/<variant>/")
-    p.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
     ci_outputs.add_options(p)
     return {"graph": cmd_graph, "progress": cmd_progress}
 
@@ -48,7 +42,7 @@ def register(sub) -> dict:
 def cmd_graph(args, console) -> int:
     from checker.graph import build_graph, to_dot, to_graphml, to_json
     from checker.loader import load_spec
-    model = load_spec(args.spec).instantiate(args.variant, _params(args.param))
+    model = load_spec(args.spec).instantiate(args.variant, params(args.param))
     sg = build_graph(model, args.max_nodes)
     text = {"dot": to_dot, "graphml": to_graphml,
             "json": lambda g: json.dumps(to_json(g), indent=1) + "\n"}[args.format](sg)
@@ -68,18 +62,17 @@ def cmd_graph(args, console) -> int:
 # ---------------------------------------------------------------------------------------------
 # progress
 
-def _run(spec, variant, params, args):
+def run_progress(spec, variant, params_, args):
     """Build one variant's graph and check its progress properties and deadlocks.
     -> (graph, {name: verdict dict}, {name: trace})"""
     from checker.graph import build_graph, check_progress, lasso_trace
     from checker.trace import Executor, build
-    model = spec.instantiate(variant, params)
+    model = spec.instantiate(variant, params_)
     names = args.property or list(spec.progress)
     check_deadlock = spec.check_deadlock or args.deadlock
     # a graph of a Kafka spec takes a minute: say where it is (stderr, like the search)
-    from checker.cli import _Progress
     from checker.render import params_str
-    with _Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
+    with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
                    f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
         sg = build_graph(model, args.max_nodes, check_deadlock, progress=progress)
     verdicts, traces = {}, {}
@@ -106,29 +99,6 @@ def _run(spec, variant, params, args):
     return sg, verdicts, traces
 
 
-def _save_trace(tr, doc_text: str | None, out_dir: str) -> str:
-    from checker.cli import _save
-
-    def doc_hook(doc):
-        if doc_text and "property_doc" not in doc:
-            doc["property_doc"] = doc_text
-
-    def md_hook(md):
-        if tr.loop_index is None:
-            return md
-        return md.replace("\n\nParameters:", f"\n\n{_loop_sentence(tr)}\n\nParameters:", 1)
-    return _save(tr, out_dir, doc_hook, md_hook)
-
-
-def _loop_sentence(tr) -> str:
-    if tr.loop_index == len(tr.steps):
-        where = f"After step {len(tr.steps)}" if tr.steps else "In the initial state"
-        return (f"{where} the behaviour stops for ever: no action the property assumes fair is "
-                f"enabled there.")
-    return (f"Steps {tr.loop_index + 1}..{len(tr.steps)} repeat for ever (↺): the loop is fair, and "
-            f"the property's goal never holds along it.")
-
-
 def _graph_line(sg) -> str:
     bounds = sorted({f.base for f in sg.model.layout.fields if f.type.search_bound})
     cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
@@ -138,33 +108,16 @@ def _graph_line(sg) -> str:
 
 
 def _verdict_cell(v: dict, tr) -> str:
-    if v["status"] == "bounded":
-        return "no violation (bounded)"
-    if v["status"] != "violated":
-        return "holds"
-    n = f"{len(tr)} step{'' if len(tr) == 1 else 's'}"
-    return f"VIOLATED ({n})" if v["kind"] == "deadlock" else f"VIOLATED (lasso, {n})"
+    return cell(v["status"], len(tr) if tr is not None else None, lasso=v["kind"] != "deadlock")
 
 
-def _result_json(sg, verdicts, traces) -> dict:
-    from checker.trace import to_json
-    m = sg.model
-    props = {}
-    for name, v in verdicts.items():
-        tr = traces.get(name)
-        props[name] = {"kind": v["kind"], "fair": v["fair"], "status": v["status"],
-                       **({"reason": v["reason"]} if v.get("reason") else {}),
-                       "trace_length": len(tr) if tr is not None else None,
-                       "loop_index": tr.loop_index if tr is not None else None,
-                       "trace": to_json(tr) if tr is not None else None}
-    return {"spec": m.spec.name, "variant": m.variant, "parameters": m.params.as_dict(),
-            "states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
-            "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
-            "elapsed_s": round(sg.elapsed_s, 3), "properties": props}
+def result_json(sg, verdicts, traces) -> dict:
+    """A progress check's result as its JSON document (checker/output_schema.json, $defs/run)."""
+    return from_graph(sg, verdicts, traces).to_json()
 
 
 def _print_one(console, sg, verdicts, traces, saved):
-    from checker.render import params_str, trace_table
+    from checker.render import loop_sentence, params_str, trace_table
     m = sg.model
     console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
                   f"({params_str(m.params.as_dict())})")
@@ -189,37 +142,14 @@ def _print_one(console, sg, verdicts, traces, saved):
             if verdicts[name]["kind"] == "leads-to" and trig is not None:
                 console.print(f"P holds and Q does not {'in the initial state' if trig == 0 else f'after step {trig}'}"
                               f"; Q never holds after it.", markup=False)
-            console.print(_loop_sentence(tr), markup=False)
+            console.print(loop_sentence(tr), markup=False)
         if name in saved:
             console.print(f"saved: {saved[name]}", markup=False)
 
 
-def _compare_record(spec, variant, verdicts) -> list[str]:
-    v = spec.variants.get(variant)
-    if v is None:
-        return []
-    diffs = []
-    for name, verdict in verdicts.items():
-        expected = name in v.expected_violations
-        if verdict["status"] == "violated" and not expected:
-            diffs.append(f"{spec.name}/{variant}: {name} is violated but the record says it holds "
-                         f"(a regression, or a new finding to record)")
-        elif verdict["status"] == "holds" and expected:
-            diffs.append(f"{spec.name}/{variant}: {name} holds but the record says it is violated")
-        elif verdict["status"] == "bounded" and expected:
-            diffs.append(f"{spec.name}/{variant}: {name} not violated within the search bounds but "
-                         f"the record says it is violated")
-        elif verdict["status"] == "holds" and name in v.expected_bounded:
-            diffs.append(f"{spec.name}/{variant}: {name} holds but the record says it is bounded "
-                         f"({v.expected_bounded[name]})")
-    return diffs
-
-
-def _unrecorded_bounded(spec, variant, verdicts: dict) -> bool:
-    """A bounded verdict the record does not expect: the run decided less than it should."""
-    v = spec.variants.get(variant)
-    recorded = v.expected_bounded if v is not None else {}
-    return any(x["status"] == "bounded" and n not in recorded for n, x in verdicts.items())
+def compare_record(spec, variant, verdicts) -> list[str]:
+    """Differences between a variant's progress verdicts and the spec's record."""
+    return record_differences(spec, variant, {n: v["status"] for n, v in verdicts.items()})
 
 
 def cmd_progress(args, console) -> int:
@@ -227,8 +157,8 @@ def cmd_progress(args, console) -> int:
     from checker.render import params_str
     import time
     from rich.console import Console
-    from checker.cli import SaveFailed, out_dir
-    params = _params(args.param)
+    from checker.trace import save
+    params_ = params(args.param)
     out = out_dir(args)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     all_variants = args.all_variants or args.spec == "all"
@@ -246,11 +176,11 @@ def cmd_progress(args, console) -> int:
                 raise BadInput(f"unknown progress property '{p}' for spec {spec.name}{hint}; progress "
                                f"properties: {', '.join(spec.progress) or 'none'}")
         if not all_variants:
-            sg, verdicts, traces = _run(spec, args.variant, params, args)
+            sg, verdicts, traces = run_progress(spec, args.variant, params_, args)
             ci_outputs.record_progress(args, sg, verdicts, traces, against_record=False)
             # results first: a failed save must not lose them
             if args.json:
-                print(json.dumps(_result_json(sg, verdicts, traces), indent=2), flush=True)
+                print_json(result_json(sg, verdicts, traces), "run")
             else:
                 if not verdicts:
                     console.print(f"spec {spec.name} declares no progress properties and no terminal "
@@ -258,22 +188,22 @@ def cmd_progress(args, console) -> int:
                 _print_one(console, sg, verdicts, traces, {})
             if out is not None:
                 for n, tr in traces.items():
-                    path = _save_trace(tr, verdicts[n]["doc"], out)
+                    path = save(tr, out)
                     if not args.json:
                         console.print(f"saved: {path}", markup=False)
             return VIOLATED if traces else BOUNDED if _any_bounded(verdicts) else OK
         results, diffs = [], []
         for variant in (spec.variants or [None]):
-            sg, verdicts, traces = _run(spec, variant, params, args)
+            sg, verdicts, traces = run_progress(spec, variant, params_, args)
             ci_outputs.record_progress(args, sg, verdicts, traces, against_record=True)
             if out is not None:
                 try:
                     for n, tr in traces.items():
-                        _save_trace(tr, verdicts[n]["doc"], out)
+                        save(tr, out)
                 except SaveFailed as e:
                     save_errors.append(str(e))
             results.append((sg, verdicts, traces))
-            d = _compare_record(spec, sg.model.variant, verdicts)
+            d = compare_record(spec, sg.model.variant, verdicts)
             diffs += d
             # report as it goes: a run over every spec takes minutes
             err.print(f"kcheck: progress {spec.name}/{sg.model.variant}: {sg.states:,} states, "
@@ -281,7 +211,7 @@ def cmd_progress(args, console) -> int:
                       + (f"; {len(d)} differ from the record" if d else ""), markup=False)
         if args.json:
             json_out.append({"spec": spec.name,
-                             "results": [_result_json(*r) for r in results],
+                             "results": [result_json(*r) for r in results],
                              "record": {"matches": not diffs, "differences": diffs}})
         else:
             from checker.render import print_folded
@@ -289,14 +219,12 @@ def cmd_progress(args, console) -> int:
             rows = []
             for sg, verdicts, traces in results:
                 v = sg.model.variant
-                exp = spec.variants[v].expected_violations if v in spec.variants else set()
                 cells = []
                 for p in props:
-                    cell = _verdict_cell(verdicts[p], traces.get(p))
-                    if (verdicts[p]["status"] == "violated") != (p in exp) and \
-                            verdicts[p]["status"] != "bounded":
-                        cell += " (≠ record)"
-                    cells.append(cell)
+                    text = _verdict_cell(verdicts[p], traces.get(p))
+                    if differs_from_record(spec, v, p, verdicts[p]["status"]):
+                        text += " (≠ record)"
+                    cells.append(text)
                 rows.append((v, *cells, f"{sg.states:,}"))
 
             def build(headers):
@@ -320,12 +248,13 @@ def cmd_progress(args, console) -> int:
                 console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
         # a bounded verdict that the record expects (spec.bounded) matches it, like a violation
         codes.append(VIOLATED if diffs else
-                     BOUNDED if any(_unrecorded_bounded(spec, r[0].model.variant, r[1])
+                     BOUNDED if any(unrecorded_bounded(spec, r[0].model.variant,
+                                                       {n: v["status"] for n, v in r[1].items()})
                                     for r in results) else OK)
         compared += sum(len(r[1]) for r in results)
         differing += len(diffs)
     if args.json:
-        print(json.dumps(json_out[0] if len(json_out) == 1 else json_out, indent=2))
+        print_json(json_out[0] if len(json_out) == 1 else json_out, "variants_or_specs")
     else:
         console.print(f"{compared} verdicts compared with the record: "
                       f"{'all match' if not differing else f'{differing} differ'}; "

@@ -46,9 +46,10 @@ class KcheckFixture:
 
         from checker.bfs import search
         from checker.ci_outputs import trace_text
-        from checker.cli import _compare_record, _traces
-        from checker.graph_cli import _compare_record as compare_progress
-        from checker.graph_cli import _run as run_progress
+        from checker.trace import traces_of
+        from checker.verdict import search_differences as compare_record
+        from checker.graph_cli import compare_record as compare_progress
+        from checker.graph_cli import run_progress
         s = self._spec(spec)
         names = variants or list(s.variants) or [None]
         for v in names:
@@ -59,8 +60,8 @@ class KcheckFixture:
         for v in names:
             model = s.instantiate(v, params)
             res = search(model, None, None, max_states)
-            traces = _traces(res)
-            diffs = _compare_record(s, res)
+            traces = traces_of(res)
+            diffs = compare_record(s, res)
             for p in res.properties:
                 verdicts[(model.variant, p)] = res.status(p)
             ptraces, pverdicts = {}, {}

@@ -8,16 +8,17 @@ from rich.text import Text
 
 from checker.bfs import SearchResult
 from checker.trace import Trace
+from checker.verdict import cell, differs_from_record
 
 
-def _fmt(v) -> str:
+def show_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
 
 
 def _changes(step) -> str:
-    return ", ".join(f"{k}: {_fmt(a)} → {_fmt(b)}" for k, (a, b) in step.changes.items()) or "(no change)"
+    return ", ".join(f"{k}: {show_value(a)} → {show_value(b)}" for k, (a, b) in step.changes.items()) or "(no change)"
 
 
 def trace_table(tr: Trace, title: str | None = None) -> Table:
@@ -29,13 +30,13 @@ def trace_table(tr: Trace, title: str | None = None) -> Table:
     t.add_row("0", "initial state", "", Text(_initial_summary(tr)))
     for i, s in enumerate(tr.steps, start=1):
         mark = f"{i}" + (" ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else "")
-        t.add_row(mark, Text(s.label), Text(_fmt(s.outcome) if s.outcome is not None else ""),
+        t.add_row(mark, Text(s.label), Text(show_value(s.outcome) if s.outcome is not None else ""),
                   Text(_changes(s)))
     return t
 
 
 def _initial_summary(tr: Trace) -> str:
-    return ", ".join(f"{k}={_fmt(v) if not isinstance(v, list) else '[' + ', '.join(map(_fmt, v)) + ']'}"
+    return ", ".join(f"{k}={show_value(v) if not isinstance(v, list) else '[' + ', '.join(map(show_value, v)) + ']'}"
                      for k, v in tr.initial_state.items())
 
 
@@ -64,9 +65,17 @@ def stats_line(r: SearchResult) -> str:
 
 def verdict_cell(r: SearchResult, prop: str, traces: dict) -> str:
     st = r.status(prop)
-    if st == "violated":
-        return f"VIOLATED ({len(traces[prop])} steps)"
-    return "holds" if st == "holds" else "no violation (bounded)"
+    return cell(st, len(traces[prop]) if st == "violated" else None)
+
+
+def loop_sentence(tr: Trace) -> str:
+    """What a lasso's loop means, in one sentence."""
+    if tr.loop_index == len(tr.steps):
+        where = f"After step {len(tr.steps)}" if tr.steps else "In the initial state"
+        return (f"{where} the behaviour stops for ever: no action the property assumes fair is "
+                f"enabled there.")
+    return (f"Steps {tr.loop_index + 1}..{len(tr.steps)} repeat for ever (↺): the loop is fair, and "
+            f"the property's goal never holds along it.")
 
 
 def params_str(params: dict) -> str:
@@ -123,18 +132,17 @@ def print_matrix(console: Console, spec, results: list[SearchResult], traces: di
         v = r.model.variant
         cells = []
         for p in props:
-            cell = verdict_cell(r, p, traces.get(v, {}))
-            expected = p in spec.variants[v].expected_violations if spec.variants else False
-            if (r.status(p) == "violated") != expected and r.status(p) != "bounded":
-                cell += " (≠ record)"
-            cells.append(cell)
+            text = verdict_cell(r, p, traces.get(v, {}))
+            if differs_from_record(spec, v, p, r.status(p)):
+                text += " (≠ record)"
+            cells.append(text)
         if lemmas:
-            record = spec.variants[v].expected_violations if spec.variants else set()
             broken = [p for p in lemmas if r.status(p) == "violated"]
             cells.append("all hold" if not broken and r.exhaustive else
                          "no violation (bounded)" if not broken else
                          "VIOLATED: " + ", ".join(
-                             f"{p} ({len(traces.get(v, {})[p])} steps)" + ("" if p in record else " (≠ record)")
+                             f"{p} ({len(traces.get(v, {})[p])} steps)"
+                             + (" (≠ record)" if differs_from_record(spec, v, p, "violated") else "")
                              for p in broken))
         note = "" if r.exhaustive else " (stopped: all violated)" if r.stop_reason == "all-violated" \
             else f" ({r.stop_reason})"
@@ -167,18 +175,20 @@ def markdown(tr: Trace, doc: dict) -> str:
     lines = [f"# {m.spec.name} / {m.variant}: {tr.property} violated in {len(tr)} steps", ""]
     if doc.get("property_doc"):
         lines += [f"**{tr.property}**: {doc['property_doc']}", ""]
+    if tr.loop_index is not None:
+        lines += [loop_sentence(tr), ""]
     lines += [f"Parameters: {params_str(m.params.as_dict())}. Replay: `kcheck replay <this file's .json>`.", "",
               f"Initial state: {_initial_summary(tr)}", "",
               "| # | action (request) | outcome | changed fields |", "|---|---|---|---|"]
     for i, s in enumerate(tr.steps, start=1):
         loop = " ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else ""
-        lines.append(f"| {i}{loop} | {s.label} | {_fmt(s.outcome) if s.outcome is not None else ''} | "
+        lines.append(f"| {i}{loop} | {s.label} | {show_value(s.outcome) if s.outcome is not None else ''} | "
                      f"{_changes(s)} |")
     lines += ["", "```mermaid", "sequenceDiagram"]
     for i, s in enumerate(tr.steps, start=1):
         inst = m.instance(s.action, s.args)
-        src, dst = _actors(inst)
-        note = s.label + (f" → {_fmt(s.outcome)}" if s.outcome is not None else "")
+        src, dst = actors(inst)
+        note = s.label + (f" → {show_value(s.outcome)}" if s.outcome is not None else "")
         if src == dst:
             lines.append(f"    Note over {src}: {i}. {note}")
         else:
@@ -187,7 +197,7 @@ def markdown(tr: Trace, doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _actors(inst) -> tuple[str, str]:
+def actors(inst) -> tuple[str, str]:
     act = inst.action.actors
     if not act:
         return ("system", "system")

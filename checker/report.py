@@ -74,9 +74,10 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
     import time
 
     from checker.bfs import search
-    from checker.cli import _compare_record, _traces
-    from checker.graph_cli import _compare_record as _compare_progress
-    from checker.graph_cli import _run as _run_progress
+    from checker.trace import traces_of
+    from checker.verdict import search_differences as compare_record
+    from checker.graph_cli import compare_record as compare_progress
+    from checker.graph_cli import run_progress
     t0 = time.perf_counter()
     runs = []
     for variant in (spec.variants or [None]):
@@ -85,12 +86,12 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
             on_variant(model.variant)
         res = search(model, None, None, max_states)
         run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
-                         model.params.as_dict(), res, _traces(res))
-        run.diffs = _compare_record(spec, res)
+                         model.params.as_dict(), res, traces_of(res))
+        run.diffs = compare_record(spec, res)
         if progress and (spec.progress or spec.check_deadlock):
             opts = SimpleNamespace(property=None, max_nodes=max_nodes, deadlock=False)
-            run.graph, run.progress, run.progress_traces = _run_progress(spec, model.variant, params, opts)
-            run.diffs += _compare_progress(spec, model.variant, run.progress)
+            run.graph, run.progress, run.progress_traces = run_progress(spec, model.variant, params, opts)
+            run.diffs += compare_progress(spec, model.variant, run.progress)
         if prove:
             from checker.symbolic import prove as prove_one
             for p in spec.properties:
@@ -128,7 +129,7 @@ def _e(x) -> str:
 
 
 def _fmt(v) -> str:
-    from checker.render import _fmt as fmt
+    from checker.render import show_value as fmt
     if isinstance(v, list):
         return "[" + ", ".join(map(fmt, v)) + "]"
     return fmt(v)
@@ -142,14 +143,15 @@ def _steps(n: int) -> str:
     return f"{n} step{'' if n == 1 else 's'}"
 
 
-def _cell(status: str, trace: Trace | None, expected: bool, variant: str, prop: str,
+def _cell(status: str, trace: Trace | None, spec, variant: str, prop: str,
           note: str | None = None) -> str:
-    differs = (status == "violated") != expected and status != "bounded"
+    from checker.verdict import cell, differs_from_record
+    expected = bool(spec.variants) and prop in spec.variants[variant].expected_violations
+    differs = differs_from_record(spec, variant, prop, status) is not None
+    text = cell(status, len(trace) if trace is not None else None,
+                lasso=trace is not None and trace.loop_index is not None)
     if status == "violated":
-        what = "lasso, " if trace is not None and trace.loop_index is not None else ""
-        text = f'<a href="#{_anchor(variant, prop)}">VIOLATED ({what}{_steps(len(trace))})</a>'
-    else:
-        text = {"holds": "holds", "bounded": "no violation (bounded)"}.get(status, status)
+        text = f'<a href="#{_anchor(variant, prop)}">{text}</a>'
     cls = f"verdict {status}" + (" differs" if differs else "")
     rec = ' <span class="record">≠ record</span>' if differs else \
         (' <span class="recorded">recorded</span>' if expected and status == "violated" else "")
@@ -175,8 +177,8 @@ def _matrix(rep: SpecReport) -> str:
     rows = []
     for r in runs:
         exp = spec.variants[r.variant].expected_violations if spec.variants else set()
-        cells = [_cell(r.search.status(p), r.traces.get(p), p in exp, r.variant, p) for p in safety]
-        cells += [_cell(r.progress[p]["status"], r.progress_traces.get(p), p in exp, r.variant, p,
+        cells = [_cell(r.search.status(p), r.traces.get(p), spec, r.variant, p) for p in safety]
+        cells += [_cell(r.progress[p]["status"], r.progress_traces.get(p), spec, r.variant, p,
                         r.progress[p].get("reason")) for p in prog]
         if lemmas:
             broken = [p for p in lemmas if r.search.status(p) == "violated"]
@@ -256,11 +258,11 @@ def sequence_svg(tr: Trace) -> str:
     """The counterexample as a sequence diagram: one lifeline per actor (as the spec's actions
     name them), one arrow per step labelled with the request and its outcome; a lasso's loop is
     bracketed on the left."""
-    from checker.render import _actors
+    from checker.render import actors as actors_of
     m = tr.model
     arrows, actors = [], []
     for i, s in enumerate(tr.steps, start=1):
-        src, dst = _actors(m.instance(s.action, s.args))
+        src, dst = actors_of(m.instance(s.action, s.args))
         for a in (src, dst):
             if a not in actors:
                 actors.append(a)
@@ -320,8 +322,8 @@ def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, verdict: dic
     kind = "lasso" if tr.loop_index is not None else tr.kind or ""
     loop = ""
     if tr.loop_index is not None:
-        from checker.graph_cli import _loop_sentence
-        loop = f'<p class="loop-note">{_e(_loop_sentence(tr))}</p>'
+        from checker.render import loop_sentence
+        loop = f'<p class="loop-note">{_e(loop_sentence(tr))}</p>'
     command = "check" if prop in spec.properties else "progress"
     replay = (f"kcheck {command} {_spec_arg(spec)} --variant {variant} --save, then "
               f"kcheck replay counterexamples/{spec.name}/{variant}/{prop}.json")
@@ -418,7 +420,7 @@ def _conformance(rep: SpecReport) -> str:
 
 def load_conformance(path: str) -> dict:
     """The JSON that `kcheck conform --json` prints."""
-    from checker.cli import BadInput
+    from checker.options import BadInput
     try:
         doc = json.loads(Path(path).read_text())
     except OSError as e:
@@ -478,14 +480,14 @@ def render_index(pages: list[tuple[str, str, bool]]) -> str:
 # The command
 
 def register(sub) -> dict:
-    from checker.cli import _positive
+    from checker.options import param_option, positive
     r = sub.add_parser("report", help="write a self-contained HTML report per spec (verdict matrix, "
-                                      "counterexamples with diagrams, proofs, known bugs, statistics)")
+                                      "counterexamples with diagrams, proofs, known bugs, statistics)",
+                       parents=[param_option()])
     r.add_argument("spec", nargs="?", default="all",
                    help="a shipped spec name, 'all' (the default), or the path of a spec module")
     r.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the pages to")
-    r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    r.add_argument("--max-states", type=_positive("--max-states"))
+    r.add_argument("--max-states", type=positive("--max-states"))
     r.add_argument("--no-progress", action="store_true", help="skip the progress properties (state graph)")
     r.add_argument("--prove", action="store_true", help="also run k-induction on every property not violated")
     r.add_argument("--conformance", metavar="FILE",
@@ -496,10 +498,10 @@ def register(sub) -> dict:
 
 
 def cmd_report(args, console) -> int:
-    from checker.cli import OK, VIOLATED, BadInput, _params
+    from checker.options import OK, VIOLATED, BadInput, params as parse_params
     from checker.loader import load_spec
     from spec import SHIPPED
-    params = _params(args.param)
+    params = parse_params(args.param)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     out = Path(args.output)
     if out.exists() and not out.is_dir():

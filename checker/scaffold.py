@@ -146,7 +146,7 @@ def register(sub) -> dict:
 
 
 def cmd_new(args, console) -> int:
-    from checker.cli import OK, BadInput
+    from checker.options import OK, BadInput
     from spec import SHIPPED
     name = args.name
     if not name.isidentifier() or keyword.iskeyword(name) or not name.islower():

@@ -3,53 +3,75 @@ and `kcheck sweep`."""
 from __future__ import annotations
 
 import itertools
-import json
 import re
-import sys
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
-from checker.cli import _positive
+from checker.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, VIOLATED, BadInput,  # noqa: F401
+                             json_option, positive, property_option, save_options, spec_option,
+                             variant_option)
 from checker.spark import SparkError
+from checker.verdict import cell, print_json
+
+# `kcheck check --engine`: the engines that answer check's question (every verdict, the same
+# shortest traces); --spark [MASTER] and --partition are the older spellings, kept as aliases
+ENGINES = ("bfs", "spark-slices", "spark-ownership")
+
+
+def add_engine_options(ck) -> None:
+    """check's options that choose the engine and configure Spark."""
+    ck.add_argument("--engine", choices=ENGINES, default=None,
+                    help="bfs: the single-process search (the default); spark-slices: Spark, "
+                         "slices of the initial states or of a frontier, each searched whole; "
+                         "spark-ownership: Spark, each state explored once by the owner of its "
+                         "fingerprint, level by level")
+    ck.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
+                    help="explore on Spark: local[*] by default, spark://host:port for a cluster "
+                         "(alone: --engine spark-slices)")
+    ck.add_argument("--slices", type=positive("--slices"), metavar="N",
+                    help="with a Spark engine: slices of the state space, or owners with "
+                         "spark-ownership (default: Spark's cores)")
+    ck.add_argument("--partition", choices=["slices", "ownership"], default=None,
+                    help="with --spark: the same as --engine spark-slices / spark-ownership")
+    ck.add_argument("--verbose", action="store_true", help="with a Spark engine: Spark's own log")
+
+
+def engine(args) -> str:
+    """The engine that check's options choose: --engine, or its aliases --spark/--partition."""
+    chosen = getattr(args, "engine", None)
+    partition = getattr(args, "partition", None)
+    if chosen is None:
+        if not getattr(args, "spark", None):
+            if partition or getattr(args, "slices", None):
+                raise SparkError("--partition needs --spark" if partition else "--slices needs --spark")
+            return "bfs"
+        return f"spark-{partition or 'slices'}"
+    if chosen == "bfs":
+        for flag in ("spark", "slices", "partition"):
+            if getattr(args, flag, None):
+                raise BadInput(f"--{flag} is for a Spark engine, not --engine bfs")
+        return chosen
+    if partition and f"spark-{partition}" != chosen:
+        raise BadInput(f"--partition {partition} contradicts --engine {chosen}; give one of them")
+    return chosen
 
 
 def register(subparsers) -> dict:
-    ck = subparsers.choices.get("check")
-    if ck is not None:
-        have = ck._option_string_actions
-        if "--spark" not in have:
-            ck.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
-                            help="explore on Spark: local[*] by default, spark://host:port for a cluster")
-        if "--slices" not in have:
-            ck.add_argument("--slices", type=_positive("--slices"), metavar="N",
-                            help="with --spark: slices of the state space, or owners with --partition "
-                                 "ownership (default: Spark's cores)")
-        if "--partition" not in have:
-            ck.add_argument("--partition", choices=["slices", "ownership"], default=None,
-                            help="with --spark: 'slices' of the initial states or of a frontier, "
-                                 "each searched whole (the default), or 'ownership': each state "
-                                 "explored once, by the owner of its fingerprint, level by level")
-        if "--verbose" not in have:
-            ck.add_argument("--verbose", action="store_true", help="with --spark: Spark's own log")
-
     sw = subparsers.add_parser("sweep", help="check a spec over a range of parameters, on Spark "
-                                             "with --spark")
-    sw.add_argument("spec", help="a shipped spec name or the path of a spec module")
+                                             "with --spark",
+                               parents=[spec_option(), variant_option(), property_option(),
+                                        json_option(),
+                                        save_options("each minimal counterexample under "
+                                                     "counterexamples/<spec>/<variant>/",
+                                                     default_out="counterexamples")])
     sw.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
                     help="a range (members=1..4), a list (members=1,3) or one value")
-    sw.add_argument("--variant")
-    sw.add_argument("--property", action="append", default=None, metavar="P")
-    sw.add_argument("--max-depth", type=_positive("--max-depth"))
+    sw.add_argument("--max-depth", type=positive("--max-depth"))
     sw.add_argument("--deadlock", action="store_true", help="report states with no successor")
     sw.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
                     help="every configuration a Spark task: local[*] by default, spark://host:port")
     sw.add_argument("--verbose", action="store_true", help="with --spark: Spark's own log")
-    sw.add_argument("--json", action="store_true")
-    sw.add_argument("--save", action="store_true",
-                    help="save each minimal counterexample under counterexamples/<spec>/<variant>/")
-    sw.add_argument("--out", default="counterexamples", help="where --save writes")
     return {"sweep": cmd_sweep}
 
 
@@ -86,17 +108,14 @@ def _level_progress(verbose: bool):
     return None, None
 
 
-def check_on_spark(model, props, args, console):
-    """`kcheck check --spark`: the SearchResult the single-process search would give."""
+def check_on_spark(model, props, args, console, engine_name: str = "spark-slices"):
+    """`kcheck check --engine spark-*`: the SearchResult the single-process search would give."""
     from checker import spark
-    if not args.spark:
-        raise SparkError("--partition needs --spark" if getattr(args, "partition", None)
-                         else "--slices needs --spark")
     if getattr(args, "max_states", None):
         raise SparkError("--max-states bounds the single-process search; with --spark use --max-depth")
     kw = dict(properties=props, max_depth=args.max_depth, deadlock=args.deadlock or None,
-              master=args.spark, verbose=args.verbose)
-    if getattr(args, "partition", None) == "ownership":
+              master=args.spark or "local[*]", verbose=args.verbose)
+    if engine_name == "spark-ownership":
         from checker import spark_owner
         live, update = _level_progress(args.verbose)
         run = lambda: spark_owner.check(model, owners=args.slices, progress=update, **kw)
@@ -159,17 +178,14 @@ def _status(r: dict, p: str) -> str:
 
 
 def _cell(r: dict, p: str) -> str:
-    st = _status(r, p)
-    return {"violated": f"VIOLATED ({_length(r, p)} steps)", "holds": "holds",
-            "bounded": "no violation (bounded)"}[st]
+    return cell(_status(r, p), _length(r, p))
 
 
 def cmd_sweep(args, console) -> int:
     from checker import spark
-    from checker.cli import BOUNDED, INTERRUPTED, OK, VIOLATED, _save
     from checker.loader import load_spec
     from checker.render import params_str, trace_table
-    from checker.trace import build, to_json
+    from checker.trace import build, save, to_json
     spec = load_spec(args.spec)
     variant = args.variant or spec.default_variant or next(iter(spec.variants), "default")
     if spec.variants and variant not in spec.variants:
@@ -198,10 +214,10 @@ def cmd_sweep(args, console) -> int:
         model = spec.instantiate(variant, params)
         traces[p] = build(model, p, f.kind, f.initial, f.steps)
         if args.save:
-            saved[p] = _save(traces[p], args.out)
+            saved[p] = save(traces[p], args.out)
 
     if args.json:
-        print(json.dumps({
+        print_json({
             "spec": spec.name, "variant": variant, "swept": swept,
             "configurations": [{"parameters": r["params"], "exhaustive": r["exhaustive"],
                                 "stop_reason": r["stop_reason"], "distinct_states": r["distinct"],
@@ -210,7 +226,7 @@ def cmd_sweep(args, console) -> int:
                                                for p in props}} for r in results],
             "minimal_counterexamples": {p: {"parameters": params, "trace_length": len(traces[p]),
                                             "trace": to_json(traces[p]), "saved": saved.get(p)}
-                                        for p, (params, _) in minimal.items()}}, indent=2))
+                                        for p, (params, _) in minimal.items()}}, "sweep")
     else:
         t = Table(title=f"{spec.name} / {variant}: verdicts by configuration"
                         + (f" (on Spark, {args.spark})" if args.spark else ""), title_justify="left")

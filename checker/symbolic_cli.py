@@ -19,8 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from checker import ci_outputs
-from checker.cli import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
-                         _params, _positive, _save, out_dir)
+from checker.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
+                             json_option, model_options, out_dir, params, positive, property_option,
+                             save_options)
+from checker.trace import save
+from checker.verdict import PropertyResult, RunResult, Verdict, cell, print_json
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
 
@@ -35,38 +38,33 @@ def _seconds(s):
     return v
 
 
-def _common(p, with_property=True):
-    p.add_argument("spec", help="a shipped spec name or the path of a spec module")
-    p.add_argument("--variant")
-    if with_property:
-        p.add_argument("--property", action="append", default=None, metavar="P")
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
+def _solver_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="per solver call")
-    p.add_argument("--json", action="store_true")
+    return p
 
 
 def register(sub) -> dict:
-    b = sub.add_parser("bmc", help="bounded model checking with Z3, epochs unbounded")
-    _common(b)
-    b.add_argument("--depth", type=_positive("--depth"), default=10)
+    common = [*model_options(), _solver_options(), json_option()]
+    b = sub.add_parser("bmc", help="bounded model checking with Z3, epochs unbounded",
+                       parents=[*common, property_option(),
+                                save_options("counterexamples like `kcheck check --save`")])
+    b.add_argument("--depth", type=positive("--depth"), default=10)
     b.add_argument("--keep-search-bounds", action="store_true",
                    help="keep the explicit search's caps (e.g. max_epoch), as `kcheck check` does")
-    b.add_argument("--save", action="store_true", help="save counterexamples like `kcheck check --save`")
-    b.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
 
-    p = sub.add_parser("prove", help="k-induction with Z3 for every epoch, lemmas proved first")
-    _common(p)
-    p.add_argument("--k", type=_positive("--k"), default=3, help="largest k to try (1..K)")
+    p = sub.add_parser("prove", help="k-induction with Z3 for every epoch, lemmas proved first",
+                       parents=[*common, property_option(),
+                                save_options("violations under --out, counterexamples to induction "
+                                             "under --out/induction")])
+    p.add_argument("--k", type=positive("--k"), default=3, help="largest k to try (1..K)")
     p.add_argument("--no-lemmas", action="store_true", help="do not assume the spec's lemmas")
     p.add_argument("--bmc-depth", type=int, default=5,
                    help="when not inductive, look this deep for a real violation")
-    p.add_argument("--save", action="store_true",
-                   help="save violations under --out, counterexamples to induction under --out/induction")
-    p.add_argument("--out", default=None, help="where --save writes (default counterexamples)")
     ci_outputs.add_options(p)
 
-    c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?")
-    _common(c, with_property=False)
+    c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?",
+                       parents=common)
     c.add_argument("--rule", required=True)
     c.add_argument("--variants", nargs=2, required=True, metavar=("A", "B"))
     c.add_argument("--lift", action="append", default=[], metavar="ARG",
@@ -94,7 +92,7 @@ def _known_properties(spec, props, *extra):
 def _model(args):
     from checker.loader import load_spec
     spec = load_spec(args.spec)
-    return spec, spec.instantiate(args.variant, _params(args.param))
+    return spec, spec.instantiate(args.variant, params(args.param))
 
 
 def _stats_str(st: dict) -> str:
@@ -256,6 +254,29 @@ def _print_trace(console, cx, title, saved=None, model=None):
         console.print(f"saved: {saved}", markup=False)
 
 
+def bmc_run(res, args) -> RunResult:
+    """A bmc result in the result model (engine 'z3-bmc'); a path the explicit encoding cannot
+    pack keeps its length, its raw states and steps, and its named states."""
+    model = res.model
+    props = {}
+    for p in res.properties:
+        cx = res.found.get(p)
+        kind = cx.kind if cx is not None else model.spec.properties[p].kind \
+            if p in model.spec.properties else "deadlock"
+        details: dict = {"note": cx.note if cx is not None else None}
+        if cx is not None and cx.trace is None:
+            details.update(trace_length=len(cx.path.steps), trace=_trace_doc(cx),
+                           states=_named_states(model, cx))
+        props[p] = PropertyResult(p, Verdict(res.status(p)), kind, cx.trace if cx else None,
+                                  res.inconclusive if res.status(p) == "unknown" else None, details)
+    stats = {"depth": res.depth, "requested_depth": args.depth,
+             "search_bounds": "kept" if args.keep_search_bounds else "lifted",
+             "encoding": {"integer_bits": res.width, "lifted_bound_cap": res.cap},
+             "exhaustive": res.exhaustive, "inconclusive": res.inconclusive,
+             "elapsed_s": round(res.elapsed_s, 3), "solver": res.stats}
+    return RunResult("z3-bmc", model, props, stats)
+
+
 def _header(console, m, what):
     from checker.render import params_str
     console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
@@ -282,20 +303,7 @@ def cmd_bmc(args, console) -> int:
              f"bounded: depth {res.depth}")
     bounds = "search bounds kept" if args.keep_search_bounds else "search bounds lifted"
     if args.json:
-        print(json.dumps({
-            "spec": spec.name, "variant": model.variant, "parameters": model.params.as_dict(),
-            "engine": "z3-bmc", "depth": res.depth, "requested_depth": args.depth,
-            "search_bounds": "kept" if args.keep_search_bounds else "lifted",
-            "encoding": {"integer_bits": res.width, "lifted_bound_cap": res.cap},
-            "exhaustive": res.exhaustive, "inconclusive": res.inconclusive,
-            "elapsed_s": round(res.elapsed_s, 3), "solver": res.stats,
-            "properties": {p: {"status": res.status(p),
-                               "trace_length": len(res.found[p].path.steps) if p in res.found else None,
-                               "note": res.found[p].note if p in res.found else None,
-                               "trace": _trace_doc(res.found.get(p)),
-                               **({"states": _named_states(model, res.found[p])}
-                                  if p in res.found and res.found[p].trace is None else {})}
-                           for p in res.properties}}, indent=2))
+        print_json(bmc_run(res, args).to_json(), "run")
     else:
         _header(console, model, f"bmc to depth {args.depth}, {bounds}")
         console.print(f"{scope}; {res.elapsed_s:.2f}s, {_stats_str(res.stats)}", markup=False)
@@ -309,11 +317,10 @@ def cmd_bmc(args, console) -> int:
         t.add_column("meaning")
         for p in res.properties:
             st = res.status(p)
-            cell = (f"VIOLATED ({len(res.found[p].path.steps)} steps)" if st == "violated" else
-                    f"no violation up to depth {res.depth}" if st == "bounded" else
-                    "holds" if st == "holds" else "unknown (solver)")
+            text = cell(st, len(res.found[p].path.steps) if st == "violated" else None,
+                        bounded=f"no violation up to depth {res.depth}")
             doc = spec.properties[p].doc if p in spec.properties else "no reachable state without a successor"
-            t.add_row(p, cell, Text(doc))
+            t.add_row(p, text, Text(doc))
         console.print(t)
         for p, cx in res.found.items():
             _print_trace(console, cx, f"Shortest counterexample for {p} ({len(cx.path.steps)} steps, bmc)",
@@ -321,7 +328,7 @@ def cmd_bmc(args, console) -> int:
     # saved after the results are printed, so a failed save loses nothing
     if out is not None:
         for p, cx in res.found.items():
-            saved[p] = (_save(cx.trace, out) if cx.trace is not None else
+            saved[p] = (save(cx.trace, out) if cx.trace is not None else
                         _save_states(model, p, cx.kind, cx, out))
             if not args.json:
                 console.print(f"saved: {saved[p]}", markup=False)
@@ -392,12 +399,12 @@ def cmd_prove(args, console) -> int:
                                       f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})",
                          None, model)
     if args.json:
-        print(json.dumps({"spec": spec.name, "variant": model.variant,
-                          "parameters": model.params.as_dict(), "engine": "z3-k-induction",
-                          "k_max": args.k, "results": docs}, indent=2, default=str), flush=True)
+        print_json({"spec": spec.name, "variant": model.variant,
+                    "parameters": model.params.as_dict(), "engine": "z3-k-induction",
+                    "k_max": args.k, "results": docs}, "prove")
     # saved after the results are printed, so a failed save loses nothing
     for r, cx, where in to_save:
-        path = (_save(cx.trace, where) if cx.trace is not None else
+        path = (save(cx.trace, where) if cx.trace is not None else
                 _save_states(model, r.property, r.status, cx, where))
         if not args.json:
             console.print(f"saved: {path}", markup=False)
@@ -411,7 +418,7 @@ def cmd_compare(args, console) -> int:
     spec = load_spec(args.spec)
     a, b = args.variants
     with SolverStop(f"compare {spec.name} {args.rule} ({a} vs {b})") as stop:
-        r = compare(spec, args.rule, a, b, _params(args.param), args.lift, args.accept, args.assume,
+        r = compare(spec, args.rule, a, b, params(args.param), args.lift, args.accept, args.assume,
                     args.timeout)
     if stop.terminated.is_set() and r.inconclusive:
         r.inconclusive = "solver: stopped by SIGTERM"
@@ -421,7 +428,7 @@ def cmd_compare(args, console) -> int:
                                         f"result_{b}": d.result_b}
 
     if args.json:
-        print(json.dumps({"spec": spec.name, "rule": r.rule, "variants": [a, b],
+        print_json({"spec": spec.name, "rule": r.rule, "variants": [a, b],
                           "relation": r.relation, "accept_value": r.accept_value,
                           "assumed_invariants": r.assumed, "call_sites": r.call_sites,
                           "lifted": args.lift, "inconclusive": r.inconclusive,
@@ -430,7 +437,7 @@ def cmd_compare(args, console) -> int:
                           f"{a}_rejects_{b}_accepts": diff(r.a_rejects_b_accepts),
                           f"{b}_rejects_{a}_accepts": diff(r.b_rejects_a_accepts),
                           "decisions_differ": diff(r.decisions_differ),
-                          "elapsed_s": round(r.elapsed_s, 3), "solver": r.stats}, indent=2, default=str))
+                          "elapsed_s": round(r.elapsed_s, 3), "solver": r.stats}, "compare")
     else:
         console.print(f"[bold]{spec.name}[/bold] rule [bold]{r.rule}[/bold]: {a} vs {b} "
                       f"({r.call_sites} request shape(s); accepted = {r.accept_value or 'true'}; "
@@ -455,4 +462,4 @@ def cmd_compare(args, console) -> int:
     return stop.code(INTERRUPTED if _cancelled(r.inconclusive) else BOUNDED if r.inconclusive else OK)
 
 
-__all__ = ["register", "BAD_INPUT"]
+__all__ = ["register", "SolverStop", "bmc_run"]

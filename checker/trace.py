@@ -51,7 +51,7 @@ class Trace:
         return self.model.layout.show(self.model.layout.unpack_flat(self.initial))
 
 
-def _shown(model: Model, flat: list[int]) -> list:
+def shown_values(model: Model, flat: list[int]) -> list:
     return [f.type.show(v) for f, v in zip(model.layout.fields, flat)]
 
 
@@ -107,13 +107,13 @@ def build(model: Model, prop: str | None, kind: str | None, initial: tuple, step
     lay = model.layout
     tr = Trace(model, prop, kind, tuple(initial), loop_index=loop_index)
     words = tuple(initial)
-    before = _shown(model, lay.unpack_flat(words))
+    before = shown_values(model, lay.unpack_flat(words))
     for k in steps:
         inst = model.instances[k]
         if not ex.enabled(words, k):
             raise SpecError(f"internal: step {inst.label} is not enabled while rebuilding a trace")
         words, out, _ = ex.apply(words, k)
-        after = _shown(model, lay.unpack_flat(words))
+        after = shown_values(model, lay.unpack_flat(words))
         changes = {f.name: (b, a) for f, b, a in zip(lay.fields, before, after) if a != b}
         tr.steps.append(Step(inst.label, inst.action.name, dict(inst.args),
                              model.show_outcome(out), changes, words))
@@ -177,12 +177,65 @@ def to_json(tr: Trace) -> dict:
     if tr.property is not None:
         doc["property"] = tr.property
         doc["kind"] = tr.kind
-        prop = m.spec.properties.get(tr.property)
-        if prop is not None:
-            doc["property_doc"] = prop.doc
+        doc_text = property_doc(m.spec, tr.property)
+        if doc_text is not None:
+            doc["property_doc"] = doc_text
     if tr.loop_index is not None:
         doc["loop_index"] = tr.loop_index
     return doc
+
+
+DEADLOCK_DOC = "no reachable state without a successor"
+
+
+def property_doc(spec, name: str) -> str | None:
+    """A property's one-sentence statement: a safety or progress property's docstring, or what
+    deadlock freedom means."""
+    prop = spec.properties.get(name) or spec.progress.get(name)
+    if prop is not None:
+        return prop.doc
+    return DEADLOCK_DOC if name == "deadlock" else None
+
+
+def traces_of(res) -> dict:
+    """The readable traces of a search's counterexamples (res.found), by property."""
+    return {name: build(res.model, f.property, f.kind, f.initial, f.steps) for name, f in res.found.items()}
+
+
+def save(tr: Trace, out_dir: str | Path) -> str:
+    """Saves a counterexample as <out_dir>/<spec>/<variant>/<property>.json and its Markdown
+    twin (checker/render.py); -> the JSON file's path. A user's spec is named relative to the
+    trace file, so the two can move together. A failure is SaveFailed, one line."""
+    from checker.options import SaveFailed
+    from checker.render import markdown
+    m = tr.model
+    d = Path(out_dir) / m.spec.name / m.variant
+    path = d / f"{tr.property}.json"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        doc = to_json(tr)
+        doc["spec"] = relative_spec_ref(doc["spec"], d)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        (d / f"{tr.property}.md").write_text(markdown(tr, doc))
+    except OSError as e:
+        raise SaveFailed(f"cannot save {path}: {e.strerror or e} (the results above are complete; "
+                         f"choose a writable --out)") from None
+    return str(path)
+
+
+def save_all(traces: dict, out: str | Path | None) -> tuple[dict, str | None]:
+    """Saves every trace, after the results were printed: -> ({property: path}, the error of
+    the first failed save or None), so the caller reports a failure once, as exit 5."""
+    from checker.options import SaveFailed
+    saved: dict = {}
+    if out is None:
+        return saved, None
+    for p, tr in traces.items():
+        try:
+            saved[p] = save(tr, out)
+        except SaveFailed as e:
+            return saved, str(e)
+    return saved, None
 
 
 # The format's versions that kcheck reads, each with its JSON Schema (checker/trace_schema.json
@@ -355,7 +408,7 @@ def replay(model: Model, doc: dict) -> ReplayResult:
         if "state" in exp:
             if not isinstance(exp["state"], dict):
                 raise TraceError(f"step {i}: expect.state must be an object of field values")
-            shown = dict(zip((f.name for f in lay.fields), _shown(model, lay.unpack_flat(nxt))))
+            shown = dict(zip((f.name for f in lay.fields), shown_values(model, lay.unpack_flat(nxt))))
             for name, v in _flat_expect(model, exp["state"]).items():
                 if not _same(shown[name], v):
                     return ReplayResult(False, f"step {i} ({inst.label}): {name} is {shown[name]}, "

@@ -55,23 +55,21 @@ def random_walk(model, steps: int, seed: int, start=None, executor: Executor | N
 
 
 def register(sub) -> dict:
-    from checker.cli import _positive
-    w = sub.add_parser("walk", help="a seeded random walk over a spec, saved as a trace")
-    w.add_argument("spec", help="a shipped spec name or the path of a spec module")
-    w.add_argument("--variant")
-    w.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    w.add_argument("--steps", type=_positive("--steps"), default=20)
+    from checker.options import model_options, positive
+    w = sub.add_parser("walk", help="a seeded random walk over a spec, saved as a trace",
+                       parents=model_options())
+    w.add_argument("--steps", type=positive("--steps"), default=20)
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("-o", "--output", metavar="FILE", help="save the trace here (JSON)")
     return {"walk": cmd_walk}
 
 
 def cmd_walk(args, console) -> int:
-    from checker.cli import OK, BadInput, _params
+    from checker.options import OK, BadInput, params
     from checker.loader import load_spec
     from checker.render import trace_table
     from checker.trace import load, replay
-    model = load_spec(args.spec).instantiate(args.variant, _params(args.param))
+    model = load_spec(args.spec).instantiate(args.variant, params(args.param))
     doc = random_walk(model, args.steps, args.seed)
     if args.output:
         try:

@@ -1,8 +1,14 @@
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# Every JSON document a command prints during the tests, in this process or in a kcheck
+# subprocess (which inherits the environment), is validated against checker/output_schema.json
+# first (checker/verdict.py print_json): an output the schema does not describe fails the test.
+os.environ["KCHECK_VALIDATE_OUTPUT"] = "1"
 
 
 # Tiers (pyproject.toml's markers): whole modules that start Spark or run Z3 are marked here, so

@@ -596,14 +596,14 @@ def _matrix(width: int) -> str:
     import io
     from rich.console import Console
     from checker.bfs import search
-    from checker.cli import _traces
+    from checker.trace import traces_of
     from checker.loader import load_spec
     from checker.render import print_matrix
     spec = load_spec("two_phase")
     results = [search(spec.instantiate(v, {})) for v in spec.variants]
     buf = io.StringIO()
     con = Console(file=buf, force_terminal=True, width=width, color_system=None)
-    print_matrix(con, spec, results, {r.model.variant: _traces(r) for r in results}, [])
+    print_matrix(con, spec, results, {r.model.variant: traces_of(r) for r in results}, [])
     return buf.getvalue()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checker.bfs import DEADLOCK, search
-from checker.cli import _compare_record, main
+from checker.cli import compare_record, main
 from checker.trace import load, replay
 from spec.shared_consumption import (LONG_MAX, key_range_range, key_range_round_robin,
                                      split_key_space, spec)
@@ -112,7 +112,7 @@ def test_verdicts_at_default_bounds(default_results, variant):
     assert violated == safety_record(variant)
     assert spec.variants[variant].expected_violations - safety_record(variant) <= set(spec.progress)
     assert set(r.properties) == set(spec.properties) | {DEADLOCK}
-    assert _compare_record(spec, r) == []
+    assert compare_record(spec, r) == []
 
 
 def test_expected_verdicts_are_explained():

@@ -1,0 +1,173 @@
+"""What every command of the command line shares: the exit codes, the errors that become them,
+the shared options as argparse parent parsers, and the progress line on stderr. The command
+modules import from here, never from one another (checker/cli.py only assembles them).
+
+Exit codes (one table for every command, README "Exit codes"): 0 every property holds
+exhaustively / the trace reproduces / every verdict matches its record; 1 a property is violated /
+the trace does not reproduce / a verdict differs from its record; 2 bad input; 3 no violation
+found but the search was bounded (a limit, the memory watch, or a verdict that a search_bound cut
+could hide); 4 the broker could not be started (conform); 5 the results were printed but saving
+them failed; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM): both after printing what was
+found."""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from rich.console import Console
+
+OK, VIOLATED, BAD_INPUT, BOUNDED, BROKER_FAILED, SAVE_FAILED = 0, 1, 2, 3, 4, 5
+INTERRUPTED, TERMINATED = 130, 143
+
+
+class BadInput(Exception):
+    """Something the user gave is wrong: one line on stderr, exit BAD_INPUT."""
+
+
+class SaveFailed(Exception):
+    """Writing results failed after they were printed (exit SAVE_FAILED, one line)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are BadInput (one line, exit 2), naming the --help to read."""
+
+    def error(self, message):
+        raise BadInput(f"{message} (see 'kcheck {self.prog.split()[-1]} --help')"
+                       if " " in self.prog else f"{message} (see 'kcheck --help')")
+
+
+def positive(name: str):
+    """An argparse type: a positive integer, named in the error."""
+    def conv(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
+        return v
+    return conv
+
+
+def params(pairs: list[str] | None) -> dict:
+    """--param NAME=VALUE pairs -> {name: value text}; a name given twice with two values is an
+    error, since it cannot mean both."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise BadInput(f"--param {pair!r}: write NAME=VALUE, e.g. --param members=2")
+        k, v = pair.split("=", 1)
+        k, v = k.strip(), v.strip()
+        if k in out and out[k] != v:
+            raise BadInput(f"--param {k} is given twice ({k}={out[k]} and {k}={v}); give it once")
+        out[k] = v
+    return out
+
+
+def out_dir(args) -> str | None:
+    """Where --save writes; --out without --save would be silently ignored, so it is an error."""
+    out = getattr(args, "out", None)
+    if not getattr(args, "save", False):
+        if out is not None:
+            raise BadInput(f"--out {out} is given without --save; add --save to write there")
+        return None
+    return out or "counterexamples"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parent parsers: each shared option is defined once (argparse's `parents=`)
+
+def _parent() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(add_help=False)
+
+
+def spec_option(help: str = "a shipped spec name or the path of a spec module") -> argparse.ArgumentParser:
+    p = _parent()
+    p.add_argument("spec", help=help)
+    return p
+
+
+def param_option(metavar: str = "NAME=VALUE", help: str | None = None) -> argparse.ArgumentParser:
+    p = _parent()
+    p.add_argument("--param", action="append", default=[], metavar=metavar, help=help)
+    return p
+
+
+def variant_option(all_variants: bool = False) -> argparse.ArgumentParser:
+    """--variant V, and with all_variants the exclusive --all-variants."""
+    p = _parent()
+    if all_variants:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--variant")
+        g.add_argument("--all-variants", action="store_true")
+    else:
+        p.add_argument("--variant")
+    return p
+
+
+def property_option() -> argparse.ArgumentParser:
+    p = _parent()
+    p.add_argument("--property", action="append", default=None, metavar="P")
+    return p
+
+
+def json_option(help: str | None = None) -> argparse.ArgumentParser:
+    p = _parent()
+    p.add_argument("--json", action="store_true", help=help)
+    return p
+
+
+def save_options(what: str = "counterexamples under counterexamples/<spec>/<variant>/",
+                 default_out: str | None = None) -> argparse.ArgumentParser:
+    """--save and --out DIR (an --out without --save is refused by out_dir)."""
+    p = _parent()
+    p.add_argument("--save", action="store_true", help=f"save {what}")
+    p.add_argument("--out", default=default_out,
+                   help=f"where --save writes (default {default_out or 'counterexamples'})")
+    return p
+
+
+def model_options(all_variants: bool = False) -> list[argparse.ArgumentParser]:
+    """The options that name a model: SPEC, --variant, --param."""
+    return [spec_option(), variant_option(all_variants), param_option()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress on stderr
+
+# Seconds between two plain progress lines when stderr is not a terminal (a CI log)
+PROGRESS_EVERY = 10.0
+
+
+class Progress:
+    """Progress of a long run on stderr: a live line naming spec, variant and properties on a
+    terminal; one plain line every PROGRESS_EVERY seconds otherwise (KCHECK_PROGRESS_SECONDS),
+    so a CI log moves. Standard output keeps only results."""
+
+    def __init__(self, label: str):
+        self.label, self.time = label, time.monotonic
+        self.err = Console(stderr=True, highlight=False)
+        self.every = float(os.environ.get("KCHECK_PROGRESS_SECONDS", PROGRESS_EVERY))
+        self.last = self.time()
+        self.live = None
+        if self.err.is_terminal:
+            from rich.live import Live
+            self.live = Live(console=self.err, transient=True, refresh_per_second=4)
+
+    def __enter__(self):
+        if self.live is not None:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def __call__(self, depth, distinct, left):
+        text = f"{self.label}: depth {depth}, {distinct:,} distinct states, {left:,} left in this level"
+        if self.live is not None:
+            self.live.update(text)
+        elif self.time() - self.last >= self.every:
+            self.last = self.time()
+            self.err.print(f"kcheck: {text}", markup=False, soft_wrap=True)

@@ -1,0 +1,262 @@
+"""The result model: one vocabulary for what every engine answers, and the one place where a
+result becomes a verdict cell, a comparison with the spec's record, a JSON document, an exit code
+or a saved trace (docs/design.md, "The result model").
+
+An engine returns its own statistics (a search counts states, a solver counts conflicts), but
+every property gets a ``Verdict``, and every counterexample, whether a path to a bad state, a
+path to a deadlock or a lasso, is a ``Counterexample``: an initial state and the action instances
+taken from it, with the index where the loop starts for a lasso. ``RunResult`` is what a command
+prints: the engine, the model, a ``PropertyResult`` per property, and the measured figures.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+
+class Verdict(str, Enum):
+    """A property's verdict. A str, so that ``status == "violated"`` reads as it always did."""
+    HOLDS = "holds"                  # every reachable state (or behaviour) was examined
+    VIOLATED = "violated"            # a counterexample was found (and replays)
+    BOUNDED = "bounded"              # no violation within the bounds: not a proof
+    PROVED = "proved"                # k-induction: every reachable state, epochs unbounded
+    NOT_INDUCTIVE = "not-inductive"  # k-induction found a counterexample to induction
+    UNKNOWN = "unknown"              # the solver gave up (timeout, interruption)
+    CONFORMS = "conforms"            # conformance: every step answered as the model said
+    DIVERGES = "diverges"            # conformance: a step answered otherwise
+    NOT_DRIVABLE = "not-drivable"    # conformance: a step the adapter cannot send
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def decided(self) -> bool:
+        """Whether the verdict is a full answer (as opposed to bounded or unknown)."""
+        return self in (Verdict.HOLDS, Verdict.VIOLATED, Verdict.PROVED, Verdict.CONFORMS,
+                        Verdict.DIVERGES)
+
+
+@dataclass
+class Counterexample:
+    """A counterexample of any engine: the packed initial state and the action instance indices
+    taken from it. For a lasso (a progress property), the behaviour repeats steps[loop_index:]
+    for ever (loop_index == len(steps): it stops for ever), and trigger_index is the state where
+    P holds and Q does not."""
+    property: str
+    kind: str                          # 'invariant', 'transition', 'deadlock', 'lasso'
+    initial: tuple
+    steps: list[int]
+    loop_index: int | None = None
+    trigger_index: int | None = None
+
+    @property
+    def is_lasso(self) -> bool:
+        return self.loop_index is not None
+
+
+def cell(status: str, length: int | None = None, lasso: bool = False,
+         bounded: str = "no violation (bounded)") -> str:
+    """A verdict as a table cell, the same in every matrix and report."""
+    status = Verdict(status)
+    if status is Verdict.VIOLATED:
+        n = "" if length is None else f"{length} step{'' if length == 1 else 's'}"
+        what = ", ".join(x for x in ("lasso" if lasso else "", n) if x)
+        return f"VIOLATED ({what})" if what else "VIOLATED"
+    return {Verdict.HOLDS: "holds", Verdict.BOUNDED: bounded, Verdict.PROVED: "PROVED",
+            Verdict.NOT_INDUCTIVE: "NOT INDUCTIVE", Verdict.UNKNOWN: "unknown (solver)",
+            Verdict.CONFORMS: "conforms", Verdict.DIVERGES: "DIVERGES",
+            Verdict.NOT_DRIVABLE: "not drivable"}[status]
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec's record of expected verdicts (Variant.expected_violations / expected_bounded)
+
+def differs_from_record(spec, variant: str | None, prop: str, status: str) -> str | None:
+    """Why ``status`` of ``prop`` differs from what the spec records for ``variant``, or None.
+    A 'bounded' the record does not mention is not a difference (it is not an answer), but a
+    'bounded' where the record says violated is one."""
+    v = spec.variants.get(variant) if variant is not None else None
+    if v is None:
+        return None
+    where = f"{spec.name}/{v.name}: {prop}"
+    expected = prop in v.expected_violations
+    status = Verdict(status)
+    if status is Verdict.VIOLATED and not expected:
+        return f"{where} is violated but the record says it holds (a regression, or a new finding to record)"
+    if status is Verdict.HOLDS and expected:
+        return f"{where} holds but the record says it is violated"
+    if status is Verdict.BOUNDED and expected:
+        return f"{where} not violated within the bounds but the record says it is violated"
+    bounded = getattr(v, "expected_bounded", {}) or {}
+    if status is Verdict.HOLDS and prop in bounded:
+        return f"{where} holds but the record says it is bounded ({bounded[prop]})"
+    return None
+
+
+def record_differences(spec, variant: str | None, statuses: dict[str, str]) -> list[str]:
+    """Every difference between a variant's verdicts ({property: status}) and the record."""
+    out = []
+    for p, st in statuses.items():
+        d = differs_from_record(spec, variant, p, st)
+        if d:
+            out.append(d)
+    return out
+
+
+def search_differences(spec, res) -> list[str]:
+    """Differences between a search's verdicts (bfs.SearchResult) and the spec's record."""
+    return record_differences(spec, res.model.variant, {p: res.status(p) for p in res.properties})
+
+
+def unrecorded_bounded(spec, variant: str | None, statuses: dict[str, str]) -> bool:
+    """A 'bounded' verdict that the record does not expect: the run decided less than it should."""
+    v = spec.variants.get(variant) if variant is not None else None
+    recorded = (getattr(v, "expected_bounded", {}) or {}) if v is not None else {}
+    return any(st == Verdict.BOUNDED and p not in recorded for p, st in statuses.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# One run of one engine on one model
+
+@dataclass
+class PropertyResult:
+    name: str
+    status: Verdict
+    kind: str | None = None            # 'invariant', 'transition', 'deadlock', 'leads-to', ...
+    trace: Any = None                  # a checker.trace.Trace, when there is a counterexample
+    reason: str | None = None          # why bounded / unknown, one sentence
+    details: dict = field(default_factory=dict)   # engine-specific JSON fields (fair, note, ...)
+
+    def to_json(self) -> dict:
+        from checker.trace import to_json as trace_json
+        tr = self.trace
+        out: dict[str, Any] = {"status": self.status.value, "kind": self.kind}
+        if self.reason:
+            out["reason"] = self.reason          # present only when there is one
+        out["trace_length"] = len(tr) if tr is not None else None
+        out["loop_index"] = tr.loop_index if tr is not None else None
+        out["trace"] = trace_json(tr) if tr is not None else None
+        out.update(self.details)     # an engine may say more (bmc: a path it could not pack)
+        return out
+
+
+@dataclass
+class RunResult:
+    """What a command prints about one run: the engine, the model, the verdicts, and the figures
+    the engine measured (``statistics``, named as the JSON output names them)."""
+    engine: str                         # 'bfs', 'spark-slices', 'spark-ownership', 'state-graph', 'z3-bmc'
+    model: Any                          # spec.lang.Model
+    properties: dict[str, PropertyResult]
+    statistics: dict = field(default_factory=dict)
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {n: p.status for n, p in self.properties.items()}
+
+    @property
+    def traces(self) -> dict:
+        return {n: p.trace for n, p in self.properties.items() if p.trace is not None}
+
+    def record_differences(self) -> list[str]:
+        return record_differences(self.model.spec, self.model.variant, self.statuses)
+
+    def to_json(self) -> dict:
+        m = self.model
+        return {"spec": m.spec.name, "variant": m.variant, "parameters": m.params.as_dict(),
+                "engine": self.engine, **self.statistics,
+                "properties": {n: p.to_json() for n, p in self.properties.items()}}
+
+
+def from_search(res, traces: dict, engine: str = "bfs") -> RunResult:
+    """The run of an explicit-state search (bfs.SearchResult, also from Spark)."""
+    props = {}
+    for p in res.properties:
+        kind = ("deadlock" if p not in res.model.spec.properties else res.model.spec.properties[p].kind)
+        props[p] = PropertyResult(p, Verdict(res.status(p)), kind, traces.get(p),
+                                  res.reason(p) if hasattr(res, "reason") else None)
+    fired = bool(getattr(res, "fired", None)) and res.exhaustive
+    stats = {"exhaustive": res.exhaustive, "stop_reason": res.stop_reason,
+             "stop_detail": getattr(res, "stop_detail", None),
+             "distinct_states": res.distinct_states, "transitions": res.transitions,
+             "depth": res.depth, "elapsed_s": round(res.elapsed_s, 3),
+             "cut_by_search_bounds": res.cut_by_bounds,
+             "collision_probability": res.collision_probability,
+             # None when the engine did not count, or stopped early (an action may simply not
+             # have had its turn)
+             "never_fired": res.never_fired() if fired else None,
+             "disabled_actions": res.disabled() if hasattr(res, "disabled") else None}
+    return RunResult(engine, res.model, props, stats)
+
+
+def from_graph(sg, verdicts: dict, traces: dict) -> RunResult:
+    """The run of the state graph's progress check (graph_cli: verdict dicts per property)."""
+    props = {}
+    for n, v in verdicts.items():
+        props[n] = PropertyResult(n, Verdict(v["status"]), v["kind"], traces.get(n), v.get("reason"),
+                                  {"fair": list(v["fair"])})
+    stats = {"states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
+             "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
+             "elapsed_s": round(sg.elapsed_s, 3)}
+    return RunResult("state-graph", sg.model, props, stats)
+
+
+def exit_code(statuses: dict[str, str], complete: bool, stop_reason: str | None = None) -> int:
+    """One run's exit code (README, "Exit codes"): 143/130 when stopped by a signal, 1 when a
+    property is violated, 3 when something is not decided, else 0."""
+    from checker.options import BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED
+    if stop_reason == "terminated":
+        return TERMINATED
+    if stop_reason == "interrupted":
+        return INTERRUPTED
+    if any(s == Verdict.VIOLATED for s in statuses.values()):
+        return VIOLATED
+    return OK if complete and all(Verdict(s).decided for s in statuses.values()) else BOUNDED
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON output: printed through one function, checked against checker/output_schema.json
+
+OUTPUT_SCHEMA = Path(__file__).parent / "output_schema.json"
+# Set by the test suite (tests/conftest.py): every JSON document a command prints is validated
+# against the schema first, so no test can see an output the schema does not describe.
+VALIDATE_ENV = "KCHECK_VALIDATE_OUTPUT"
+_validators: dict = {}
+
+
+def output_validator(kind: str):
+    """A validator of the ``kind`` of document (a $defs name of output_schema.json)."""
+    if kind not in _validators:
+        import jsonschema
+        from referencing import Registry, Resource
+        from checker.trace import schema as trace_schema
+        doc = json.loads(OUTPUT_SCHEMA.read_text())
+        registry = Registry().with_resources(
+            [(r["$id"], Resource.from_contents(r)) for r in (doc, trace_schema())])
+        _validators[kind] = jsonschema.Draft202012Validator(
+            {"$ref": f"{doc['$id']}#/$defs/{kind}"}, registry=registry)
+    return _validators[kind]
+
+
+def check_output(doc, kind: str) -> None:
+    """Raises OutputSchemaError when ``doc`` is not a valid ``kind`` document."""
+    errors = sorted(output_validator(kind).iter_errors(doc), key=lambda e: e.path)
+    if errors:
+        e = errors[0]
+        where = "/".join(map(str, e.absolute_path)) or "the top level"
+        raise OutputSchemaError(f"the {kind} JSON output does not follow checker/output_schema.json "
+                                f"at {where}: {e.message[:300]}")
+
+
+class OutputSchemaError(AssertionError):
+    """A defect of kcheck (its output and its documented schema disagree), seen by the tests."""
+
+
+def print_json(doc, kind: str, indent: int | None = 2) -> None:
+    """Prints a command's JSON document (validated first when the test suite asks)."""
+    if os.environ.get(VALIDATE_ENV):
+        check_output(json.loads(json.dumps(doc, default=str)), kind)
+    print(json.dumps(doc, indent=indent, default=str), flush=True)

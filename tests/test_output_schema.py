@@ -1,0 +1,190 @@
+"""The result model (checker/verdict.py) and the schema of the --json outputs
+(checker/output_schema.json): every command's document validates, a wrong one does not, and the
+command line shares its options and engines as README documents them."""
+import ast
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, main
+from checker.verdict import (OUTPUT_SCHEMA, OutputSchemaError, Verdict, cell, check_output,
+                             differs_from_record, exit_code, record_differences)
+from spec import SHIPPED  # noqa: F401  (the shipped specs load)
+from checker.loader import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_json(capsys, *args):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if not "--json-lines" in args else [json.loads(x) for x in out.splitlines()]
+
+
+def test_the_output_schema_is_a_valid_json_schema():
+    jsonschema.Draft202012Validator.check_schema(json.loads(OUTPUT_SCHEMA.read_text()))
+
+
+@pytest.mark.parametrize("args, kind", [
+    (["check", "two_phase", "--json"], "run"),
+    (["check", "two_phase", "--variant", "commit-without-prepares", "--json"], "run"),
+    (["check", "two_phase", "--all-variants", "--json"], "variants_or_specs"),
+    (["check", "two_phase", "--max-depth", "3", "--json"], "run"),
+    (["list", "--json"], "list"),
+])
+def test_every_document_follows_the_schema(capsys, args, kind):
+    code, doc = run_json(capsys, *args)
+    assert code in (OK, VIOLATED, BOUNDED)
+    check_output(doc, kind)
+
+
+def test_json_lines_follow_the_schema_line_by_line(capsys):
+    code, docs = run_json(capsys, "check", "two_phase", "--all-variants", "--json-lines")
+    assert code == OK and len(docs) == 2
+    for d in docs:
+        check_output(d, "run_with_record")
+
+
+def test_a_violation_carries_its_trace_as_a_trace_file(capsys):
+    code, doc = run_json(capsys, "check", "two_phase", "--variant", "commit-without-prepares", "--json")
+    assert code == VIOLATED
+    bad = {p: v for p, v in doc["properties"].items() if v["status"] == "violated"}
+    assert bad and all(v["trace"]["kcheck_trace"] == 1 and v["trace_length"] == len(v["trace"]["steps"])
+                       for v in bad.values())
+
+
+def test_replay_document(capsys, tmp_path):
+    assert main(["check", "two_phase", "--variant", "commit-without-prepares", "--save", "--out",
+                 str(tmp_path)]) == VIOLATED
+    capsys.readouterr()
+    saved = sorted(tmp_path.rglob("*.json"))[0]
+    code, doc = run_json(capsys, "replay", saved, "--json")
+    assert code == OK and doc["reproduces"] is True
+    check_output(doc, "replay")
+
+
+@pytest.mark.z3
+@pytest.mark.slow
+def test_bmc_and_prove_documents(capsys):
+    code, doc = run_json(capsys, "bmc", "two_phase", "--variant", "commit-without-prepares",
+                         "--depth", "6", "--json")
+    assert code == VIOLATED and doc["engine"] == "z3-bmc"
+    check_output(doc, "run")
+    code, doc = run_json(capsys, "prove", "two_phase", "--property", "consistent", "--json")
+    check_output(doc, "prove")
+
+
+def test_a_document_the_schema_does_not_describe_is_refused():
+    good = {"file": "t.json", "reproduces": True, "message": "ok", "failed_step": None, "steps": 3}
+    check_output(good, "replay")
+    with pytest.raises(OutputSchemaError, match="reproduce"):
+        check_output({**good, "reproduce": True}, "replay")           # an unknown key
+    with pytest.raises(OutputSchemaError, match="steps"):
+        check_output({**good, "steps": "3"}, "replay")                # a wrong type
+    run = {"spec": "s", "variant": None, "parameters": {}, "engine": "bfs", "elapsed_s": 0.1,
+           "properties": {"p": {"status": "violated", "kind": "invariant", "trace_length": None,
+                                "loop_index": None, "trace": None}}}
+    with pytest.raises(OutputSchemaError):
+        check_output(run, "run")       # bfs statistics missing, and a violation without a length
+
+
+# ---------------------------------------------------------------------------------------------
+# The result model
+
+def test_a_verdict_is_its_string():
+    assert Verdict("violated") is Verdict.VIOLATED and Verdict.VIOLATED == "violated"
+    assert json.dumps({"status": Verdict.NOT_INDUCTIVE}) == '{"status": "not-inductive"}'
+    assert Verdict.HOLDS.decided and not Verdict.BOUNDED.decided and not Verdict.UNKNOWN.decided
+
+
+def test_one_cell_for_every_matrix():
+    assert cell("violated", 1) == "VIOLATED (1 step)"
+    assert cell("violated", 4, lasso=True) == "VIOLATED (lasso, 4 steps)"
+    assert cell("bounded") == "no violation (bounded)"
+    assert cell("bounded", bounded="no violation up to depth 5") == "no violation up to depth 5"
+    assert cell("holds") == "holds" and cell("proved") == "PROVED"
+    with pytest.raises(ValueError):
+        cell("typo")
+
+
+def test_one_comparison_with_the_record():
+    spec = load_spec("two_phase")
+    # commit-without-prepares records 'consistent' as violated
+    assert "consistent" in spec.variants["commit-without-prepares"].expected_violations
+    assert differs_from_record(spec, "commit-without-prepares", "consistent", "violated") is None
+    assert "record says it is violated" in differs_from_record(spec, "commit-without-prepares",
+                                                               "consistent", "holds")
+    assert "within the bounds" in differs_from_record(spec, "commit-without-prepares", "consistent",
+                                                      "bounded")
+    assert "regression" in differs_from_record(spec, "lamport", "consistent", "violated")
+    assert differs_from_record(spec, "lamport", "consistent", "bounded") is None
+    assert len(record_differences(spec, "lamport", {"consistent": "violated",
+                                                    "commit-sent-by-tm": "holds"})) == 1
+
+
+def test_exit_codes_of_a_run():
+    assert exit_code({"p": "holds"}, True) == OK
+    assert exit_code({"p": "holds", "q": "violated"}, True) == VIOLATED
+    assert exit_code({"p": "bounded"}, True) == BOUNDED
+    assert exit_code({"p": "holds"}, False) == BOUNDED
+    assert exit_code({"p": "violated"}, False, "terminated") == 143
+    assert exit_code({"p": "holds"}, False, "interrupted") == 130
+
+
+# ---------------------------------------------------------------------------------------------
+# The thin command line
+
+@pytest.mark.parametrize("args, needle", [
+    (["--engine", "bfs", "--spark"], "--spark is for a Spark engine"),
+    (["--engine", "spark-ownership", "--partition", "slices"], "contradicts --engine"),
+    (["--engine", "nope"], "invalid choice"),
+    (["--slices", "2"], "--slices needs --spark"),
+    (["--partition", "ownership"], "--partition needs --spark"),
+])
+def test_engine_choices_that_cannot_mean_one_engine_are_refused(capsys, args, needle):
+    code = main(["check", "two_phase", *args])
+    err = capsys.readouterr().err
+    assert code == BAD_INPUT and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_engine_bfs_is_the_default(capsys):
+    code, a = run_json(capsys, "check", "two_phase", "--engine", "bfs", "--json")
+    code2, b = run_json(capsys, "check", "two_phase", "--json")
+    assert code == code2 == OK and a["engine"] == b["engine"] == "bfs"
+    assert a["distinct_states"] == b["distinct_states"] == 288
+
+
+COMMAND_MODULES = ["cli", "graph_cli", "symbolic_cli", "spark_cli", "bugs_cli", "conform_cli",
+                   "report", "walk", "explorer", "scaffold", "options", "verdict"]
+
+
+@pytest.mark.parametrize("name", COMMAND_MODULES)
+def test_command_modules_import_no_private_names(name):
+    tree = ast.parse((ROOT / "checker" / f"{name}.py").read_text())
+    private = [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               and n.module and n.module.startswith("checker") for a in n.names
+               if a.name.startswith("_")]
+    assert not private, f"checker/{name}.py imports private names: {private}"
+
+
+def test_command_modules_do_not_import_the_command_line():
+    # cli.py assembles the commands; a command module importing it back would be a cycle
+    for name in COMMAND_MODULES:
+        if name == "cli":
+            continue
+        tree = ast.parse((ROOT / "checker" / f"{name}.py").read_text())
+        mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "checker.cli" not in mods, f"checker/{name}.py imports checker.cli"
+
+
+def test_shared_options_are_defined_once():
+    # --variant, --json, --save, --property: only in checker/options.py's parent parsers (sweep's
+    # --param takes ranges and conform's --variant/--out mean other things: options of their own)
+    for name in COMMAND_MODULES:
+        if name in ("options", "conform_cli"):
+            continue
+        text = (ROOT / "checker" / f"{name}.py").read_text()
+        for opt in ('"--variant"', '"--json"', '"--save"', '"--property"'):
+            assert f"add_argument({opt}" not in text, f"checker/{name}.py defines {opt}"
