@@ -59,6 +59,8 @@ def fetch(version: str, quiet: bool = True) -> Path:
     home = cache_root() / version
     libs, done = home / "libs", home / "complete"
     if done.exists() and any(libs.glob("kafka_2.13-*.jar")):
+        if not log_binding(libs):
+            _fetch_log_binding(home, libs)
         return libs
     if shutil.which("java") is None:
         raise KafkaUnavailable("no 'java' on PATH: Kafka needs Java 17 or newer "
@@ -80,8 +82,48 @@ def fetch(version: str, quiet: bool = True) -> Path:
         reason = _maven_reason(log)
         raise KafkaUnavailable(f"Maven could not resolve org.apache.kafka:kafka_2.13:{version}"
                                f"{': ' + reason if reason else ''} (log: {log})")
+    _fetch_log_binding(home, libs)
     done.write_text(version + "\n")
     return libs
+
+
+# The broker logs through SLF4J 1.x (slf4j-api is in its runtime closure) into log4j 2, but the
+# binding between them is not a dependency of kafka_2.13: Kafka's distribution adds it to libs/.
+# Without it the broker writes no log at all (SLF4J's no-operation logger), so it is resolved
+# here too, at the log4j version Kafka's closure has.
+_BINDING_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kcheck</groupId><artifactId>kafka-log-binding</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId><artifactId>{artifact}</artifactId>
+      <version>{version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def log_binding(libs: Path) -> Path | None:
+    """The SLF4J-to-log4j binding in a directory of jars, if there is one."""
+    return next(iter(sorted(libs.glob("log4j-slf4j*-impl-*.jar"))), None)
+
+
+def _fetch_log_binding(home: Path, libs: Path) -> None:
+    core = next(iter(sorted(libs.glob("log4j-core-*.jar"))), None)
+    api = next(iter(sorted(libs.glob("slf4j-api-*.jar"))), None)
+    mvn = shutil.which("mvn")
+    if core is None or api is None or mvn is None:
+        return                      # nothing to bind, or no Maven: the broker runs without a log
+    version = core.name[len("log4j-core-"):-len(".jar")]
+    artifact = "log4j-slf4j2-impl" if api.name.startswith("slf4j-api-2.") else "log4j-slf4j-impl"
+    pom = home / "binding-pom.xml"
+    pom.write_text(_BINDING_POM.format(artifact=artifact, version=version))
+    with open(home / "maven-binding.log", "w") as out:
+        subprocess.call([mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
+                         f"-DoutputDirectory={libs}", "-DincludeScope=runtime",
+                         "-DexcludeTransitive=true"], stdout=out, stderr=subprocess.STDOUT)
 
 
 def _maven_reason(log: Path) -> str:
