@@ -43,6 +43,8 @@ every-prepared-transaction-completes (a transaction the coordinator prepares com
 Known bugs (spec.known_bug, at the end): each is kip360 with one fix undone and named after its
 JIRA, or recorded as not expressible with what the spec would need.
 """
+import functools
+
 from spec.lang import FALSE, TRUE, Array, Bool, Count, Enum, Int, Spec, If, And, Or, Min
 
 spec = Spec("producer", __doc__)
@@ -55,6 +57,8 @@ spec.param("max_in_flight", 1, lo=1, hi=5, doc="max.in.flight.requests.per.conne
            "the partition awaiting their response, and requests on the wire")
 spec.param("transactional", 1, lo=0, hi=1, doc="1: a transactional producer (transactional.id set); "
            "0: the idempotent-only producer, which bumps its own epoch (KIP-360)")
+spec.param("partitions", 1, lo=1, hi=2, doc="partitions the producer writes to, each with its own "
+           "sequences, leader and replicas' producer state; a transaction spans those it touches")
 
 Error = spec.outcomes(Enum("Error", """NONE DUPLICATE_SEQUENCE_NUMBER OUT_OF_ORDER_SEQUENCE_NUMBER
     UNKNOWN_PRODUCER_ID INVALID_PRODUCER_EPOCH PRODUCER_FENCED INVALID_TXN_STATE
@@ -98,7 +102,7 @@ def truncate_head_drops_state(s):
 @spec.state
 def state(p):
     E = lambda: Int(NO_EPOCH, p.max_epoch, search_bound=True)
-    F = p.coordinator_failovers
+    F, P, W = p.coordinator_failovers, p.partitions, slots(p)
     return {
         # the producer (TransactionManager + Sender)
         "client": ClientState,
@@ -106,92 +110,187 @@ def state(p):
         "epoch_bump_required": Bool,            # TV1 + KIP-360: bump the epoch at the next abort
         "epoch_bump": Bool,                     # InitProducerId with its epoch is in progress
         "end_txn": EndTxnRequest,               # the EndTxn it is waiting for
-        "partition_in_txn": Bool,               # the partition is part of the current transaction
         "sent": Int(0, p.records),              # records handed to the producer so far
-        "batch": Bool,                          # record sent-1 awaits its produce response
-        "batch_seq": Int(0, p.records),
-        "next_seq": Int(0, p.records),
-        # the produce request on the wire (it outlives a client-side timeout)
-        "request": Bool,
-        "request_record": Int(0, p.records - 1),
-        "request_seq": Int(0, p.records),
-        "request_epoch": E(),
+        "record_partition": Array(Int(0, p.partitions - 1), p.records),  # where each one went
+        # per partition (TransactionManager.TxnPartitionMap's entry, the Sender's batches):
+        "partition_in_txn": Array(Bool, P),     # the partition is part of the current transaction
+        "batch": Array(Bool, P),                # its newest batch awaits its produce response
+        "batch_record": Array(Int(0, p.records - 1), P),  # the newest batch's record
+        "batch_seq": Array(Int(0, p.records), P),
+        "next_seq": Array(Int(0, p.records), P),
+        # the idempotent producer's partitionsToRewriteSequences: a failed batch asked for the bump
+        "epoch_bump_partition": Array(Bool, P),
+        # the produce request at the head of the partition leader's connection (it outlives a
+        # client-side timeout)
+        "request": Array(Bool, P),
+        "request_record": Array(Int(0, p.records - 1), P),
+        "request_seq": Array(Int(0, p.records), P),
+        "request_epoch": Array(E(), P),
         # with max_in_flight > 1: the earlier batches still awaiting their response, oldest
         # first with no gaps (records earlier_record[i], all sent before `batch`), whether
         # `batch` and each earlier batch but the oldest was ever sent (a retry waits until it is
         # the first in flight), and the requests queued on the connection behind `request`, in
         # the order the broker takes them; max_in_flight - 1 slots each
-        "earlier_batch": Array(Bool, slots(p)),
-        "earlier_record": Array(Int(0, p.records - 1), slots(p)),
-        "earlier_seq": Array(Int(0, p.records), slots(p)),
-        "earlier_sent": Array(Bool, slots(p)),
-        "batch_sent": Bool,
+        # (every per-partition array below holds partition t's slots at t * slots .. )
+        "earlier_batch": Array(Bool, P * W),
+        "earlier_record": Array(Int(0, p.records - 1), P * W),
+        "earlier_seq": Array(Int(0, p.records), P * W),
+        "earlier_sent": Array(Bool, P * W),
+        "batch_sent": Array(Bool, P),
         # before KAFKA-8483 only: the records of the batches in flight in the order of the
         # client's PriorityQueue array (-1: free); empty in every other variant
-        "in_flight_heap": Array(Int(-1, p.records - 1), p.max_in_flight),
-        "next_request": Array(Bool, slots(p)),
-        "next_request_record": Array(Int(0, p.records - 1), slots(p)),
-        "next_request_seq": Array(Int(0, p.records), slots(p)),
-        "next_request_epoch": Array(E(), slots(p)),
+        "in_flight_heap": Array(Int(-1, p.records - 1), P * p.max_in_flight),
+        "next_request": Array(Bool, P * W),
+        "next_request_record": Array(Int(0, p.records - 1), P * W),
+        "next_request_seq": Array(Int(0, p.records), P * W),
+        "next_request_epoch": Array(E(), P * W),
         # the second instance with the same transactional id
         "second_instance": SecondInstance,
         # the transaction coordinator (its state is in the transaction log)
         "txn_epoch": E(),
         "txn_last_epoch": E(),
         "txn_state": TxnState,
-        "txn_partition": Bool,                  # the partition is in the coordinator's transaction
+        "txn_partition": Array(Bool, P),        # the partition is in the coordinator's transaction
         "coordinator_epoch": Int(0, F),
-        "marker": Array(Bool, F + 1),           # marker sent by coordinator epoch c, on the wire
-        "marker_epoch": Array(E(), F + 1),
-        "marker_commit": Array(Bool, F + 1),
-        # the partition: two in-sync replicas, per replica the producer state entry
-        "leader": Int(0, REPLICAS - 1),
+        # marker for partition t sent by coordinator epoch c, on the wire (at c * partitions + t)
+        "marker": Array(Bool, (F + 1) * P),
+        "marker_epoch": Array(E(), (F + 1) * P),
+        "marker_commit": Array(Bool, (F + 1) * P),
+        # each partition: two in-sync replicas, per replica the producer state entry (replica r
+        # of partition t at t * 2 + r)
+        "leader": Array(Int(0, REPLICAS - 1), P),
         "leader_failovers": Int(0, p.leader_failovers),
         "deletions": Int(0, p.deletions),
         # offsets, as the comparisons Kafka makes with a replica's log start offset
-        "log_start_behind": Array(Bool, REPLICAS),   # has not yet seen the leader's log start
-        "acked_below_log_start": Array(Bool, REPLICAS),  # the producer's last acked offset is
-        "data_below_log_start": Array(Bool, REPLICAS),   # its last data offset is
-        "producer_epoch": Array(E(), REPLICAS),                  # -1: no entry
-        "first_seq": Array(Int(-1, p.records), REPLICAS),        # retained window first..last
-        "last_seq": Array(Int(-1, p.records), REPLICAS),
-        "txn_open": Array(Bool, REPLICAS),
-        "entry_coordinator_epoch": Array(Int(-1, F), REPLICAS),
+        "log_start_behind": Array(Bool, P * REPLICAS),   # has not yet seen the leader's log start
+        "acked_below_log_start": Array(Bool, P * REPLICAS),  # the producer's last acked offset is
+        "data_below_log_start": Array(Bool, P * REPLICAS),   # its last data offset is
+        "producer_epoch": Array(E(), P * REPLICAS),                  # -1: no entry
+        "first_seq": Array(Int(-1, p.records), P * REPLICAS),        # retained window first..last
+        "last_seq": Array(Int(-1, p.records), P * REPLICAS),
+        "txn_open": Array(Bool, P * REPLICAS),
+        "entry_coordinator_epoch": Array(Int(-1, F), P * REPLICAS),
         # history, for the properties
         "appended": Array(Int(0, 2), p.records),  # times each record is in the log (capped at 2)
-        "max_appended": Int(-1, p.records - 1),
-        "last_marker_coordinator_epoch": Int(-1, F),
+        "max_appended": Array(Int(-1, p.records - 1), P),     # per partition
+        "last_marker_coordinator_epoch": Array(Int(-1, F), P),
         "fenced": Bool,                         # the second instance initialised after the first
     }
 
 
 @spec.init
 def init(p):
-    F = p.coordinator_failovers
+    F, P, W, R = p.coordinator_failovers, p.partitions, slots(p), P_REPLICAS(p)
     yield {
         "client": ClientState.UNINITIALIZED, "epoch": NO_EPOCH,
         "epoch_bump_required": False, "epoch_bump": False,
-        "end_txn": EndTxnRequest.NO_REQUEST, "partition_in_txn": False,
-        "sent": 0, "batch": False, "batch_seq": 0, "next_seq": 0,
-        "request": False, "request_record": 0, "request_seq": 0, "request_epoch": NO_EPOCH,
-        "earlier_batch": [False] * slots(p), "earlier_record": [0] * slots(p),
-        "earlier_seq": [0] * slots(p), "earlier_sent": [False] * slots(p), "batch_sent": False,
-        "in_flight_heap": [-1] * p.max_in_flight,
-        "next_request": [False] * slots(p), "next_request_record": [0] * slots(p),
-        "next_request_seq": [0] * slots(p), "next_request_epoch": [NO_EPOCH] * slots(p),
+        "end_txn": EndTxnRequest.NO_REQUEST,
+        "sent": 0, "record_partition": [0] * p.records,
+        "partition_in_txn": [False] * P, "batch": [False] * P, "batch_record": [0] * P,
+        "batch_seq": [0] * P, "next_seq": [0] * P, "epoch_bump_partition": [False] * P,
+        "request": [False] * P, "request_record": [0] * P, "request_seq": [0] * P,
+        "request_epoch": [NO_EPOCH] * P,
+        "earlier_batch": [False] * (P * W), "earlier_record": [0] * (P * W),
+        "earlier_seq": [0] * (P * W), "earlier_sent": [False] * (P * W), "batch_sent": [False] * P,
+        "in_flight_heap": [-1] * (P * p.max_in_flight),
+        "next_request": [False] * (P * W), "next_request_record": [0] * (P * W),
+        "next_request_seq": [0] * (P * W), "next_request_epoch": [NO_EPOCH] * (P * W),
         "second_instance": SecondInstance.NOT_STARTED,
         "txn_epoch": NO_EPOCH, "txn_last_epoch": NO_EPOCH, "txn_state": TxnState.Empty,
-        "txn_partition": False, "coordinator_epoch": 0,
-        "marker": [False] * (F + 1), "marker_epoch": [NO_EPOCH] * (F + 1),
-        "marker_commit": [False] * (F + 1),
-        "leader": 0, "leader_failovers": 0, "deletions": 0, "log_start_behind": [False] * REPLICAS,
-        "acked_below_log_start": [False] * REPLICAS, "data_below_log_start": [False] * REPLICAS,
-        "producer_epoch": [NO_EPOCH] * REPLICAS, "first_seq": [-1] * REPLICAS,
-        "last_seq": [-1] * REPLICAS, "txn_open": [False] * REPLICAS,
-        "entry_coordinator_epoch": [-1] * REPLICAS,
-        "appended": [0] * p.records, "max_appended": -1,
-        "last_marker_coordinator_epoch": -1, "fenced": False,
+        "txn_partition": [False] * P, "coordinator_epoch": 0,
+        "marker": [False] * ((F + 1) * P), "marker_epoch": [NO_EPOCH] * ((F + 1) * P),
+        "marker_commit": [False] * ((F + 1) * P),
+        "leader": [0] * P, "leader_failovers": 0, "deletions": 0, "log_start_behind": [False] * R,
+        "acked_below_log_start": [False] * R, "data_below_log_start": [False] * R,
+        "producer_epoch": [NO_EPOCH] * R, "first_seq": [-1] * R,
+        "last_seq": [-1] * R, "txn_open": [False] * R,
+        "entry_coordinator_epoch": [-1] * R,
+        "appended": [0] * p.records, "max_appended": [-1] * P,
+        "last_marker_coordinator_epoch": [-1] * P, "fenced": False,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# One partition's part of the state. An action on partition t (Send, Produce, a marker...)
+# reads and writes it through part(s, p, t), which names the fields as the one-partition model
+# did: `v.batch` is s.batch[t], `v.producer_epoch[r]` is replica r of partition t, `v.marker[c]`
+# coordinator epoch c's marker for partition t; the rest of the state passes through.
+
+PER_PARTITION = ("partition_in_txn", "batch", "batch_record", "batch_seq", "next_seq",
+                 "epoch_bump_partition", "request", "request_record", "request_seq",
+                 "request_epoch", "batch_sent", "txn_partition", "leader", "max_appended",
+                 "last_marker_coordinator_epoch")
+PER_REPLICA = ("log_start_behind", "acked_below_log_start", "data_below_log_start",
+               "producer_epoch", "first_seq", "last_seq", "txn_open", "entry_coordinator_epoch")
+PER_SLOT = ("earlier_batch", "earlier_record", "earlier_seq", "earlier_sent", "next_request",
+            "next_request_record", "next_request_seq", "next_request_epoch")
+PER_COORDINATOR = ("marker", "marker_epoch", "marker_commit")
+
+
+def P_REPLICAS(p):
+    return p.partitions * REPLICAS
+
+
+class _Strided:
+    """Elements base + stride * i of a flat array, as one partition's array."""
+
+    def __init__(self, arr, base, stride, size):
+        object.__setattr__(self, "_a", (arr, base, stride, size))
+
+    def __getitem__(self, i):
+        arr, base, stride, _ = self._a
+        return arr[base + stride * i]
+
+    def __setitem__(self, i, value):
+        arr, base, stride, _ = self._a
+        arr[base + stride * i] = value
+
+    def __len__(self):
+        return self._a[3]
+
+
+class Partition:
+    """Partition t's view of a state (an action's transition, or a property's pre/post)."""
+
+    def __init__(self, s, p, t):
+        object.__setattr__(self, "_v", (s, p, t))
+
+    def __getattr__(self, name):
+        s, p, t = self._v
+        if name in PER_PARTITION:
+            return getattr(s, name)[t]
+        if name in PER_REPLICA:
+            return _Strided(getattr(s, name), t * REPLICAS, 1, REPLICAS)
+        if name in PER_SLOT:
+            return _Strided(getattr(s, name), t * slots(p), 1, slots(p))
+        if name == "in_flight_heap":
+            return _Strided(getattr(s, name), t * p.max_in_flight, 1, p.max_in_flight)
+        if name in PER_COORDINATOR:
+            return _Strided(getattr(s, name), t, p.partitions, p.coordinator_failovers + 1)
+        if name == "post":
+            return Partition(s.post, p, t)
+        if name == "partition":
+            return t
+        if name == "whole":
+            return s
+        return getattr(s, name)
+
+    def __setattr__(self, name, value):
+        s, p, t = self._v
+        if name in PER_PARTITION:
+            getattr(s, name)[t] = value
+        elif name in PER_REPLICA + PER_SLOT + PER_COORDINATOR + ("in_flight_heap",):
+            raise AttributeError(f"assign {name}[i] of a partition, not the whole array")
+        else:
+            setattr(s, name, value)
+
+
+def part(s, p, t):
+    return Partition(s, p, t)
+
+
+def partitions(p):
+    return range(p.partitions)
 
 
 def replicas(p):
@@ -263,7 +362,8 @@ def coordinator_init(s, expected, out):
     s.txn_epoch = If(bump | fence, s.txn_epoch + 1, s.txn_epoch)
     s.txn_last_epoch = If(bump, last, If(fence, NO_EPOCH, s.txn_last_epoch))
     s.txn_state = If(bump, TxnState.Empty, If(fence, TxnState.PrepareAbort, s.txn_state))
-    s.txn_partition = If(bump, False, s.txn_partition)
+    for u in range(len(s.txn_partition)):
+        s.txn_partition[u] = If(bump, False, s.txn_partition[u])
 
 
 def end_txn_v2(s, epoch, commit, overtaken_commit_is_fenced, pending_before_epoch):
@@ -367,14 +467,15 @@ def duplicate(s, r):
 
 
 @spec.rule("produce-append")
-def produce_append(s, p, r):
+def produce_append(s, p, t, r):
     """Kafka today with transaction version 2: a duplicate is answered without appending; an
     older epoch is INVALID_PRODUCER_EPOCH; a batch with no ongoing transaction at the partition
     is verified with the coordinator, which adds the partition (busy: CONCURRENT_TRANSACTIONS,
     another epoch: INVALID_PRODUCER_EPOCH); a new epoch, or no state, must start at sequence 0,
     the same epoch must continue at last+1 (else OUT_OF_ORDER_SEQUENCE_NUMBER)."""
     if not p.transactional:
-        return produce_append_idempotent(s, p, r)
+        return produce_append_idempotent(s, p, t, r)
+    s = part(s, p, t)
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     ongoing = s.txn_open[r] & (pe == e)
     in_order = If(e != pe, q == 0, q == s.last_seq[r] + 1)
@@ -386,17 +487,18 @@ def produce_append(s, p, r):
 
 
 @spec.rule("produce-append", variant="pre-kip890")
-def produce_append_v1(s, p, r):
+def produce_append_v1(s, p, t, r):
     """Transaction version 1 without verification: the leader takes a transactional batch on
     its word; with no state any sequence is accepted (checkSequence, epoch -1)."""
-    return produce_append_idempotent(s, p, r)
+    return produce_append_idempotent(s, p, t, r)
 
 
-def produce_append_idempotent(s, p, r):
+def produce_append_idempotent(s, p, t, r):
     """A batch that no coordinator verifies (ProducerAppendInfo.checkProducerEpoch and
     checkSequence with no VerificationStateEntry): a duplicate first, an older epoch is
     INVALID_PRODUCER_EPOCH, with no state any sequence is accepted, a new epoch must start at
     0 and the same epoch continue at last+1."""
+    s = part(s, p, t)
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     in_order = If(pe == NO_EPOCH, True, If(e != pe, q == 0, q == s.last_seq[r] + 1))
     return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
@@ -407,9 +509,10 @@ def produce_append_idempotent(s, p, r):
 @spec.rule("produce-append", variant="kafka-8483")
 @spec.rule("produce-append", variant="pre-kip360-in-flight")
 @spec.rule("produce-append", variant="pre-kip360")
-def produce_append_pre_kip360(s, p, r):
+def produce_append_pre_kip360(s, p, t, r):
     """Kafka 2.3: an older epoch is PRODUCER_FENCED; with no state (or only a marker left at
     the same epoch) a sequence other than 0 is UNKNOWN_PRODUCER_ID and 0 is accepted."""
+    s = part(s, p, t)
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     unknown = (pe == NO_EPOCH) | ((e == pe) & (s.last_seq[r] == -1))
     in_order = If(e != pe, q == 0, q == s.last_seq[r] + 1)
@@ -420,18 +523,20 @@ def produce_append_pre_kip360(s, p, r):
 
 
 @spec.rule("marker-append")
-def marker_append(s, p, r, c):
+def marker_append(s, p, t, r, c):
     """appendEndTxnMarker with transaction version 2: the marker's epoch must be above the
     entry's, or equal with no open transaction (a retried marker, KAFKA-19999); a marker from
     an older coordinator epoch is TRANSACTION_COORDINATOR_FENCED."""
+    s = part(s, p, t)
     me, pe = s.marker_epoch[c], s.producer_epoch[r]
     stale = (me < pe) | ((me == pe) & s.txn_open[r])
     return If(stale, Error.INVALID_PRODUCER_EPOCH,
               If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
 
 
-def marker_append_v1(s, p, r, c):
+def marker_append_v1(s, p, t, r, c):
     """appendEndTxnMarker with transaction version 1: the marker's epoch must not be older."""
+    s = part(s, p, t)
     return If(s.marker_epoch[c] < s.producer_epoch[r], Error.INVALID_PRODUCER_EPOCH,
               If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
 
@@ -440,10 +545,11 @@ spec.rule("marker-append", variant="pre-kip890")(marker_append_v1)
 
 
 @spec.rule("marker-append", variant="kafka-19999")
-def marker_append_before_kafka_19999(s, p, r, c):
+def marker_append_before_kafka_19999(s, p, t, r, c):
     """appendEndTxnMarker with transaction version 2 before KAFKA-19999: the marker's epoch must
     be above the entry's, so the retry of a marker already written (same epoch, no open
     transaction) is INVALID_PRODUCER_EPOCH."""
+    s = part(s, p, t)
     return If(s.marker_epoch[c] <= s.producer_epoch[r], Error.INVALID_PRODUCER_EPOCH,
               If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
 
@@ -451,8 +557,9 @@ def marker_append_before_kafka_19999(s, p, r, c):
 @spec.rule("marker-append", variant="kafka-8483")
 @spec.rule("marker-append", variant="pre-kip360-in-flight")
 @spec.rule("marker-append", variant="pre-kip360")
-def marker_append_pre_kip360(s, p, r, c):
+def marker_append_pre_kip360(s, p, t, r, c):
     """Kafka 2.3: as version 1, but an older epoch is PRODUCER_FENCED (checkProducerEpoch)."""
+    s = part(s, p, t)
     return If(s.marker_epoch[c] < s.producer_epoch[r], Error.PRODUCER_FENCED,
               If(c < s.entry_coordinator_epoch[r], Error.TRANSACTION_COORDINATOR_FENCED, Error.NONE))
 
@@ -476,13 +583,18 @@ def in_flight_batches(s, p):
     newest."""
     w = slots(p)
     return [(s.earlier_batch[i], s.earlier_record[i], s.earlier_seq[i]) for i in range(w)] + \
-        [(s.batch, s.sent - 1, s.batch_seq)]
+        [(s.batch, s.batch_record, s.batch_seq)]
 
 
 def first_in_flight(queue, c):
     """Batch c of `queue` awaits its response with the lowest sequence of those that do."""
     return queue[c][0] & And(*[~queue[d][0] | (queue[c][2] < queue[d][2])
                               for d in range(len(queue)) if d != c])
+
+
+def in_flight_anywhere(s, p):
+    """Some batch of some partition awaits its response."""
+    return Or(*[any_in_flight(part(s, p, t), p) for t in partitions(p)])
 
 
 def any_in_flight(s, p):
@@ -543,12 +655,14 @@ def SecondInstanceInitProducerId(s, p):
 def BeginTransaction(s, p):
     s.require(s.client == ClientState.READY, s.sent < p.records, p.transactional == 1)
     s.client = ClientState.IN_TRANSACTION
-    s.partition_in_txn = False
+    for t in partitions(p):
+        s.partition_in_txn[t] = False
 
 
-@spec.action(actors=("producer", "coordinator"))
-def AddPartitionsToTxn(s, p):
+@spec.action(t=partitions, actors=("producer", "coordinator"))
+def AddPartitionsToTxn(s, p, t):
     """Transaction version 1: the producer adds the partition before its first send."""
+    s = part(s, p, t)
     s.require(s.client == ClientState.IN_TRANSACTION, ~s.partition_in_txn, s.sent < p.records)
     if tv2(s):
         s.require(False)
@@ -562,11 +676,12 @@ def AddPartitionsToTxn(s, p):
     s.client = If(out == Error.PRODUCER_FENCED, ClientState.FATAL_ERROR, s.client)
 
 
-@spec.action(actors=("producer", "producer"))
-def Send(s, p):
+@spec.action(t=partitions, actors=("producer", "producer"))
+def Send(s, p, t):
     """send(): the record goes into a batch, which takes the partition's next sequence. The
     idempotent producer drains no batch while an epoch bump is pending
     (RecordAccumulator.shouldStopDrainBatchesForPartition)."""
+    s = part(s, p, t)
     if not p.transactional:
         s.require(s.client == ClientState.READY, ~s.epoch_bump_required, s.sent < p.records)
     else:
@@ -583,28 +698,32 @@ def Send(s, p):
         for i in range(w):
             push = s.batch & ~s.earlier_batch[i] & (TRUE if i == 0 else s.earlier_batch[i - 1])
             s.earlier_batch[i] = s.earlier_batch[i] | push
-            s.earlier_record[i] = If(push, s.sent - 1, s.earlier_record[i])
+            s.earlier_record[i] = If(push, s.batch_record, s.earlier_record[i])
             s.earlier_seq[i] = If(push, s.batch_seq, s.earlier_seq[i])
             if w > 1:
                 s.earlier_sent[i] = If(push, s.batch_sent, s.earlier_sent[i])
         s.batch_sent = False
     s.batch = True
+    s.batch_record = s.sent
     s.batch_seq = s.next_seq
     s.next_seq = s.next_seq + 1
+    if p.partitions > 1:
+        s.record_partition[s.sent] = t
     s.sent = s.sent + 1
 
 
-@spec.action(actors=("producer", "leader"))
-def ProduceRequest(s, p):
+@spec.action(t=partitions, actors=("producer", "leader"))
+def ProduceRequest(s, p, t):
     """The Sender puts the batch on the wire (a first attempt or a retry). With several in flight
     it drains in sequence order (RecordAccumulator.insertInSequenceOrder keeps a retried batch
     in its place), and a batch already sent only once it is the first in flight, the lowest
     sequence (RecordAccumulator.shouldStopDrainBatchesForPartition, TransactionManager.
     firstInFlightSequence); the request queues behind the ones already on the connection."""
+    s = part(s, p, t)
     if p.max_in_flight == 1:
         s.require(s.batch, ~s.request)
         s.request = True
-        s.request_record = s.sent - 1
+        s.request_record = s.batch_record
         s.request_seq = s.batch_seq
         s.request_epoch = s.epoch
         return
@@ -762,12 +881,13 @@ def heap_remove(s, p, k, when):
         s.in_flight_heap[j] = result[j]
 
 
-@spec.action(r=replicas, lost=[False, True], actors=("producer", "leader {r}"))
-def Produce(s, p, r, lost):
+@spec.action(t=partitions, r=replicas, lost=[False, True], actors=("producer", "leader {r}"))
+def Produce(s, p, t, r, lost):
     """The produce request reaches the leader, which appends it or not; lost=True: the
     response is lost (a disconnect) and the producer will retry the same batch."""
+    s = part(s, p, t)
     s.require(s.request, s.leader == r)
-    out = s.rule("produce-append", r=r)
+    out = s.rule("produce-append", t=t, r=r)
     s.respond(out)
     s.request = False
     if p.max_in_flight > 1:
@@ -809,7 +929,7 @@ def Produce(s, p, r, lost):
     if lost:
         return
     # only the batch the producer still waits for takes the response (a timed-out one does not)
-    mine = s.batch & (rec == s.sent - 1)
+    mine = s.batch & (rec == s.batch_record)
     acked = mine & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER))
     retriable = mine & (out == Error.CONCURRENT_TRANSACTIONS)
     unknown = mine & (out == Error.UNKNOWN_PRODUCER_ID)
@@ -865,6 +985,7 @@ def Produce(s, p, r, lost):
         # epoch bump for the partition (requestEpochBumpForPartition)
         s.client = If(fenced, ClientState.FATAL_ERROR, s.client)
         s.epoch_bump_required = s.epoch_bump_required | failed
+        s.epoch_bump_partition = s.epoch_bump_partition | failed
         return
     s.client = If(fenced, ClientState.FATAL_ERROR, If(failed, ClientState.ABORTABLE_ERROR, s.client))
     if kip360_client(s) and not tv2(s):
@@ -878,16 +999,23 @@ def IdempotentEpochBump(s, p):
     bumpIdempotentEpochAndResetIdIfNeeded, KAFKA-8805). Local to the client: no request."""
     # the Kafka 2.3 client instead asked for a new producer id (resetProducerId): not modelled
     s.require(p.transactional == 0, kip360_client(s), s.epoch_bump_required,
-              ~any_in_flight(s, p))
+              ~in_flight_anywhere(s, p))
     s.epoch = s.epoch + 1
-    s.next_seq = 0
+    for t in partitions(p):
+        # since KAFKA-12152 every partition with nothing in flight restarts at 0 (here: all of
+        # them); before, only the partitions whose batch asked for the bump
+        # (partitionsToRewriteSequences) did, and the others went on at their old sequence
+        rewrite = TRUE if s.variant != "kafka-12152" else s.epoch_bump_partition[t]
+        s.next_seq[t] = If(rewrite, 0, s.next_seq[t])
+        s.epoch_bump_partition[t] = False
     s.epoch_bump_required = False
 
 
-@spec.action(actors=("producer", "producer"))
-def DeliveryTimeout(s, p):
+@spec.action(t=partitions, actors=("producer", "producer"))
+def DeliveryTimeout(s, p, t):
     """delivery.timeout.ms expires while the request is still on the wire: the batch fails
     (abortable), the request may still arrive later."""
+    s = part(s, p, t)
     if p.max_in_flight == 1:
         s.require(s.batch, s.request)
         s.batch = False
@@ -895,13 +1023,13 @@ def DeliveryTimeout(s, p):
         # the oldest batch expires first; only one whose request is on the wire is ambiguous
         w = slots(p)
         oldest = s.earlier_batch[0]
-        s.require(If(oldest, on_wire(s, p, s.earlier_record[0]), s.batch & on_wire(s, p, s.sent - 1)))
+        s.require(If(oldest, on_wire(s, p, s.earlier_record[0]), s.batch & on_wire(s, p, s.batch_record)))
         s.batch = If(oldest, s.batch, False)
         compact(s, ["earlier_batch", "earlier_record", "earlier_seq", "earlier_sent"],
                 [TRUE] + [FALSE] * (w - 1), w)
         if priority_queue(s):
             # Sender.failBatch: the expired batch leaves the in-flight set
-            heap_remove(s, p, If(oldest, s.earlier_record[0], s.sent - 1), TRUE)
+            heap_remove(s, p, If(oldest, s.earlier_record[0], s.batch_record), TRUE)
     s.respond(Error.REQUEST_TIMED_OUT)
     if p.transactional:
         abortable(s)
@@ -909,25 +1037,28 @@ def DeliveryTimeout(s, p):
         # TransactionManager.markSequenceUnresolved, then maybeResolveSequences once nothing is
         # in flight: the batch was never acknowledged, so the idempotent producer bumps its epoch
         s.epoch_bump_required = True
+        s.epoch_bump_partition = True
 
 
 @spec.action(actors=("producer", "coordinator"))
 def CommitTransaction(s, p):
     """commitTransaction: EndTxn(COMMIT) once every batch completed (none if nothing was sent)."""
-    s.require(s.client == ClientState.IN_TRANSACTION, ~any_in_flight(s, p))
-    s.client = If(s.partition_in_txn, ClientState.COMMITTING_TRANSACTION, ClientState.READY)
-    s.end_txn = If(s.partition_in_txn, EndTxnRequest.COMMIT, EndTxnRequest.NO_REQUEST)
+    s.require(s.client == ClientState.IN_TRANSACTION, ~in_flight_anywhere(s, p))
+    touched = Or(*[s.partition_in_txn[t] for t in partitions(p)])
+    s.client = If(touched, ClientState.COMMITTING_TRANSACTION, ClientState.READY)
+    s.end_txn = If(touched, EndTxnRequest.COMMIT, EndTxnRequest.NO_REQUEST)
 
 
 @spec.action(actors=("producer", "coordinator"))
 def AbortTransaction(s, p):
     """abortTransaction, by the application or after an abortable error."""
     s.require((s.client == ClientState.IN_TRANSACTION) | (s.client == ClientState.ABORTABLE_ERROR),
-              ~any_in_flight(s, p))
-    s.client = If(s.partition_in_txn | s.epoch_bump_required, ClientState.ABORTING_TRANSACTION,
+              ~in_flight_anywhere(s, p))
+    touched = Or(*[s.partition_in_txn[t] for t in partitions(p)])
+    s.client = If(touched | s.epoch_bump_required, ClientState.ABORTING_TRANSACTION,
                   ClientState.READY)
-    s.end_txn = If(s.partition_in_txn, EndTxnRequest.ABORT, EndTxnRequest.NO_REQUEST)
-    s.epoch_bump = ~s.partition_in_txn & s.epoch_bump_required
+    s.end_txn = If(touched, EndTxnRequest.ABORT, EndTxnRequest.NO_REQUEST)
+    s.epoch_bump = ~touched & s.epoch_bump_required
 
 
 @spec.action(lost=[False, True], actors=("producer", "coordinator"))
@@ -952,7 +1083,7 @@ def EndTxn(s, p, lost):
     s.txn_last_epoch = If(is_commit, c_last, a_last)
     # with no partition there is no marker to write
     prepared = (s.post.txn_state == TxnState.PrepareCommit) | (s.post.txn_state == TxnState.PrepareAbort)
-    empty = prepared & ~s.txn_partition
+    empty = prepared & ~Or(*[s.txn_partition[t] for t in partitions(p)])
     s.txn_state = If(empty, If(s.post.txn_state == TxnState.PrepareCommit, TxnState.CompleteCommit,
                                TxnState.CompleteAbort), s.post.txn_state)
     if lost:
@@ -961,7 +1092,8 @@ def EndTxn(s, p, lost):
     if tv2(s):
         # the response carries the (bumped) epoch; a new epoch starts sequences at 0
         s.epoch = If(ok, s.post.txn_epoch, s.epoch)
-        s.next_seq = If(ok, 0, s.next_seq)
+        for t in partitions(p):
+            s.next_seq[t] = If(ok, 0, s.next_seq[t])
     bump = ok & ~is_commit & s.epoch_bump_required
     fatal = (out == Error.PRODUCER_FENCED) | (out == Error.INVALID_TXN_STATE)
     s.end_txn = If(ok | fatal, EndTxnRequest.NO_REQUEST, s.end_txn)
@@ -982,7 +1114,8 @@ def EpochBump(s, p, lost):
         return
     ok = out == Error.NONE
     s.epoch = If(ok, s.post.txn_epoch, s.epoch)
-    s.next_seq = If(ok, 0, s.next_seq)
+    for t in partitions(p):
+        s.next_seq[t] = If(ok, 0, s.next_seq[t])
     s.epoch_bump = out == Error.CONCURRENT_TRANSACTIONS
     s.epoch_bump_required = If(ok, False, s.epoch_bump_required)
     s.client = If(ok, ClientState.READY,
@@ -996,20 +1129,22 @@ def AbortTimedOutTransaction(s, p):
     fence_ongoing(s, True)
 
 
-@spec.action(c=coordinators, actors=("coordinator", "leader"))
-def WriteTxnMarker(s, p, c):
+@spec.action(c=coordinators, t=partitions, actors=("coordinator", "leader"))
+def WriteTxnMarker(s, p, c, t):
     """The coordinator (at coordinator epoch c) sends the partition its marker."""
+    s = part(s, p, t)
     s.require(s.coordinator_epoch == c, prepare(s), s.txn_partition, ~s.marker[c])
     s.marker[c] = True
     s.marker_epoch[c] = s.txn_epoch
     s.marker_commit[c] = s.txn_state == TxnState.PrepareCommit
 
 
-@spec.action(c=coordinators, r=replicas, actors=("coordinator", "leader {r}"))
-def TxnMarkerArrives(s, p, c, r):
+@spec.action(c=coordinators, t=partitions, r=replicas, actors=("coordinator", "leader {r}"))
+def TxnMarkerArrives(s, p, c, t, r):
     """A marker reaches the leader; the current coordinator completes the transaction."""
+    s = part(s, p, t)
     s.require(s.marker[c], s.leader == r)
-    out = s.rule("marker-append", r=r, c=c)
+    out = s.rule("marker-append", t=t, r=r, c=c)
     s.respond(out)
     ok = out == Error.NONE
     me = s.marker_epoch[c]
@@ -1024,10 +1159,14 @@ def TxnMarkerArrives(s, p, c, r):
     s.marker[c] = False
     # TransactionMarkerRequestCompletionHandler: INVALID_PRODUCER_EPOCH or
     # TRANSACTION_COORDINATOR_FENCED cancels the markers without completing the transaction
-    # (it stays prepared until the coordinator reloads it); only NONE removes the partition
+    # (it stays prepared until the coordinator reloads it); only NONE removes the partition, and
+    # the transaction completes once no partition is left (TransactionMarkerChannelManager)
     done = (s.coordinator_epoch == c) & prepare(s) & ok
-    s.txn_state = If(done, If(s.txn_state == TxnState.PrepareCommit, TxnState.CompleteCommit,
-                              TxnState.CompleteAbort), s.txn_state)
+    others_done = And(*[~s.whole.txn_partition[u] for u in partitions(p) if u != t]) \
+        if p.partitions > 1 else TRUE
+    complete = done & others_done
+    s.txn_state = If(complete, If(s.txn_state == TxnState.PrepareCommit, TxnState.CompleteCommit,
+                                  TxnState.CompleteAbort), s.txn_state)
     s.txn_partition = s.txn_partition & ~done
 
 
@@ -1041,10 +1180,11 @@ def CoordinatorFailover(s, p):
     s.coordinator_epoch = s.coordinator_epoch + 1
 
 
-@spec.action(r=replicas, actors=("admin", "leader {r}"))
-def DeleteRecords(s, p, r):
+@spec.action(t=partitions, r=replicas, actors=("admin", "leader {r}"))
+def DeleteRecords(s, p, t, r):
     """DeleteRecords (or retention) moves the leader's log start offset to its log end, past
     every offset of the producer so far; the follower learns it later."""
+    s = part(s, p, t)
     # after KAFKA-7190 DeleteRecords touches nothing this model tracks: the producer state
     # stays, and the producer reads the log start offset only from UNKNOWN_PRODUCER_ID, which a
     # current broker never answers to a produce
@@ -1059,9 +1199,10 @@ def DeleteRecords(s, p, r):
     remove_entry(s, r, True)
 
 
-@spec.action(r=replicas, actors=("leader", "follower {r}"))
-def FollowerFetch(s, p, r):
+@spec.action(t=partitions, r=replicas, actors=("leader", "follower {r}"))
+def FollowerFetch(s, p, t, r):
     """A follower learns the leader's log start offset from a fetch response."""
+    s = part(s, p, t)
     s.require(s.leader != r, s.log_start_behind[r])
     s.log_start_behind[r] = False
     s.acked_below_log_start[r] = s.acked_below_log_start[1 - r]
@@ -1069,18 +1210,20 @@ def FollowerFetch(s, p, r):
     remove_entry(s, r, s.data_below_log_start[1 - r])
 
 
-@spec.action(actors=("controller", "partition"))
-def LeaderFailover(s, p):
+@spec.action(t=partitions, actors=("controller", "partition"))
+def LeaderFailover(s, p, t):
     """The other (in-sync) replica becomes the leader, with the log start offset it has seen."""
+    s = part(s, p, t)
     s.require(s.leader_failovers < p.leader_failovers)
     s.leader = 1 - s.leader
     s.leader_failovers = s.leader_failovers + 1
 
 
-@spec.action(r=replicas, actors=("broker {r}", "broker {r}"))
-def ExpireProducer(s, p, r):
+@spec.action(t=partitions, r=replicas, actors=("broker {r}", "broker {r}"))
+def ExpireProducer(s, p, t, r):
     """producer.id.expiration.ms: an idle producer with no open transaction is forgotten
     (long after any request or marker of it has been answered)."""
+    s = part(s, p, t)
     idle = And(~s.request, ~any_in_flight(s, p), *[~s.marker[c] for c in coordinators(p)])
     if s.variant == "kafka-9144":
         # before KAFKA-9144 (ProducerStateManager.isProducerExpired) the last timestamp came
@@ -1102,13 +1245,15 @@ def no_duplicate(s, p):
 
 @spec.transition_property("in-order", actions=["Produce"])
 def in_order(pre, post, action, args, outcome, p):
-    """A producer's records are appended in the order it sent them."""
+    """A producer's records are appended to a partition in the order it sent them."""
+    pre, post = part(pre, p, args["t"]), part(post, p, args["t"])
     return ~(outcome == Error.NONE) | (pre.request_record >= pre.max_appended)
 
 
 @spec.transition_property("new-records-in-order", actions=["Produce"])
 def new_records_in_order(pre, post, action, args, outcome, p):
     """A record the partition has not held before is never appended after a record the producer sent later."""
+    pre, post = part(pre, p, args["t"]), part(post, p, args["t"])
     first_time = pre.appended[pre.request_record] == 0
     return ~(outcome == Error.NONE) | ~first_time | (pre.request_record >= pre.max_appended)
 
@@ -1122,6 +1267,7 @@ def fenced_stays_fenced(pre, post, action, args, outcome, p):
 @spec.transition_property("no-hanging-transaction", actions=["Produce"])
 def no_hanging_transaction(pre, post, action, args, outcome, p):
     """A transactional record is appended only while the coordinator's transaction includes the partition and has not completed, so that a marker will close it."""
+    pre, post = part(pre, p, args["t"]), part(post, p, args["t"])
     if not p.transactional:
         return TRUE
     unfinished = (post.txn_state == TxnState.Ongoing) | (post.txn_state == TxnState.PrepareCommit) | \
@@ -1132,6 +1278,7 @@ def no_hanging_transaction(pre, post, action, args, outcome, p):
 @spec.transition_property("marker-epoch-monotonic", actions=["TxnMarkerArrives"])
 def marker_epoch_monotonic(pre, post, action, args, outcome, p):
     """The coordinator epoch on the markers appended to a partition never decreases."""
+    pre, post = part(pre, p, args["t"]), part(post, p, args["t"])
     return ~(outcome == Error.NONE) | (args["c"] >= pre.last_marker_coordinator_epoch)
 
 
@@ -1148,9 +1295,20 @@ def aborted_commit_is_fenced(pre, post, action, args, outcome, p):
     return ~overtaken | ~(outcome == Error.INVALID_TXN_STATE)
 
 
+@spec.transition_property("out-of-order-only-after-a-gap", actions=["Produce"])
+def out_of_order_only_after_a_gap(pre, post, action, args, outcome, p):
+    """A batch is answered OUT_OF_ORDER_SEQUENCE_NUMBER only when a record the producer sent to that partition before it is missing from the log."""
+    t, rec = args["t"], part(pre, p, args["t"]).request_record
+    gap = Or(*[(k < rec) & (pre.appended[k] == 0) &
+               ((pre.record_partition[k] == t) if p.partitions > 1 else TRUE)
+               for k in range(p.records)])
+    return ~(outcome == Error.OUT_OF_ORDER_SEQUENCE_NUMBER) | gap
+
+
 @spec.transition_property("acknowledged-is-appended", actions=["Produce"])
 def acknowledged_is_appended(pre, post, action, args, outcome, p):
     """A record the leader acknowledges is in the partition's log."""
+    pre = part(pre, p, args["t"])
     return ~(outcome == Error.DUPLICATE_SEQUENCE_NUMBER) | (pre.appended[pre.request_record] >= 1)
 
 
@@ -1162,13 +1320,23 @@ def unfinished(s):
     return (s.txn_state == TxnState.Ongoing) | prepare(s)
 
 
+def each_partition(lemma):
+    """A lemma stated for one partition holds for every partition."""
+    @functools.wraps(lemma)
+    def every(s, p):
+        return And(*[lemma(part(s, p, t), p) for t in partitions(p)])
+    return every
+
+
 @spec.invariant("fenced-by-second-instance", lemma=True)
+@each_partition
 def fenced_by_second_instance(s, p):
     """The first instance is fenced only once the second one holds an epoch."""
     return ~s.fenced | (s.second_instance == SecondInstance.READY)
 
 
 @spec.invariant("client-epoch-not-ahead", lemma=True)
+@each_partition
 def client_epoch_not_ahead(s, p):
     """The producer's epoch is never ahead of the coordinator's."""
     if not p.transactional:
@@ -1177,12 +1345,14 @@ def client_epoch_not_ahead(s, p):
 
 
 @spec.invariant("request-epoch-not-ahead", lemma=True)
+@each_partition
 def request_epoch_not_ahead(s, p):
     """A produce request on the wire carries an epoch no newer than the producer's."""
     return ~s.request | (s.request_epoch <= s.epoch)
 
 
 @spec.invariant("broker-epoch-not-ahead", lemma=True)
+@each_partition
 def broker_epoch_not_ahead(s, p):
     """No replica's producer state is at an epoch newer than the coordinator's."""
     if not p.transactional:
@@ -1191,12 +1361,14 @@ def broker_epoch_not_ahead(s, p):
 
 
 @spec.invariant("open-transaction-is-unfinished", lemma=True)
+@each_partition
 def open_transaction_is_unfinished(s, p):
     """A transaction open at a replica is one the coordinator holds unfinished, with the partition."""
     return And(*[~s.txn_open[r] | (unfinished(s) & s.txn_partition) for r in replicas(p)])
 
 
 @spec.invariant("zombie-is-behind", lemma=True)
+@each_partition
 def zombie_is_behind(s, p):
     """Once fenced, the first instance's epoch is older than the coordinator's, no transaction is in progress and no last epoch is kept for a retry."""
     return ~s.fenced | ((s.epoch != NO_EPOCH) & (s.epoch < s.txn_epoch) &
@@ -1204,6 +1376,7 @@ def zombie_is_behind(s, p):
 
 
 @spec.invariant("epoch-once-initialised", lemma=True)
+@each_partition
 def epoch_once_initialised(s, p):
     """The producer has an epoch exactly when it has left initialisation."""
     initialising = (s.client == ClientState.UNINITIALIZED) | (s.client == ClientState.INITIALIZING)
@@ -1211,6 +1384,7 @@ def epoch_once_initialised(s, p):
 
 
 @spec.invariant("marker-epoch-not-ahead", lemma=True)
+@each_partition
 def marker_epoch_not_ahead(s, p):
     """A marker on the wire carries an epoch, no newer than the coordinator's."""
     return And(*[~s.marker[c] | ((s.marker_epoch[c] != NO_EPOCH) & (s.marker_epoch[c] <= s.txn_epoch))
@@ -1218,18 +1392,21 @@ def marker_epoch_not_ahead(s, p):
 
 
 @spec.invariant("markers-from-known-coordinators", lemma=True)
+@each_partition
 def markers_from_known_coordinators(s, p):
     """Only the current coordinator or an earlier one has a marker on the wire."""
     return And(*[~s.marker[c] | (c <= s.coordinator_epoch) for c in coordinators(p)])
 
 
 @spec.invariant("entry-coordinator-epoch-not-ahead", lemma=True)
+@each_partition
 def entry_coordinator_epoch_not_ahead(s, p):
     """No replica's producer state names a coordinator epoch newer than the current one."""
     return And(*[s.entry_coordinator_epoch[r] <= s.coordinator_epoch for r in replicas(p)])
 
 
 @spec.invariant("current-marker-matches-transaction", lemma=True)
+@each_partition
 def current_marker_matches_transaction(s, p):
     """The current coordinator's marker on the wire is for the transaction it is completing, at its epoch."""
     return And(*[(s.coordinator_epoch != c) | ~s.marker[c] |
@@ -1238,6 +1415,7 @@ def current_marker_matches_transaction(s, p):
 
 
 @spec.invariant("prepared-data-is-older", lemma=True)
+@each_partition
 def prepared_data_is_older(s, p):
     """While the coordinator prepares a transaction, its data open at a replica is at an epoch older than the coordinator's (the bump of transaction version 2)."""
     return ~prepare(s) | And(*[~s.txn_open[r] | (s.producer_epoch[r] < s.txn_epoch)
@@ -1245,6 +1423,7 @@ def prepared_data_is_older(s, p):
 
 
 @spec.invariant("end-txn-while-ending", lemma=True)
+@each_partition
 def end_txn_while_ending(s, p):
     """The producer waits for an EndTxn only while committing or aborting, with no batch in flight."""
     return And((s.end_txn == EndTxnRequest.NO_REQUEST) | ~s.batch,
@@ -1253,16 +1432,20 @@ def end_txn_while_ending(s, p):
 
 
 @spec.invariant("batch-in-transaction", lemma=True)
+@each_partition
 def batch_in_transaction(s, p):
     """The producer has a batch awaiting its response only inside a transaction that includes the partition."""
     if p.max_in_flight > 1:
         return TRUE   # stated for one batch in flight ("the" batch, "the" request)
     if not p.transactional:
         return TRUE   # the idempotent producer bumps its own epoch, with no transaction
+    if p.partitions > 1:
+        return TRUE   # stated for one partition: another's failed batch ends IN_TRANSACTION
     return ~s.batch | ((s.client == ClientState.IN_TRANSACTION) & s.partition_in_txn)
 
 
 @spec.invariant("epoch-bump-while-aborting", lemma=True)
+@each_partition
 def epoch_bump_while_aborting(s, p):
     """The producer's own epoch bump runs only as the last step of an abort, after its EndTxn."""
     return ~s.epoch_bump | ((s.client == ClientState.ABORTING_TRANSACTION) &
@@ -1277,16 +1460,18 @@ def rejects_as_retry(s, r, e, q):
 
 
 @spec.invariant("appended-retry-is-rejected", lemma=True)
+@each_partition
 def appended_retry_is_rejected(s, p):
     """Every replica rejects or deduplicates a retry of a batch that is already in the log, whether on the wire or still to be sent."""
     in_log = lambda k: Or(*[(k == i) & (s.appended[i] >= 1) for i in range(p.records)])
     return And(*[And(~s.request | ~in_log(s.request_record) |
                      rejects_as_retry(s, r, s.request_epoch, s.request_seq),
-                     ~s.batch | ~in_log(s.sent - 1) | rejects_as_retry(s, r, s.epoch, s.batch_seq))
+                     ~s.batch | ~in_log(s.batch_record) | rejects_as_retry(s, r, s.epoch, s.batch_seq))
                  for r in replicas(p)])
 
 
 @spec.invariant("one-batch-in-flight", lemma=True)
+@each_partition
 def one_batch_in_flight(s, p):
     """With max.in.flight 1 the producer awaits no earlier batch and queues no second request."""
     if p.max_in_flight > 1:
@@ -1295,6 +1480,7 @@ def one_batch_in_flight(s, p):
 
 
 @spec.invariant("idempotent-producer-has-no-second-instance", lemma=True)
+@each_partition
 def idempotent_producer_has_no_second_instance(s, p):
     """With no transactional id there is no second instance to fence the producer."""
     if p.transactional:
@@ -1303,6 +1489,7 @@ def idempotent_producer_has_no_second_instance(s, p):
 
 
 @spec.invariant("retained-window-is-ordered", lemma=True)
+@each_partition
 def retained_window_is_ordered(s, p):
     """A replica's retained sequence window, when it has one, starts no later than it ends."""
     return And(*[(s.first_seq[r] == -1) | ((0 <= s.first_seq[r]) & (s.first_seq[r] <= s.last_seq[r]))
@@ -1310,35 +1497,47 @@ def retained_window_is_ordered(s, p):
 
 
 @spec.invariant("request-is-the-batch", lemma=True)
+@each_partition
 def request_is_the_batch(s, p):
     """A request on the wire for the batch the producer awaits carries the batch's epoch and sequence; a request for an earlier batch carries an older epoch."""
     if p.max_in_flight > 1:
         return TRUE   # stated for one batch in flight ("the" batch, "the" request)
-    cur = s.request_record == s.sent - 1
+    cur = s.request_record == s.batch_record
     return ~s.request | ~s.batch | If(cur, (s.request_epoch == s.epoch) & (s.request_seq == s.batch_seq),
                                       s.request_epoch < s.epoch)
 
 
 @spec.invariant("request-was-sent", lemma=True)
+@each_partition
 def request_was_sent(s, p):
     """A request on the wire is for a record already handed to the producer, and at an epoch."""
     return ~s.request | ((s.request_record < s.sent) & (s.request_epoch != NO_EPOCH))
 
 
+@spec.invariant("batch-is-a-sent-record", lemma=True)
+@each_partition
+def batch_is_a_sent_record(s, p):
+    """A partition's batch awaiting its response holds a record already handed to the producer: with one partition, the last one."""
+    last = (s.batch_record == s.sent - 1) if p.partitions == 1 else TRUE
+    return ~s.batch | ((s.batch_record < s.sent) & last)
+
+
 @spec.invariant("only-sent-records-appended", lemma=True)
+@each_partition
 def only_sent_records_appended(s, p):
     """Only a record already handed to the producer is in the log."""
     return And(*[(s.appended[k] == 0) | (k < s.sent) for k in range(p.records)])
 
 
 @spec.invariant("timed-out-request-is-being-aborted", lemma=True)
+@each_partition
 def timed_out_request_is_being_aborted(s, p):
     """While a request the producer no longer awaits is on the wire at the producer's epoch, the producer is aborting that transaction (whose EndTxn bumps the epoch) or has failed."""
     if p.max_in_flight > 1:
         return TRUE   # stated for one batch in flight ("the" batch, "the" request)
     if not p.transactional:
         return TRUE   # the idempotent producer's own bump follows the timeout instead
-    awaited = s.batch & (s.request_record == s.sent - 1)
+    awaited = s.batch & (s.request_record == s.batch_record)
     return ~s.request | awaited | (s.request_epoch < s.epoch) | And(
         s.partition_in_txn | (s.client == ClientState.FATAL_ERROR),
         (s.client == ClientState.ABORTABLE_ERROR) | (s.client == ClientState.FATAL_ERROR) |
@@ -1346,6 +1545,7 @@ def timed_out_request_is_being_aborted(s, p):
 
 
 @spec.invariant("replica-epochs-agree", lemma=True)
+@each_partition
 def replica_epochs_agree(s, p):
     """The two in-sync replicas hold the producer at the same epoch, unless one has expired it."""
     return (s.producer_epoch[0] == s.producer_epoch[1]) | (s.producer_epoch[0] == NO_EPOCH) | \
@@ -1353,6 +1553,7 @@ def replica_epochs_agree(s, p):
 
 
 @spec.invariant("log-not-ahead-of-producer", lemma=True)
+@each_partition
 def log_not_ahead_of_producer(s, p):
     """The log holds no record later than the last one sent, nor later than the one on the wire."""
     if p.max_in_flight > 1:
@@ -1361,6 +1562,7 @@ def log_not_ahead_of_producer(s, p):
 
 
 @spec.invariant("stale-markers-are-fenced", lemma=True)
+@each_partition
 def stale_markers_are_fenced(s, p):
     """The last appended marker is from the current coordinator or an earlier one, and a marker still on the wire from an older coordinator finds every replica's producer state at the newer coordinator epoch."""
     return (s.last_marker_coordinator_epoch <= s.coordinator_epoch) & \
@@ -1372,6 +1574,7 @@ def stale_markers_are_fenced(s, p):
 
 
 @spec.invariant("transaction-has-epoch", lemma=True)
+@each_partition
 def transaction_has_epoch(s, p):
     """The coordinator has a transaction in any state but Empty only once it has handed out an epoch."""
     return (s.txn_state == TxnState.Empty) | (s.txn_epoch != NO_EPOCH)
@@ -1382,6 +1585,7 @@ def in_log(s, p, k):
 
 
 @spec.invariant("sequences-handed-out-in-order", lemma=True)
+@each_partition
 def sequences_handed_out_in_order(s, p):
     """At the producer's epoch, the batch it awaits has the last sequence handed out, and neither a request on the wire nor any replica's retained window goes beyond it (no replica retains sequences at a newer epoch)."""
     return And(~s.batch | (s.batch_seq == s.next_seq - 1),
@@ -1392,14 +1596,16 @@ def sequences_handed_out_in_order(s, p):
 
 
 @spec.invariant("window-ends-at-the-batch", lemma=True)
+@each_partition
 def window_ends_at_the_batch(s, p):
     """A replica's retained window at the producer's epoch reaches the awaited batch's sequence only once that batch is in the log."""
     return ~s.batch | And(*[(s.producer_epoch[r] != s.epoch) | (s.first_seq[r] == -1) |
-                            (s.last_seq[r] != s.batch_seq) | in_log(s, p, s.sent - 1)
+                            (s.last_seq[r] != s.batch_seq) | in_log(s, p, s.batch_record)
                             for r in replicas(p)])
 
 
 @spec.invariant("window-ends-at-the-request", lemma=True)
+@each_partition
 def window_ends_at_the_request(s, p):
     """A replica's retained window at a request's epoch ends at or below the request's sequence, and reaches it only once that request's record is in the log."""
     if p.max_in_flight > 1:
@@ -1411,6 +1617,7 @@ def window_ends_at_the_request(s, p):
 
 
 @spec.invariant("no-log-start-movement", lemma=True)
+@each_partition
 def no_log_start_movement(s, p):
     """No replica's log start offset passes the producer's offsets (DeleteRecords leaves producer state alone since KAFKA-7190)."""
     return And(*[~s.log_start_behind[r] & ~s.data_below_log_start[r] & ~s.acked_below_log_start[r]
@@ -1424,7 +1631,8 @@ def every_prepared_transaction_completes(s, p):
 
 
 def transaction_open(s, p):
-    return Or(*[(s.leader == r) & s.txn_open[r] for r in replicas(p)])
+    return Or(*[(v.leader == r) & v.txn_open[r] for v in (part(s, p, t) for t in partitions(p))
+                for r in replicas(p)])
 
 
 @spec.leads_to("every-transaction-ends", fair=["TxnMarkerArrives", "WriteTxnMarker", "EndTxn",
@@ -1456,6 +1664,7 @@ spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last ackn
              "the log start, restart sequences at 0 with the same epoch; the broker drops a producer's "
              "state with its segments and answers UNKNOWN_PRODUCER_ID (no epoch bump of any kind)",
              violates=["no-duplicate", "fenced-stays-fenced", "no-hanging-transaction",
+                       "out-of-order-only-after-a-gap",
                        "marker-epoch-monotonic", "acknowledged-is-appended", "every-transaction-ends",
                        # lemmas of kip360's proofs that this variant breaks
                        "open-transaction-is-unfinished", "prepared-data-is-older",
@@ -1502,11 +1711,15 @@ spec.variant("pre-kip360", "Kafka 2.3: on UNKNOWN_PRODUCER_ID with the last ackn
                  "coordinator epoch, so a marker from the coordinator before a failover, still on "
                  "the wire, is appended after the new coordinator's (like KAFKA-9144 with "
                  "expiry).",
+                 "out-of-order-only-after-a-gap": "a spurious OUT_OF_ORDER_SEQUENCE_NUMBER (22 "
+                 "steps): state lost to DeleteRecords and a marker-only entry left at the "
+                 "producer's epoch make the next batch's sequence look like a gap.",
              })
 spec.variant("pre-kip360-in-flight", "pre-kip360 (Kafka 2.3) with two batches in flight, for the "
              "idempotent-only producer: the seed's ordering problem",
              params={"max_in_flight": 2, "transactional": 0, "coordinator_failovers": 0},
              violates=["no-duplicate", "in-order", "acknowledged-is-appended",
+                       "out-of-order-only-after-a-gap",
                        # lemmas of kip360's proofs that this variant breaks
                        "appended-retry-is-rejected", "sequences-handed-out-in-order",
                        "window-ends-at-the-batch", "no-log-start-movement"],
@@ -1525,6 +1738,10 @@ spec.variant("pre-kip360-in-flight", "pre-kip360 (Kafka 2.3) with two batches in
                  "sequences-handed-out-in-order": SEQUENCE_RESET,
                  "window-ends-at-the-batch": SEQUENCE_RESET,
                  "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
+                 "out-of-order-only-after-a-gap": "seed problem 2's OUT_OF_ORDER_SEQUENCE_NUMBER "
+                 "(14 steps): after the reset to sequence 0 and a failover to the replica that "
+                 "has not seen the log start, the retained window makes the reset batch look out "
+                 "of order, although nothing is missing.",
              })
 spec.variant("no-last-epoch", "InitProducerId bumps with the current epoch but keeps no last epoch "
              "for retries",
@@ -1538,6 +1755,7 @@ spec.variant("no-last-epoch", "InitProducerId bumps with the current epoch but k
 spec.variant("pre-kip890", "transaction version 1: no partition verification, no epoch bump at "
              "EndTxn (KIP-360's client bump after an abortable error remains)",
              violates=["fenced-stays-fenced", "no-hanging-transaction", "every-transaction-ends",
+                       "out-of-order-only-after-a-gap",
                        # lemmas of kip360's proofs that this variant breaks
                        "open-transaction-is-unfinished", "prepared-data-is-older"],
              findings={
@@ -1545,6 +1763,12 @@ spec.variant("pre-kip890", "transaction version 1: no partition verification, no
                  "accepted without verification opens a transaction at the partition that the "
                  "coordinator does not hold (the step where no-hanging-transaction breaks).",
                  "prepared-data-is-older": TV1_NO_BUMP,
+                 "out-of-order-only-after-a-gap": "a spurious OUT_OF_ORDER_SEQUENCE_NUMBER (19 "
+                 "steps): the producer's state expires at the leader, the new coordinator's abort "
+                 "marker re-creates the entry at the same epoch with no sequence (transaction "
+                 "version 1 bumps no epoch), and the next transaction's batch, at sequence 1, is "
+                 "refused although nothing is missing (ProducerAppendInfo.checkSequence: a "
+                 "marker-only entry expects 0).",
 
                  "every-transaction-ends": "the hanging transaction as a progress violation: a "
                  "lasso in which a late produce after the abort's markers leaves a transaction "
@@ -1559,7 +1783,7 @@ spec.variant("pre-kip890", "transaction version 1: no partition verification, no
 spec.variant("kafka-7190", "kip360 with KAFKA-7190 undone: DeleteRecords (or retention) removes "
              "a producer whose last data offset falls below the log start offset "
              "(ProducerStateManager.truncateHead before Kafka 2.4)",
-             violates=["no-duplicate", "marker-epoch-monotonic",
+             violates=["no-duplicate", "marker-epoch-monotonic", "out-of-order-only-after-a-gap",
                        # lemmas of kip360's proofs that this variant breaks
                        "appended-retry-is-rejected", "stale-markers-are-fenced",
                        "no-log-start-movement"],
@@ -1575,6 +1799,10 @@ spec.variant("kafka-7190", "kip360 with KAFKA-7190 undone: DeleteRecords (or ret
                  "stale-markers-are-fenced": "the entry that fenced the old coordinator's marker "
                  "is gone.",
                  "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
+                 "out-of-order-only-after-a-gap": "the batch after DeleteRecords removed the "
+                 "producer (9 steps): with no state a verified batch must start at sequence 0, so "
+                 "the next sequence is OUT_OF_ORDER_SEQUENCE_NUMBER, the spurious error KAFKA-7190 "
+                 "reported, although nothing is missing.",
              })
 spec.variant("kafka-9144", "kip360 with KAFKA-9144 undone: a producer's last timestamp comes from "
              "data batches only, so an entry whose batches a bumping marker cleared expires at once",
@@ -1640,7 +1868,7 @@ spec.variant("kafka-8483", "pre-kip360-in-flight with KAFKA-8483 undone: after a
              "the iteration order of a PriorityQueue (its heap array), not in sequence order",
              params={"max_in_flight": 4, "records": 4, "transactional": 0,
                      "coordinator_failovers": 0},
-             violates=["new-records-in-order",
+             violates=["new-records-in-order", "out-of-order-only-after-a-gap",
                        # what pre-kip360-in-flight breaks already (seed problems 1 and 2, the
                        # reordered duplicate)
                        "no-duplicate", "in-order", "acknowledged-is-appended",
@@ -1663,6 +1891,23 @@ spec.variant("kafka-8483", "pre-kip360-in-flight with KAFKA-8483 undone: after a
                  "sequences-handed-out-in-order": SEQUENCE_RESET,
                  "window-ends-at-the-batch": SEQUENCE_RESET,
                  "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
+                 "out-of-order-only-after-a-gap": "as pre-kip360-in-flight (13 steps here).",
+             })
+
+spec.variant("kafka-12152", "kip360 with KAFKA-12152 undone: the idempotent producer's epoch bump "
+             "restarts the sequences only of the partitions whose batch asked for it "
+             "(partitionsToRewriteSequences), so another partition goes on at its old sequence",
+             params={"partitions": 2, "records": 3, "transactional": 0, "coordinator_failovers": 0},
+             violates=["out-of-order-only-after-a-gap"],
+             findings={
+                 "out-of-order-only-after-a-gap": "KAFKA-12152's sequence (11 steps): partition "
+                 "0's batch times out, which asks for an epoch bump for partition 0; partition 1's "
+                 "batch is acknowledged (sequence 0 at epoch 0); the bump to epoch 1 restarts "
+                 "partition 0 only, so partition 1's next batch goes out at epoch 1 with sequence "
+                 "1 and its leader, which holds the producer at epoch 0, answers "
+                 "OUT_OF_ORDER_SEQUENCE_NUMBER (a new epoch must start at 0), although nothing "
+                 "of partition 1 is missing. kip360 at the same configuration (36,408 states) "
+                 "holds every property.",
              })
 
 
@@ -1710,9 +1955,7 @@ spec.known_bug("KAFKA-12152", broke="the idempotent producer's epoch bump did no
                "of partitions with no batch in flight, so their next batch at the new epoch was "
                "OUT_OF_ORDER_SEQUENCE_NUMBER", fix="PR #9832",
                code="TransactionManager.bumpIdempotentProducerEpoch",
-               not_expressible="a producer writing to two partitions (the idempotent-only "
-               "producer is modelled, with one partition), and a property that a batch is not rejected for "
-               "a sequence gap that does not exist")
+               variant="kafka-12152", property="out-of-order-only-after-a-gap")
 spec.known_bug("KAFKA-18575", broke="with transaction version 2 a transaction completing while the "
                "leader verified the next one's first batch made that batch fail",
                fix="PR #18604", code="UnifiedLog.batchMissingRequiredVerification",

@@ -33,6 +33,12 @@ CONFORMING = {
     # several batches in flight, their requests held on the connection and sent late
     "scenarios/producer/two-in-flight-retry-is-duplicate.json",
     "scenarios/producer/five-in-flight-retry-is-duplicate.json",
+    # two partitions: a transaction over both, and the idempotent producer's bump
+    "scenarios/producer/transaction-spans-two-partitions.json",
+    "scenarios/producer/kafka-12152-kip360.json",
+    # the driver plays the 2.5-2.7 client's bump (KAFKA-12152's fix is client-side): today's
+    # brokers still refuse the non-zero sequence at the new epoch
+    "producer/kafka-12152/out-of-order-only-after-a-gap.json",
 }
 
 
@@ -102,16 +108,17 @@ def test_several_in_flight_are_driven_and_kafka_2_3_is_not():
 def test_the_driver_completes_batches_as_the_sender_does():
     """complete_batch: acknowledged or failed leaves, a retriable answer stays; an
     OUT_OF_ORDER_SEQUENCE_NUMBER is retriable only behind a lower sequence still in flight."""
-    c = Client(in_flight=[[0, 0], [1, 1], [2, 2]])
-    complete_batch(c, 1, "OUT_OF_ORDER_SEQUENCE_NUMBER")      # batch 0 is still out: retried
-    assert [b[0] for b in c.in_flight] == [0, 1, 2]
-    complete_batch(c, 0, "OUT_OF_ORDER_SEQUENCE_NUMBER")      # the first in flight: it fails
-    assert [b[0] for b in c.in_flight] == [1, 2]
-    complete_batch(c, 1, "DUPLICATE_SEQUENCE_NUMBER")
-    complete_batch(c, 2, "CONCURRENT_TRANSACTIONS")
-    assert [b[0] for b in c.in_flight] == [2]
-    complete_batch(c, 7, "NONE")                              # a timed-out batch's late answer
-    assert [b[0] for b in c.in_flight] == [2]
+    c = Client(transactional=False, in_flight={0: [[0, 0], [1, 1], [2, 2]], 1: [[3, 0]]})
+    complete_batch(c, 0, 1, "OUT_OF_ORDER_SEQUENCE_NUMBER")   # batch 0 is still out: retried
+    assert [b[0] for b in c.in_flight[0]] == [0, 1, 2] and not c.bump_partitions
+    complete_batch(c, 0, 0, "OUT_OF_ORDER_SEQUENCE_NUMBER")   # the first in flight: it fails
+    assert [b[0] for b in c.in_flight[0]] == [1, 2]
+    assert c.bump_partitions == {0}                           # requestEpochBumpForPartition
+    complete_batch(c, 0, 1, "DUPLICATE_SEQUENCE_NUMBER")
+    complete_batch(c, 0, 2, "CONCURRENT_TRANSACTIONS")
+    assert [b[0] for b in c.in_flight[0]] == [2]
+    complete_batch(c, 0, 7, "NONE")                           # a timed-out batch's late answer
+    assert [b[0] for b in c.in_flight[0]] == [2] and c.in_flight[1] == [[3, 0]]
 
 
 def test_record_batch_is_a_transactional_v2_batch():
@@ -161,8 +168,8 @@ def test_view_leaves_the_partition_out_while_markers_are_in_flight():
     model = spec.instantiate("kip360", {})
     words = model.initial_words[0]
     run = driver.TraceRun(None, "t", model.params, model=model)
-    for action, args in [("InitProducerId", {}), ("BeginTransaction", {}), ("Send", {}),
-                         ("ProduceRequest", {}), ("Produce", {"r": 0, "lost": False}),
+    for action, args in [("InitProducerId", {}), ("BeginTransaction", {}), ("Send", {"t": 0}),
+                         ("ProduceRequest", {"t": 0}), ("Produce", {"t": 0, "r": 0, "lost": False}),
                          ("CommitTransaction", {})]:
         step, words = spec_step(model, action, args, words)
     assert ProducerAdapter().view(run, step)["appended"] == [1, 0]
@@ -220,7 +227,10 @@ def test_verification_is_why_kafka_12671_no_longer_hangs(kafka_broker):
                                                  ("kip360", {"transactional": 0}, 5),
                                                  ("kip360", {"transactional": 0, "max_in_flight": 3,
                                                              "records": 3}, 7),
-                                                 ("kip360", {"max_in_flight": 2}, 8)])
+                                                 ("kip360", {"max_in_flight": 2}, 8),
+                                                 ("kip360", {"partitions": 2, "transactional": 0,
+                                                             "records": 3}, 9),
+                                                 ("kip360", {"partitions": 2}, 10)])
 def test_seeded_walk_conforms(kafka_broker, variant, params, seed):
     adapter = ProducerAdapter()
     doc = spec_walk(spec.instantiate(variant, params), adapter, depth=16, seed=seed)

@@ -17,13 +17,14 @@ SCENARIOS = sorted((ROOT / "tests" / "scenarios" / "producer").glob("*.json"))
 # the issue's properties; the spec's other properties are lemmas
 PROPERTIES = ["no-duplicate", "in-order", "fenced-stays-fenced", "no-hanging-transaction",
               "marker-epoch-monotonic", "acknowledged-is-appended", "fenced-only-when-overtaken",
-              "aborted-commit-is-fenced", "new-records-in-order"]
+              "aborted-commit-is-fenced", "new-records-in-order", "out-of-order-only-after-a-gap"]
 
 # the safety verdicts kcheck finds at the default bounds (spec/producer_notes.md explains each):
 # the issue's properties, then the lemmas that fall with them
 EXPECTED = {
     "kip360": set(),
     "pre-kip360": {"no-duplicate", "fenced-stays-fenced", "no-hanging-transaction",
+                   "out-of-order-only-after-a-gap",
                    "marker-epoch-monotonic", "acknowledged-is-appended",
                    "appended-retry-is-rejected", "no-log-start-movement",
                    "open-transaction-is-unfinished", "prepared-data-is-older",
@@ -31,10 +32,11 @@ EXPECTED = {
                    "stale-markers-are-fenced", "timed-out-request-is-being-aborted",
                    "window-ends-at-the-batch", "window-ends-at-the-request"},
     "no-last-epoch": set(),
-    "pre-kip890": {"fenced-stays-fenced", "no-hanging-transaction",
+    "pre-kip890": {"fenced-stays-fenced", "no-hanging-transaction", "out-of-order-only-after-a-gap",
                    "open-transaction-is-unfinished", "prepared-data-is-older"},
     # known bugs: kip360 with one fix undone
     "kafka-7190": {"no-duplicate", "marker-epoch-monotonic", "appended-retry-is-rejected",
+                   "out-of-order-only-after-a-gap",
                    "stale-markers-are-fenced", "no-log-start-movement"},
     "kafka-9144": {"marker-epoch-monotonic", "appended-retry-is-rejected", "stale-markers-are-fenced"},
     "kafka-19999": set(),
@@ -42,12 +44,16 @@ EXPECTED = {
     "kafka-20785": {"aborted-commit-is-fenced"},
     # pre-kip360 at two batches in flight, idempotent producer (the variant's params)
     "pre-kip360-in-flight": {"no-duplicate", "in-order", "acknowledged-is-appended",
+                             "out-of-order-only-after-a-gap",
                              "appended-retry-is-rejected", "sequences-handed-out-in-order",
                              "window-ends-at-the-batch", "no-log-start-movement"},
     # pre-kip360-in-flight at four in flight with the PriorityQueue's order (KAFKA-8483)
     "kafka-8483": {"new-records-in-order", "no-duplicate", "in-order", "acknowledged-is-appended",
+                   "out-of-order-only-after-a-gap",
                    "appended-retry-is-rejected", "sequences-handed-out-in-order",
                    "window-ends-at-the-batch", "no-log-start-movement"},
+    # kip360 at two partitions, idempotent, with KAFKA-12152's fix undone
+    "kafka-12152": {"out-of-order-only-after-a-gap"},
 }
 # the progress verdicts the record holds, for 'kcheck progress'
 EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
@@ -55,7 +61,7 @@ EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
                      "kafka-7190": set(), "kafka-9144": set(),
                      "kafka-19999": {"every-prepared-transaction-completes"},
                      "kafka-18464": set(), "kafka-20785": set(), "pre-kip360-in-flight": set(),
-                     "kafka-8483": set()}
+                     "kafka-8483": set(), "kafka-12152": set()}
 # each known bug with a variant: the JIRA, its variant and the property it breaks
 KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
               "KAFKA-9144": ("kafka-9144", "marker-epoch-monotonic"),
@@ -63,14 +69,15 @@ KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
               "KAFKA-12671": ("pre-kip890", "no-hanging-transaction"),
               "KAFKA-18464": ("kafka-18464", "fenced-only-when-overtaken"),
               "KAFKA-20785": ("kafka-20785", "aborted-commit-is-fenced"),
-              "KAFKA-8483": ("kafka-8483", "new-records-in-order")}
-NOT_EXPRESSIBLE = {"KAFKA-12152", "KAFKA-18575", "KAFKA-19367"}
+              "KAFKA-8483": ("kafka-8483", "new-records-in-order"),
+              "KAFKA-12152": ("kafka-12152", "out-of-order-only-after-a-gap")}
+NOT_EXPRESSIBLE = {"KAFKA-18575", "KAFKA-19367"}
 
 
 def test_names_are_the_issues():
     assert list(spec.variants) == ["kip360", "pre-kip360", "pre-kip360-in-flight", "no-last-epoch",
                                    "pre-kip890", "kafka-7190", "kafka-9144", "kafka-19999",
-                                   "kafka-18464", "kafka-20785", "kafka-8483"]
+                                   "kafka-18464", "kafka-20785", "kafka-8483", "kafka-12152"]
     assert spec.default_variant == "kip360"
     assert {"every-transaction-ends", "every-prepared-transaction-completes"} == set(spec.progress)
     assert set(PROPERTIES) <= {n for n, p in spec.properties.items() if not p.lemma}
@@ -106,7 +113,7 @@ def test_default_state_counts(default_results):
     assert counts == {"kip360": 25214, "pre-kip360": 1651515, "no-last-epoch": 25214,
                       "pre-kip890": 252794, "kafka-7190": 253426, "kafka-9144": 41342,
                       "kafka-19999": 26864, "kafka-18464": 26744, "kafka-20785": 25214,
-                      "pre-kip360-in-flight": 3632, "kafka-8483": 205292}
+                      "pre-kip360-in-flight": 3632, "kafka-8483": 205292, "kafka-12152": 44472}
 
 
 SHORTEST = {
@@ -147,6 +154,12 @@ SHORTEST = {
     ("pre-kip360-in-flight", "window-ends-at-the-batch"): 8,
     ("pre-kip360-in-flight", "no-log-start-movement"): 1,
     ("kafka-8483", "new-records-in-order"): 20,
+    ("kafka-8483", "out-of-order-only-after-a-gap"): 13,
+    ("pre-kip360", "out-of-order-only-after-a-gap"): 22,
+    ("pre-kip360-in-flight", "out-of-order-only-after-a-gap"): 14,
+    ("pre-kip890", "out-of-order-only-after-a-gap"): 19,
+    ("kafka-7190", "out-of-order-only-after-a-gap"): 9,
+    ("kafka-12152", "out-of-order-only-after-a-gap"): 11,
     ("kafka-8483", "no-duplicate"): 7,
     ("kafka-8483", "in-order"): 10,
     ("kafka-8483", "acknowledged-is-appended"): 11,
@@ -247,6 +260,35 @@ def test_kafka_8483_is_pre_kip360_in_flight_with_the_priority_queue():
     assert three.exhaustive and not three.found
 
 
+def test_kafka_12152_needs_the_second_partition_and_the_fix_undone():
+    # at the variant's configuration today's producer holds every property; with one partition
+    # the undone fix changes nothing (the partition that asked for the bump is the only one)
+    params = spec.variants["kafka-12152"].params
+    assert params["partitions"] == 2
+    fixed = search(spec.instantiate("kip360", params))
+    assert fixed.exhaustive and not fixed.found and fixed.distinct_states == 36408
+    one = search(spec.instantiate("kafka-12152", {"partitions": 1}))
+    assert one.exhaustive and not one.found
+    doc = load(ROOT / "counterexamples" / "producer" / "kafka-12152" / "out-of-order-only-after-a-gap.json")
+    steps = [(st["action"], st["args"].get("t"), st["expect"].get("outcome")) for st in doc["steps"]]
+    # partition 0's batch times out, partition 1's is acknowledged, the bump, then partition 1's
+    # next batch at the new epoch is refused
+    assert ("DeliveryTimeout", 0, "REQUEST_TIMED_OUT") in steps and steps[-1] == ("Produce", 1, "OUT_OF_ORDER_SEQUENCE_NUMBER")
+    assert [a for a, _, _ in steps].index("IdempotentEpochBump") < len(steps) - 1
+
+
+@pytest.mark.parametrize("variant,params,count", [
+    ("kip360", {"partitions": 2, "coordinator_failovers": 0}, 63750),
+    ("kip360", {"partitions": 2}, 447294),
+])
+def test_a_transaction_spans_two_partitions(variant, params, count):
+    # AddPartitionsToTxn / verification per partition, a marker per partition, the transaction
+    # complete once both are written: today's producer holds every property
+    res = search(spec.instantiate(variant, params))
+    assert res.exhaustive and res.cut_by_bounds == 0 and not res.found
+    assert res.distinct_states == count
+
+
 def test_kafka_8483_trace_is_the_heap_story():
     doc = load(ROOT / "counterexamples" / "producer" / "kafka-8483" / "new-records-in-order.json")
     heaps = {}
@@ -299,6 +341,7 @@ def test_late_produce_is_appended_only_without_kip890():
     ("kafka-7190", {}, 1887, {"no-duplicate", "appended-retry-is-rejected", "no-log-start-movement"},
      {"no-duplicate": 7}),
     ("pre-kip360", {}, 927, {"no-duplicate", "acknowledged-is-appended", "appended-retry-is-rejected",
+                             "out-of-order-only-after-a-gap",
                              "sequences-handed-out-in-order", "window-ends-at-the-batch",
                              "window-ends-at-the-request", "no-log-start-movement"},
      {"no-duplicate": 7, "acknowledged-is-appended": 11}),
@@ -338,7 +381,7 @@ def test_idempotent_producer_takes_no_transactional_step():
      {"no-duplicate", "in-order", "fenced-stays-fenced", "no-hanging-transaction",
       "acknowledged-is-appended", "open-transaction-is-unfinished", "prepared-data-is-older",
       "appended-retry-is-rejected", "sequences-handed-out-in-order", "window-ends-at-the-batch",
-      "no-log-start-movement"}),
+      "no-log-start-movement", "out-of-order-only-after-a-gap"}),
 ])
 def test_batches_in_flight(variant, params, count, violated):
     res = search(spec.instantiate(variant, {"max_in_flight": 2, **params}))

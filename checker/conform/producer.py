@@ -128,18 +128,22 @@ def _kio():
     return {k: importlib.import_module(v) for k, v in names.items()}
 
 
-def complete_batch(c: "Client", record: int, outcome: str) -> None:
+def complete_batch(c: "Client", partition: int, record: int, outcome: str) -> None:
     """The Sender's handling of a produce response for its batch of `record` (a batch that timed
     out takes none): acknowledged (a duplicate too) or failed, it leaves the batches in flight;
     CONCURRENT_TRANSACTIONS, and OUT_OF_ORDER_SEQUENCE_NUMBER while a lower sequence is still in
     flight (TransactionManager.canRetry), keep it for a retry."""
-    batch = next((b for b in c.in_flight if b[0] == record), None)
+    batches = c.in_flight.setdefault(partition, [])
+    batch = next((b for b in batches if b[0] == record), None)
     if batch is None:
         return
-    lower_in_flight = any(b[1] < batch[1] for b in c.in_flight)
+    lower_in_flight = any(b[1] < batch[1] for b in batches)
     if outcome == "CONCURRENT_TRANSACTIONS" or (outcome == "OUT_OF_ORDER_SEQUENCE_NUMBER" and lower_in_flight):
         return
-    c.in_flight.remove(batch)
+    batches.remove(batch)
+    if outcome not in ("NONE", "DUPLICATE_SEQUENCE_NUMBER", "PRODUCER_FENCED") and not c.transactional:
+        # TransactionManager.handleFailedBatch: requestEpochBumpForPartition
+        c.bump_partitions.add(partition)
 
 
 def error_name(code) -> str:
@@ -215,15 +219,19 @@ class Client:
     transactional: bool = True        # False: the idempotent-only producer (no transactional id)
     producer_id: int = -1
     epoch: int = -1
-    next_seq: int = 0
     sent: int = 0                     # records handed to the producer
-    batch_seq: int = 0
     pending_end: bool | None = None   # True: commit, False: abort
-    # the batches awaiting their response, oldest first: [record, sequence]
-    in_flight: list = field(default_factory=list)
-    # (record, epoch, sequence) of each request on the wire, in the order the broker takes them
-    held: list = field(default_factory=list)
-    appended_offsets: set = field(default_factory=set)
+    # per partition (TxnPartitionMap): the next sequence; the batches awaiting their response,
+    # oldest first, as [record, sequence]; (record, epoch, sequence) of each request on the wire
+    # to its leader, in the order the broker takes them
+    next_seq: dict = field(default_factory=dict)
+    in_flight: dict = field(default_factory=dict)
+    held: dict = field(default_factory=dict)
+    # the idempotent producer's partitionsToRewriteSequences; before KAFKA-12152 (the variant
+    # kafka-12152, a 2.5-2.7 client) its epoch bump restarts only those
+    bump_partitions: set = field(default_factory=set)
+    bump_restarts_every_partition: bool = True
+    appended_offsets: dict = field(default_factory=dict)   # per partition
     markers_pending: bool = False     # Kafka's coordinator is completing a transaction with markers
     changed_config: bool = False      # partition verification switched off for this trace
 
@@ -274,13 +282,16 @@ class ProducerAdapter(Adapter):
     def initial_reason(self, params, state: dict) -> str | None:
         """Requests reach only the spec's initial state: a new transactional id, a new topic."""
         fresh = {"client": "UNINITIALIZED", "txn_epoch": -1, "txn_state": "Empty", "sent": 0,
-                 "second_instance": "NOT_STARTED", "leader": 0, "coordinator_epoch": 0}
+                 "second_instance": "NOT_STARTED", "coordinator_epoch": 0}
         for k, v in fresh.items():
             if state.get(k, v) != v:
                 return (f"the trace starts with {k}={state[k]}; requests reach only a new "
                         f"transactional id's state ({k}={v})")
         if any(e != -1 for e in state.get("producer_epoch", [])):
             return "the trace starts with producer state at the partition; a new topic has none"
+        if any(x != 0 for x in state.get("leader", [])):
+            return (f"the trace starts with leader={state['leader']}; a new topic's partitions are "
+                    f"led by replica 0")
         return None
 
     # driving ---------------------------------------------------------------------------------
@@ -290,9 +301,10 @@ class ProducerAdapter(Adapter):
             raise NotDrivable(f"variant {variant} {UNREACHABLE_VARIANTS[variant]}")
         self._describe = describe_transactions_response()
         transactional = bool(getattr(run.params, "transactional", 1))
-        run.state["client"] = Client(transaction_version=self._version(run), transactional=transactional)
+        run.state["client"] = Client(transaction_version=self._version(run), transactional=transactional,
+                                     bump_restarts_every_partition=variant != "kafka-12152")
         admin = self._conn(run, "admin")
-        admin.create_topic(run.name, 1)
+        admin.create_topic(run.name, getattr(run.params, "partitions", 1))
         if transactional:
             admin.find_coordinator(run.name, key_type=1)
             self._describe_transaction(run)        # waits while the coordinator loads
@@ -308,6 +320,7 @@ class ProducerAdapter(Adapter):
     def drive(self, run: TraceRun, action: str, args: dict) -> dict:
         c: Client = run.state["client"]
         lost = args.get("lost", False)
+        tp = args.get("t", 0)          # the partition of a partition's step
         obs: dict = {}
         if action in REQUESTS and action != "TxnMarkerArrives" and c.markers_pending:
             raise NotDrivable(
@@ -326,41 +339,52 @@ class ProducerAdapter(Adapter):
                 if err == "NONE":
                     obs["response_epoch"] = got_epoch
             if err == "NONE" and (action == "InitProducerId" or (action == "EpochBump" and not lost)):
-                c.producer_id, c.epoch, c.next_seq = got_pid, got_epoch, 0
+                c.producer_id, c.epoch, c.next_seq = got_pid, got_epoch, {}
             if c.producer_id == -1 and err == "NONE":
                 c.producer_id = got_pid        # the partition's state is read by producer id
         elif action == "AddPartitionsToTxn":
-            obs["outcome"] = self._add_partitions(run, c)
+            obs["outcome"] = self._add_partitions(run, c, args.get("t", 0))
         elif action == "BeginTransaction":
             c.pending_end = None
         elif action == "Send":
-            c.in_flight.append([c.sent, c.next_seq])
-            c.batch_seq, c.next_seq, c.sent = c.next_seq, c.next_seq + 1, c.sent + 1
+            seq = c.next_seq.get(tp, 0)
+            c.in_flight.setdefault(tp, []).append([c.sent, seq])
+            c.next_seq[tp], c.sent = seq + 1, c.sent + 1
         elif action == "ProduceRequest":
             # the Sender drains the batch with the lowest sequence that is not on the wire
-            on_wire = {h[0] for h in c.held}
-            waiting = [b for b in c.in_flight if b[0] not in on_wire]
+            held = c.held.setdefault(tp, [])
+            on_wire = {h[0] for h in held}
+            waiting = [b for b in c.in_flight.get(tp, []) if b[0] not in on_wire]
             if not waiting:
                 raise NotDrivable("ProduceRequest with every batch already on the wire")
             record, seq = min(waiting, key=lambda b: b[1])
-            c.held.append((record, c.epoch, seq))
+            held.append((record, c.epoch, seq))
         elif action == "Produce":
-            if not c.held:
+            if not c.held.get(tp):
                 raise NotDrivable("Produce with no request on the wire")
-            record, epoch, seq = c.held.pop(0)
-            err, offset = self._produce(run, c, record, epoch, seq)
-            obs["outcome"] = spec_outcome_of_produce(err, offset, c.appended_offsets)
+            record, epoch, seq = c.held[tp].pop(0)
+            err, offset = self._produce(run, c, tp, record, epoch, seq)
+            obs["outcome"] = spec_outcome_of_produce(err, offset, c.appended_offsets.setdefault(tp, set()))
             if obs["outcome"] == "NONE":
-                c.appended_offsets.add(offset)
+                c.appended_offsets[tp].add(offset)
             if not lost:
-                complete_batch(c, record, obs["outcome"])
+                complete_batch(c, tp, record, obs["outcome"])
         elif action == "DeliveryTimeout":
-            if c.in_flight:
-                c.in_flight.remove(min(c.in_flight, key=lambda b: b[1]))
+            batches = c.in_flight.get(tp, [])
+            if batches:
+                batches.remove(min(batches, key=lambda b: b[1]))
+            if not c.transactional:
+                c.bump_partitions.add(tp)     # markSequenceUnresolved, then the bump
         elif action == "WriteTxnMarker":
             pass
         elif action == "IdempotentEpochBump":
-            c.epoch, c.next_seq = c.epoch + 1, 0
+            # bumpIdempotentProducerEpoch: sequences restart at 0 on every partition (since
+            # KAFKA-12152), or only on those that asked for the bump (a 2.5-2.7 client)
+            c.epoch += 1
+            for p in list(c.next_seq):
+                if c.bump_restarts_every_partition or p in c.bump_partitions:
+                    c.next_seq[p] = 0
+            c.bump_partitions.clear()
         elif action == "CommitTransaction":
             c.pending_end = True
         elif action == "AbortTransaction":
@@ -371,7 +395,7 @@ class ProducerAdapter(Adapter):
             if err == "NONE" and c.transaction_version == 2:
                 obs["response_epoch"] = epoch
                 if not lost:
-                    c.epoch, c.next_seq = epoch, 0
+                    c.epoch, c.next_seq = epoch, {}
         elif action == "TxnMarkerArrives":
             c.markers_pending = False
         if action in REQUESTS:
@@ -405,12 +429,16 @@ class ProducerAdapter(Adapter):
         if post["txn_state"] not in PREPARE:
             if transactional:
                 v["txn_state"] = post["txn_state"]
-                v["txn_partition"] = post["txn_partition"]
-            v["producer_epoch"] = post["producer_epoch[0]"]
-            v["txn_open"] = post["txn_open[0]"]
+            for tp in range(getattr(run.params, "partitions", 1)):
+                # the leader's entry: replica 0 of the partition (t * 2 in the spec's arrays)
+                at = "" if tp == 0 else f"@{tp}"
+                if transactional:
+                    v["txn_partition" + at] = post[f"txn_partition[{tp}]"]
+                v["producer_epoch" + at] = post[f"producer_epoch[{2 * tp}]"]
+                v["txn_open" + at] = post[f"txn_open[{2 * tp}]"]
+                if post[f"producer_epoch[{2 * tp}]"] != -1:
+                    v["last_seq" + at] = post[f"last_seq[{2 * tp}]"]
             v["appended"] = [post[f"appended[{k}]"] for k in range(run.params.records)]
-            if post["producer_epoch[0]"] != -1:
-                v["last_seq"] = post["last_seq[0]"]
         return v
 
     # observations ----------------------------------------------------------------------------
@@ -418,14 +446,19 @@ class ProducerAdapter(Adapter):
         obs = {}
         if c.transactional:
             obs = {"txn_epoch": described["epoch"] if described else -1,
-                   "txn_state": described["state"] if described else "Empty",
-                   "txn_partition": bool(described and described["partitions"])}
-        entry = self._describe_producer(run, c) if c.producer_id != -1 else None
-        obs["producer_epoch"] = entry["epoch"] if entry else -1
-        obs["txn_open"] = bool(entry and entry["txn_open"])
-        if entry:
-            obs["last_seq"] = entry["last_sequence"]
-        counts = self._log_records(run)
+                   "txn_state": described["state"] if described else "Empty"}
+        counts: dict[int, int] = {}
+        for tp in range(getattr(run.params, "partitions", 1)):
+            at = "" if tp == 0 else f"@{tp}"
+            if c.transactional:
+                obs["txn_partition" + at] = bool(described and (run.name, tp) in described["partitions"])
+            entry = self._describe_producer(run, c, tp) if c.producer_id != -1 else None
+            obs["producer_epoch" + at] = entry["epoch"] if entry else -1
+            obs["txn_open" + at] = bool(entry and entry["txn_open"])
+            if entry:
+                obs["last_seq" + at] = entry["last_sequence"]
+            for rec, n in self._log_records(run, tp).items():
+                counts[rec] = counts.get(rec, 0) + n
         obs["appended"] = [min(counts.get(k, 0), 2) for k in range(run.params.records)]
         return obs
 
@@ -460,7 +493,7 @@ class ProducerAdapter(Adapter):
         resp = self._coordinator_call(run, who, req)
         return error_name(resp.error_code), int(resp.producer_id), int(resp.producer_epoch)
 
-    def _add_partitions(self, run, c: Client) -> str:
+    def _add_partitions(self, run, c: Client, partition: int) -> str:
         k = _kio()
         m, p, t = k["add"], k["prim"], k["types"]
         req = m.AddPartitionsToTxnRequest(
@@ -468,11 +501,11 @@ class ProducerAdapter(Adapter):
             v3_and_below_producer_id=t.ProducerId(c.producer_id),
             v3_and_below_producer_epoch=p.i16(c.epoch),
             v3_and_below_topics=(m.AddPartitionsToTxnTopic(name=t.TopicName(run.name),
-                                                           partitions=(p.i32(0),)),))
+                                                           partitions=(p.i32(partition),)),))
         resp = self._conn(run, "producer").send(req)
         return error_name(resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
 
-    def _produce(self, run, c: Client, record: int, epoch: int, seq: int):
+    def _produce(self, run, c: Client, partition: int, record: int, epoch: int, seq: int):
         """The held batch arrives; -> (Kafka's error, base offset)."""
         k = _kio()
         m = k["produce_tv2"] if c.transaction_version == 2 else k["produce_tv1"]
@@ -482,7 +515,7 @@ class ProducerAdapter(Adapter):
                                acks=p.i16(-1),
                                timeout=p.i32Timedelta.parse(datetime.timedelta(seconds=30)),
                                topic_data=(m.TopicProduceData(name=t.TopicName(run.name), partition_data=(
-                                   m.PartitionProduceData(index=p.i32(0), records=p.Records(batch)),)),))
+                                   m.PartitionProduceData(index=p.i32(partition), records=p.Records(batch)),)),))
         deadline = time.monotonic() + self.settle_timeout
         while True:
             part = self._conn(run, "producer").send(req).responses[0].partition_responses[0]
@@ -532,18 +565,18 @@ class ProducerAdapter(Adapter):
                 return d
             time.sleep(0.02)   # the coordinator is writing its markers: poll again
 
-    def _describe_producer(self, run, c: Client) -> dict | None:
+    def _describe_producer(self, run, c: Client, partition: int = 0) -> dict | None:
         k = _kio()
         m, p, t = k["dprod"], k["prim"], k["types"]
         resp = self._conn(run, "admin").send(m.DescribeProducersRequest(topics=(m.TopicRequest(
-            name=t.TopicName(run.name), partition_indexes=(p.i32(0),)),)))
+            name=t.TopicName(run.name), partition_indexes=(p.i32(partition),)),)))
         for e in resp.topics[0].partitions[0].active_producers:
             if int(e.producer_id) == c.producer_id:
                 return {"epoch": int(e.producer_epoch), "last_sequence": int(e.last_sequence),
                         "txn_open": int(e.current_txn_start_offset) != -1}
         return None
 
-    def _log_records(self, run) -> dict[int, int]:
+    def _log_records(self, run, partition: int = 0) -> dict[int, int]:
         """Times each record is in the log: Fetch from offset 0, uncommitted included, data
         batches only (markers are control batches)."""
         k = _kio()
@@ -551,7 +584,7 @@ class ProducerAdapter(Adapter):
         req = m.FetchRequest(max_wait=p.i32Timedelta.parse(datetime.timedelta(milliseconds=0)),
                              min_bytes=p.i32(0), isolation_level=p.i8(0),
                              topics=(m.FetchTopic(topic=t.TopicName(run.name), partitions=(
-                                 m.FetchPartition(partition=p.i32(0), fetch_offset=p.i64(0),
+                                 m.FetchPartition(partition=p.i32(partition), fetch_offset=p.i64(0),
                                                   partition_max_bytes=p.i32(1 << 20)),)),),
                              forgotten_topics_data=())
         data = self._conn(run, "admin").send(req).responses[0].partitions[0].records or b""
