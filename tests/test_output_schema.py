@@ -188,3 +188,25 @@ def test_shared_options_are_defined_once():
         text = (ROOT / "checker" / f"{name}.py").read_text()
         for opt in ('"--variant"', '"--json"', '"--save"', '"--property"'):
             assert f"add_argument({opt}" not in text, f"checker/{name}.py defines {opt}"
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("args, engine", [
+    (["--engine", "spark-slices", "--spark", "local[2,2]"], "spark-slices"),
+    (["--spark", "local[2,2]", "--partition", "ownership"], "spark-ownership"),   # the alias
+])
+def test_the_spark_engines_answer_as_bfs(capsys, args, engine):
+    from checker import spark
+    try:
+        code, doc = run_json(capsys, "check", "two_phase", "--variant", "commit-without-prepares",
+                             *args, "--json")
+        code_bfs, bfs = run_json(capsys, "check", "two_phase", "--variant", "commit-without-prepares",
+                                 "--json")
+    finally:
+        spark.stop_session()
+    assert code == code_bfs == VIOLATED and doc["engine"] == engine and bfs["engine"] == "bfs"
+    check_output(doc, "run")
+    assert doc["distinct_states"] == bfs["distinct_states"]
+    assert {p: (v["status"], v["trace_length"]) for p, v in doc["properties"].items()} == \
+        {p: (v["status"], v["trace_length"]) for p, v in bfs["properties"].items()}
