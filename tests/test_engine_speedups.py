@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from checker import bfs
+from checker import explore
 from checker.bfs import search
 from checker.compile import Compiled, fingerprint
 from checker.loader import load_spec
@@ -97,7 +97,7 @@ def test_a_shared_fingerprint_loses_no_state(monkeypatch):
     model = load_spec(str(SPECS / "wide.py")).instantiate(None, {"limit": 5})
     assert model.layout.words == 2
     real = search(model)
-    monkeypatch.setattr(bfs, "fingerprint", lambda S, seed=SEED: fingerprint(S, seed) & np.uint64(7))
+    monkeypatch.setattr(explore, "fingerprint", lambda S, seed=SEED: fingerprint(S, seed) & np.uint64(7))
     weak = search(model)
     assert real.storage == weak.storage == "exact (states of 2 words stored whole)"
     assert (weak.distinct_states, weak.transitions, weak.depth) == \
@@ -112,9 +112,9 @@ def test_wider_states_use_128_bit_fingerprints(monkeypatch):
     first 64 bits loses nothing, and the statistics say which storage was used."""
     model = load_spec(str(SPECS / "wide.py")).instantiate(None, {})
     real = search(model)
-    monkeypatch.setattr(bfs, "EXACT_WORDS", 1)
+    monkeypatch.setattr(explore, "EXACT_WORDS", 1)
     # the first 64 bits collide all the time; the second hash (another seed) stays whole
-    monkeypatch.setattr(bfs, "fingerprint", lambda S, seed=SEED: fingerprint(S, seed) if seed != SEED
+    monkeypatch.setattr(explore, "fingerprint", lambda S, seed=SEED: fingerprint(S, seed) if seed != SEED
                         else fingerprint(S) & np.uint64(3))
     r = search(model)
     assert r.stored_as == "128-bit fingerprints"
@@ -207,6 +207,6 @@ def test_sorting_a_level_in_parts_does_not_change_the_answer(monkeypatch):
     counts and the same counterexamples, step for step, as a level sorted once."""
     model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
     once = search(model, block=64)
-    monkeypatch.setattr(bfs, "COMPACT_AT", 1)
+    monkeypatch.setattr(explore, "COMPACT_AT", 1)
     parts = search(model, block=64)
     assert summary(parts) == summary(once)

@@ -3,15 +3,15 @@ a state) can fail where the fingerprints' succeeds, and then the keys grow by co
 of 1.65 million 2-word states crashed at 2^20 before this)."""
 import numpy as np
 
-from checker import bfs
+from checker import explore
 
 
 def test_keys_grow_when_only_their_reservation_failed(monkeypatch):
-    real = bfs._reserve
+    real = explore.reserve
     # the 1-D fingerprint buffer is reserved; the 2-D keys buffer falls back to 2^20 columns
-    monkeypatch.setattr(bfs, "_reserve", lambda shape: real(shape) if len(shape) == 1
+    monkeypatch.setattr(explore, "reserve", lambda shape: real(shape) if len(shape) == 1
                         else np.empty(shape, dtype=np.uint64))
-    v = bfs._Visited(2)
+    v = explore.Visited(2)
     total = (1 << 20) + 5
     fp = np.arange(0, 2 * total, 2, dtype=np.uint64)
     keys = np.vstack([fp + 1, fp + 7])

@@ -1,0 +1,746 @@
+"""The explicit-state core: one breadth-first level loop that every explicit engine builds on.
+
+The single-process search (checker/bfs.py), the state graph (checker/graph.py), Spark's slices
+(checker/spark.py, its driver's prefix) and Spark's ownership mode (checker/spark_owner.py, its
+driver's prefix and every owner's expansion) all run what this module defines:
+
+(a) **expansion** of a block of states (``expand_block``): every enabled action instance's
+    successors, the steps that left a search bound, and per action instance how often it fired;
+(b) **deduplication** against the visited set (``Visited``, ``first_of_each``) and within the
+    level, block by block and once more when the level ends;
+(c) **the parent rule**: a state first reached at level d gets as parent the predecessor at level
+    d-1 that minimises (action instance id, parent), the parent compared by its place in level
+    d-1 (``Level``, ``least_per_state``);
+(d) the **invariant and transition checks**, and deadlocks (``Explorer``);
+(e) the **stopping rule** (``Pending``, ``replay_stop``);
+(f) **action coverage** (``never_fired``, ``disabled_actions``).
+
+Definitions (docs/design.md, "The core's parent rule"):
+
+- An **action instance** is an action with concrete arguments; its **id** is its index in
+  ``model.instances`` (``ActionInstance.index``): the spec's actions in the order they are
+  declared, each action's argument combinations in the order ``Model`` enumerates them (the
+  product of the argument domains, first argument slowest), leaving out the combinations whose
+  guard is false whatever the state (spec/lang.py, ``Model.__init__``). A step is one action
+  instance applied to one state; every (state, action instance) pair gives at most one step.
+- A **level** is ordered by fingerprint (checker/compile.py ``fingerprint``; a one-word state is
+  its own), then, for distinct states that share a 64-bit fingerprint, by the stored state
+  (``state_keys``). The place of a state in its level is its **position**; comparing parents by
+  position is comparing them by fingerprint, which the distributed modes do, since they know a
+  parent by its fingerprint only.
+- The parent of a state is its least (action instance id, parent position) among every step
+  into it from level d-1. It does not depend on how a level is cut into blocks, nor on how
+  the states are spread over Spark's slices or owners: a trace is the same in every engine.
+- Tie-break between shortest counterexamples: for an invariant or a deadlock, the violating
+  state first in its level; for a transition property, the step whose pre-state is first in its
+  level, then the lowest action instance.
+
+A block is 32,768 states (``BLOCK``): every numpy operation then does thousands of states' work
+per Python step, and a block's temporaries stay in the tens of megabytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from checker.compile import Compiled, fingerprint
+
+DEADLOCK = "deadlock"
+BLOCK = 1 << 15           # states expanded at once
+EXACT_WORDS = 3           # states of up to this many words are stored whole; wider ones as 128-bit
+COMPACT_AT = 1 << 21      # a level's unsorted new states (with duplicates) before they are sorted
+
+
+class Violation(NamedTuple):
+    """A shortest counterexample as the core finds it: the initial state (packed words) and the
+    action instance ids from it. The engines' result type has the same fields and order."""
+    property: str
+    kind: str                 # 'invariant', 'transition', 'deadlock'
+    initial: tuple
+    steps: list
+
+
+# ---------------------------------------------------------------------------------------------
+# Action coverage
+
+def fired_per_action(model, fired) -> dict[str, int]:
+    """Steps taken per action (summed over its instances), for every action of the spec."""
+    counts = {a.name: 0 for a in model.spec.actions}
+    for inst, n in zip(model.instances, fired):
+        counts[inst.action.name] += int(n)
+    return counts
+
+
+def never_fired(model, fired) -> list[str]:
+    """The actions that have instances for these parameters but none of which took a step: a
+    property that relies on them may hold vacuously. (An action with no instance at all is one
+    the parameters switch off, e.g. timeouts=0: see disabled_actions.)"""
+    have = {inst.action.name for inst in model.instances}
+    counts = fired_per_action(model, fired)
+    return [a.name for a in model.spec.actions if a.name in have and counts[a.name] == 0]
+
+
+def disabled_actions(model) -> list[str]:
+    """The actions with no instance for these parameters (every guard is false)."""
+    have = {inst.action.name for inst in model.instances}
+    return [a.name for a in model.spec.actions if a.name not in have]
+
+
+# ---------------------------------------------------------------------------------------------
+# The stopping rule
+
+class Pending:
+    """The properties a search has still to decide, and the breadth-first stopping rule: before
+    expanding level d, stop when every property asked for is violated ('all-violated'), or when
+    d is --max-depth ('max-depth'). What a level finds (transition properties and deadlocks while
+    it is expanded, invariants on the level it adds) counts from the next level on."""
+
+    def __init__(self, properties, deadlock: bool):
+        self.properties = list(properties)
+        self.left = set(self.properties) | ({DEADLOCK} if deadlock else set())
+
+    def __contains__(self, name) -> bool:
+        return name in self.left
+
+    def decide(self, name: str):
+        self.left.discard(name)
+
+    def stop_before(self, depth: int, max_depth: int | None) -> str | None:
+        if not self.left and self.properties:
+            return "all-violated"
+        if max_depth is not None and depth >= max_depth:
+            return "max-depth"
+        return None
+
+
+def decided_at(kind: str, steps: int) -> int:
+    """The level at whose start a breadth-first search knows of a violation of ``steps`` steps:
+    an invariant on the level it is in, a transition property once the level before its last
+    step is expanded, a deadlock once the deadlocked state's own level is expanded."""
+    return steps + 1 if kind == "deadlock" else steps
+
+
+def replay_stop(decided: dict[str, int], properties, deadlock: bool, deepest: int,
+                max_depth: int | None) -> tuple[str | None, int]:
+    """Replays the stopping rule over levels 0..``deepest`` (the deepest non-empty one), given
+    the level at which each property violated is decided (``decided_at``) -> (stop reason or
+    None, the last level the search would have added). Spark's slices explore past where the
+    single process stops; this says where that is."""
+    pending = Pending(properties, deadlock)
+    d = 0
+    while True:
+        for name, at in decided.items():
+            if at <= d:
+                pending.decide(name)
+        reason = pending.stop_before(d, max_depth)
+        if reason:
+            return reason, d
+        if d + 1 > deepest:
+            return None, d
+        d += 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Sets of states as sorted arrays
+
+def storage_kind(words: int) -> str:
+    """How the visited set identifies a state of ``words`` 64-bit words."""
+    if words == 1:
+        return "exact (a state is its own fingerprint)"
+    if words <= EXACT_WORDS:
+        return f"exact (states of {words} words stored whole)"
+    return "128-bit fingerprints"
+
+
+def state_keys(S: np.ndarray) -> np.ndarray | None:
+    """What the visited set stores beside a state's 64-bit fingerprint to tell states apart:
+    nothing when the state is its fingerprint, the words themselves when they are few (exact),
+    else a second, independent 64-bit hash (a 128-bit fingerprint)."""
+    if S.shape[0] == 1:
+        return None
+    if S.shape[0] <= EXACT_WORDS:
+        return S
+    return fingerprint(S, seed=0x243F6A8885A308D3)[None, :]
+
+
+def absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Mask of the fingerprints u not in the sorted array (states known by fingerprint only)."""
+    if not len(sorted_fp):
+        return np.ones(len(u), dtype=bool)
+    pos = np.searchsorted(sorted_fp, u)
+    pos[pos == len(sorted_fp)] = 0
+    return sorted_fp[pos] != u
+
+
+def insert_sorted(sorted_fp: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """A sorted array of fingerprints with the (sorted, absent) new ones inserted."""
+    if not len(new):
+        return sorted_fp
+    return np.insert(sorted_fp, np.searchsorted(sorted_fp, new), new)
+
+
+def least_per_state(fp: np.ndarray, action: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Positions of one candidate per distinct fingerprint, the least (action instance, parent),
+    in fingerprint order: the parent rule where a parent is known by its fingerprint (Spark's
+    owners, whose candidates come from every other owner)."""
+    if not len(fp):
+        return np.empty(0, dtype=np.int64)
+    order = np.lexsort((parent, action, fp))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = fp[order[1:]] != fp[order[:-1]]
+    return order[first]
+
+
+def _sort_with_tag(fp: np.ndarray, tag: np.ndarray, tag_bits: int):
+    """(sorted tags, sorted fp or None), fp ascending with ``tag`` (< 2**tag_bits) breaking
+    ties, or None. One np.sort of packed words instead of an argsort, which is several times
+    slower: a state that leaves ``tag_bits`` free is shifted above the tag (exact, and the
+    sorted fp comes with it); otherwise a hash's top bits go above the tag, which orders the
+    states unless two distinct fingerprints share their top bits (the caller checks)."""
+    if tag_bits >= 40:
+        return None
+    mask = np.uint64((1 << tag_bits) - 1)
+    b = np.uint64(tag_bits)
+    if not len(fp) or int(fp.max()) >> (64 - tag_bits) == 0:
+        key = np.left_shift(fp, b)
+        key |= tag
+        key.sort()
+        sf = key >> b
+        key &= mask
+        return key, sf
+    key = fp & ~mask
+    key |= tag
+    key.sort()
+    key &= mask
+    return key, None
+
+
+def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | None = None,
+                  actions: np.ndarray | None = None, action_bits: int = 16) -> np.ndarray:
+    """Positions of one occurrence of each distinct state among ``fp`` (and ``keys``), in level
+    order (by fingerprint, then, only when two states share one, by their keys).
+
+    Without ``runs``, the first occurrence: the candidates of one block come in (action
+    instance, parent) order, so the first is the least. With ``runs``: fp is the concatenation
+    of runs of these lengths, each sorted and distinct, run r holding candidates whose parents
+    all come after those of the runs before it (a level's blocks, in order); ``actions`` (below
+    2**action_bits) the candidates' action instances. The occurrence kept is then the least
+    (action instance, run), which is the least (action instance, parent): two candidates of one
+    state lie in different runs."""
+    n = len(fp)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if runs is not None and len(runs) == 1:
+        return np.arange(n)
+    run_bits = 0
+    if runs is None:
+        tag_bits = max(1, (n - 1).bit_length())
+        got = _sort_with_tag(fp, np.arange(n, dtype=np.uint64), tag_bits)
+    else:
+        run_bits = max(1, (len(runs) - 1).bit_length())
+        got = _sort_with_tag(fp, _run_tags(runs, actions, run_bits), run_bits + action_bits)
+    order = sf = None
+    if got is not None:
+        order, sf = got
+        del got
+        exact = sf is not None
+        if runs is not None:
+            # the k-th time run r appears in the sorted order is its k-th element (a run is
+            # sorted): a stable sort of the run numbers (a radix sort) gives every position
+            slot_action = None if exact else (order >> np.uint64(run_bits)).astype(actions.dtype)
+            order &= np.uint64((1 << run_bits) - 1)
+            run_of = order.astype(np.uint16 if len(runs) < (1 << 16) else np.int64)
+            del order
+            by_run = np.argsort(run_of, kind="stable")
+            del run_of
+            order = np.empty(n, dtype=np.int64)
+            order[by_run] = np.arange(n)
+            del by_run
+        else:
+            order = order.view(np.int64)
+        if sf is None:
+            sf = fp[order]
+            if not (sf[1:] >= sf[:-1]).all():
+                order = None
+            elif runs is not None:
+                # ties must be in (action, run) order: the recovered candidate at each slot of
+                # an equal pair is the one the sort put there (sf sorted: the top bits agree)
+                dup = np.flatnonzero(sf[1:] == sf[:-1]) + 1
+                for at in (dup, dup - 1):
+                    if (actions[order[at]] != slot_action[at]).any():
+                        order = None
+                        break
+        slot_action = None
+    if order is None:
+        tag = np.arange(n, dtype=np.uint64) if runs is None else _run_tags(runs, actions, run_bits)
+        order = np.lexsort((tag, fp))
+        sf = fp[order]
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(sf[1:], sf[:-1], out=first[1:])
+    del sf
+    if keys is not None and not first.all():
+        dup = np.flatnonzero(~first[1:]) + 1
+        if (keys[:, order[dup]] != keys[:, order[dup - 1]]).any():
+            # two distinct states share a 64-bit fingerprint: order by fingerprint, keys, tag
+            tag = np.arange(n, dtype=np.uint64) if runs is None else _run_tags(runs, actions, run_bits)
+            order = np.lexsort((tag,) + tuple(keys[::-1]) + (fp,))
+            cols = [fp[order]] + [k[order] for k in keys]
+            first = np.ones(n, dtype=bool)
+            first[1:] = np.any([c[1:] != c[:-1] for c in cols], axis=0)
+    return order[first]
+
+
+def _run_tags(runs: list[int], actions: np.ndarray, run_bits: int) -> np.ndarray:
+    tag = actions.astype(np.uint64)
+    tag <<= np.uint64(run_bits)
+    tag |= np.repeat(np.arange(len(runs), dtype=np.uint64), runs)
+    return tag
+
+
+class Visited:
+    """The sorted fingerprints (and keys, see ``state_keys``) of every state seen. One buffer for
+    the whole search, reserved once and merged into in place from the back, level by level: no
+    array of the visited set's size is allocated per level (that cost a quarter of the time in
+    system calls and page faults at two_phase N=10)."""
+
+    def __init__(self, nkeys: int):
+        self.nkeys = nkeys
+        self.n = 0
+        self.fp = reserve((1 << 20,))
+        self.keys = reserve((nkeys, 1 << 20)) if nkeys else None
+
+    @property
+    def sorted_fp(self) -> np.ndarray:
+        return self.fp[:self.n]
+
+    def absent(self, u: np.ndarray, ukeys: np.ndarray | None) -> np.ndarray:
+        """Mask of the states (u sorted, distinct) not in the set."""
+        n = self.n
+        if not n or not len(u):
+            return np.ones(len(u), dtype=bool)
+        V = self.fp[:n]
+        pos = np.searchsorted(V, u)
+        pos[pos == n] = n - 1
+        seen = V[pos] == u
+        if self.keys is None or not seen.any():
+            return ~seen
+        same = seen & (self.keys[:, pos] == ukeys).all(axis=0)
+        for i in np.flatnonzero(seen & ~same):
+            # a fingerprint shared by distinct states: look through all the states that have it
+            j = int(pos[i])
+            while j < n and V[j] == u[i]:
+                if (self.keys[:, j] == ukeys[:, i]).all():
+                    same[i] = True
+                    break
+                j += 1
+        return ~same
+
+    def add(self, new: np.ndarray, new_keys: np.ndarray | None):
+        """Merge the new states (sorted by fingerprint, none already present) into the set."""
+        k, n = len(new), self.n
+        if not k:
+            return
+        # the two buffers may have different room: the keys' reservation (nkeys times the
+        # fingerprints') can fail where the fingerprints' succeeded, and then grows by copying
+        if n + k > len(self.fp):
+            self.fp = _grow(self.fp, (max(n + k, 2 * len(self.fp)),), n)
+        if self.keys is not None and n + k > self.keys.shape[1]:
+            self.keys = _grow(self.keys, (self.nkeys, max(n + k, 2 * self.keys.shape[1])), n)
+        fp, keys = self.fp, self.keys
+        pos = np.searchsorted(fp[:n], new)
+        # each old state moves up by the number of new ones that go before it; from the back,
+        # a chunk at a time, so that nothing is overwritten before it has moved
+        lo = int(pos[0])
+        step = 1 << 20
+        for b in range(n, lo, -step):
+            a = max(lo, b - step)
+            i0, i1 = np.searchsorted(pos, [a, b])
+            if i0 == i1:                               # no new state among these: one slice
+                fp[a + i0:b + i0] = fp[a:b].copy()
+                if keys is not None:
+                    keys[:, a + i0:b + i0] = keys[:, a:b].copy()
+                continue
+            dest = np.bincount(pos[i0:i1] - a, minlength=b - a).cumsum()
+            dest += np.arange(a + int(i0), b + int(i0))
+            fp[dest] = fp[a:b].copy()
+            if keys is not None:
+                keys[:, dest] = keys[:, a:b].copy()
+        at = pos + np.arange(k)
+        fp[at] = new
+        if keys is not None:
+            keys[:, at] = new_keys
+        self.n = n + k
+
+
+def reserve(shape) -> np.ndarray:
+    """An array of room for as many states as the machine's memory could hold, reserved as
+    address space only: a page costs memory once written, so the set never grows by copying
+    (a copy would hold the set twice at that moment)."""
+    import mmap
+    import os
+    try:
+        rows = shape[0] if len(shape) == 2 else 1
+        # no more room than the machine's memory in all (a set of states of several words can
+        # hold no more states than that either): a larger reservation may be refused
+        cap = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8 // rows
+        buf = mmap.mmap(-1, rows * cap * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS |
+                        getattr(mmap, "MAP_NORESERVE", 0))
+        a = np.frombuffer(buf, dtype=np.uint64)
+        return a.reshape(rows, cap) if len(shape) == 2 else a
+    except (OSError, ValueError, OverflowError):   # no such reservation here: grow by copying
+        return np.empty(shape, dtype=np.uint64)
+
+
+def _grow(a: np.ndarray, shape, n: int) -> np.ndarray:
+    b = np.empty(shape, dtype=np.uint64)
+    b[..., :n] = a[..., :n]
+    return b
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) Expansion of a block
+
+@dataclass
+class Block:
+    """The steps from one block of states. ``words``, ``parent``, ``action``: the successors
+    that stay inside the search bounds, in (action instance, position) order, each with the
+    position in the block of its state and its action instance id (None when there is none)."""
+    words: np.ndarray | None = None
+    parent: np.ndarray | None = None
+    action: np.ndarray | None = None
+    transitions: int = 0
+    cut: int = 0                      # steps that left a search bound (not explored)
+    violations: dict = field(default_factory=dict)   # transition property -> (position, instance)
+    stuck: int | None = None          # position of the first deadlocked state
+    cut_only: int = 0                 # states with steps, every one of which left a bound
+
+
+def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: bool = False,
+                 stuck: bool = False, act_dtype=np.int32, successors=None,
+                 on_batch=None) -> Block:
+    """Every enabled step from the states S (columns). ``fired[k]`` grows by instance k's steps;
+    transition properties not in ``skip`` are judged (the least (position, instance) violating
+    each); with ``deadlock``, the states whose every step left a search bound are counted and,
+    with ``stuck``, the first state with no step (and not terminal) is found. ``successors``
+    replaces ``comp.successors`` (a reduction's: it yields the same tuples, in the same order);
+    ``on_batch(k, idx, sub, T, ok)`` sees each instance's steps before the bound is applied."""
+    m = S.shape[1]
+    blk = Block()
+    enabled = np.zeros(m, dtype=bool) if deadlock else None
+    inside = np.zeros(m, dtype=bool) if deadlock else None
+    cS, cpar, cact = [], [], []
+    viol = blk.violations
+    for k, idx, sub, T, out, ok in (successors or comp.successors)(S):
+        blk.transitions += idx.size
+        fired[k] += idx.size
+        if enabled is not None:
+            enabled[idx] = True
+        if on_batch is not None:
+            on_batch(k, idx, sub, T, ok)
+        for name, i in comp.step_violations(k, sub, T, out, ok, skip):
+            cand = (int(idx[i]), k)
+            if name not in viol or cand < viol[name]:
+                viol[name] = cand
+        if ok is not None:
+            blk.cut += int(idx.size - ok.sum())
+            idx, T = idx[ok], T[:, ok]
+            if not idx.size:
+                continue
+        if inside is not None:
+            inside[idx] = True
+        cS.append(T)
+        cpar.append(idx)
+        cact.append(np.full(idx.size, k, dtype=act_dtype))
+    if enabled is not None:
+        blk.cut_only = int((enabled & ~inside).sum())
+        if stuck:
+            none = ~enabled
+            if comp.terminal is not None:
+                none &= ~np.broadcast_to(comp.terminal(S), (m,))
+            if none.any():
+                blk.stuck = int(np.flatnonzero(none)[0])
+    if cS:
+        if len(cS) > 1:
+            blk.words = np.concatenate(cS, axis=1)
+            blk.parent, blk.action = np.concatenate(cpar), np.concatenate(cact)
+        else:
+            blk.words, blk.parent, blk.action = cS[0], cpar[0], cact[0]
+    return blk
+
+
+# ---------------------------------------------------------------------------------------------
+# (b), (c) A level's new states, deduplicated, each with its parent
+
+class Level:
+    """The states a level adds, gathered block by block: each block's distinct states not seen
+    before, sorted (a run); duplicates between blocks go when the level is sorted at its end,
+    keeping for each state the least (action instance, parent)."""
+
+    def __init__(self, visited: Visited, keyed: bool, action_bits: int):
+        self.visited, self.keyed, self.action_bits = visited, keyed, action_bits
+        self.fp: list[np.ndarray] = []
+        self.words: list[np.ndarray] = []
+        self.parent: list[np.ndarray] = []
+        self.action: list[np.ndarray] = []
+        self.upper = 0                # states gathered, duplicates between runs included
+        self._compacted = self._unsorted = 0
+
+    def keys(self, S):
+        return state_keys(S) if self.keyed else None
+
+    def add(self, T: np.ndarray, fp: np.ndarray, parent: np.ndarray, action: np.ndarray,
+            offset: int):
+        """One block's successors (fingerprints ``fp``), their parents' positions in the block
+        and action instances; ``offset``: the block's first position in its level."""
+        keys = self.keys(T)
+        # the first (lowest instance, then earliest state) of the block that reaches a state
+        first = first_of_each(fp, keys)
+        u = fp[first]
+        fresh = self.visited.absent(u, None if keys is None else keys[:, first])
+        first = first[fresh]
+        self.fp.append(u[fresh])
+        self.words.append(T[:, first])
+        par = parent[first]
+        par += offset
+        self.parent.append(par.astype(np.int32))
+        self.action.append(action[first])
+        self.upper += len(first)
+        self._unsorted += len(first)
+        if self._unsorted > max(COMPACT_AT, 2 * self._compacted):
+            # a state reached from many blocks is kept once per block until the level is
+            # sorted: sort what there is now, so that the level never holds many copies of its
+            # states (the doubling rule keeps the sorting to a few passes over the level)
+            every = np.concatenate(self.words, axis=1)
+            sel = self._order(every)
+            self.fp = [np.concatenate(self.fp)[sel]]
+            self.words = [every[:, sel]]
+            del every
+            self.parent = [np.concatenate(self.parent)[sel]]
+            self.action = [np.concatenate(self.action)[sel]]
+            self._compacted, self._unsorted = len(sel), 0
+            self.upper = self._compacted
+
+    def _order(self, every: np.ndarray) -> np.ndarray:
+        """Positions in ``every`` (the runs' states, concatenated) of the level's distinct
+        states, in level order, each the least (action instance, parent)."""
+        if not self.fp:
+            return np.empty(0, dtype=np.int64)
+        if len(self.fp) == 1:
+            return np.arange(len(self.fp[0]))
+        return first_of_each(np.concatenate(self.fp), self.keys(every),
+                             [len(c) for c in self.fp], np.concatenate(self.action),
+                             self.action_bits)
+
+    def distinct(self) -> int:
+        """The level's distinct new states so far (a sort: called only near a bound)."""
+        return len(self._order(np.concatenate(self.words, axis=1)))
+
+    def finish(self):
+        """-> (fingerprints, states, parents, action instances) of the level, in level order."""
+        every = np.concatenate(self.words, axis=1) if len(self.words) > 1 else self.words[0]
+        self.words = []
+        sel = self._order(every)
+        fp = np.concatenate(self.fp)[sel] if len(self.fp) > 1 else self.fp[0][sel]
+        words = every[:, sel]
+        del every
+        parent = np.concatenate(self.parent)[sel]
+        action = np.concatenate(self.action)[sel]
+        self.fp = self.parent = self.action = []
+        return fp, words, parent, action
+
+
+# ---------------------------------------------------------------------------------------------
+# (d), (e) The level loop
+
+class Explorer:
+    """A breadth-first search's state between levels, and the loop over levels.
+
+    Keeps the visited set, the frontier, per level each state's parent (its position in the
+    level before) and action instance (a trace is rebuilt by replaying actions from an initial
+    state, as Stateright does), the counters, the violations found (``found``: property ->
+    ``counterexample(property, kind, initial, steps)``) and the properties pending. ``keyed``:
+    tell apart distinct states that share a 64-bit fingerprint (the single process); the state
+    graph and Spark know a state by its fingerprint. ``canonical``: one representative per
+    orbit of a symmetry (checker/symmetry.py). ``successors``: replaces ``comp.successors``."""
+
+    def __init__(self, model, comp: Compiled, properties, deadlock: bool, *, keyed: bool = True,
+                 canonical: Callable | None = None, block: int = BLOCK,
+                 counterexample=Violation, successors: Callable | None = None):
+        self.model, self.comp, self.block = model, comp, block
+        words = model.layout.words
+        self.keyed = keyed and words > 1
+        self.visited = Visited((words if words <= EXACT_WORDS else 1) if self.keyed else 0)
+        self.canonical, self.successors = canonical, successors
+        self.counterexample = counterexample
+        self.pending = Pending(properties, deadlock)
+        self.found: dict = {}
+        ninst = len(model.instances)
+        self.fired = [0] * ninst
+        self.act_dtype = np.int16 if ninst < 32000 else np.int32
+        self.action_bits = max(1, (ninst - 1).bit_length())
+        self.transitions = self.cut = self.cut_only = 0
+        self.depth = 0
+        self.frontier: np.ndarray | None = None
+        self.parents: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+        self.initial_words: list[tuple] = []
+        self.stop_reason: str | None = None
+
+    def keys(self, S):
+        return state_keys(S) if self.keyed else None
+
+    # -- level 0, or a saved search ----------------------------------------------------------
+
+    def start(self, initial) -> np.ndarray:
+        """Level 0 from the initial states (packed words, a list of tuples); -> its sorted
+        fingerprints. Invariants are checked on it."""
+        W = self.model.layout.words
+        init = np.array(initial, dtype=np.uint64).reshape(-1, W).T.copy()
+        if self.canonical is not None:
+            init = self.canonical(init)
+        fp0 = fingerprint(init)
+        first = first_of_each(fp0, self.keys(init))
+        self.frontier = init[:, first]
+        fp0 = fp0[first]
+        self.visited.add(fp0, self.keys(self.frontier))
+        self.initial_words = [tuple(int(x) for x in self.frontier[:, i])
+                              for i in range(self.frontier.shape[1])]
+        self.parents = [np.full(self.frontier.shape[1], -1, dtype=np.int32)]
+        self.actions = [np.zeros(self.frontier.shape[1], dtype=np.int32)]
+        self.depth = 0
+        self.check_invariants(self.frontier, 0)
+        return fp0
+
+    def resume(self, saved):
+        """Where a checkpoint left off (checker/checkpoint.py ``Saved``)."""
+        self.visited.add(saved.fp, saved.keys)
+        self.frontier, self.parents, self.actions = saved.frontier, saved.parents, saved.actions
+        self.initial_words = saved.initial_words
+        self.transitions, self.cut, self.cut_only = (saved.transitions, saved.cut_by_bounds,
+                                                     saved.cut_only_states)
+        self.fired[:] = saved.fired
+        for name, f in saved.found.items():
+            self.found[name] = self.counterexample(name, f.kind, f.initial, f.steps)
+            self.pending.decide(name)
+        self.depth = saved.depth
+
+    # -- traces and checks -------------------------------------------------------------------
+
+    def trace_to(self, level: int, index: int) -> tuple[tuple, list[int]]:
+        """(initial words, action instance ids) of the path to the state at ``index`` of
+        ``level``."""
+        steps = []
+        for d in range(level, 0, -1):
+            steps.append(int(self.actions[d][index]))
+            index = int(self.parents[d][index])
+        steps.reverse()
+        return self.initial_words[index], steps
+
+    def _record(self, name, kind, level, index, last=None):
+        initial, steps = self.trace_to(level, index)
+        if last is not None:
+            steps.append(last)
+        self.found[name] = self.counterexample(name, kind, initial, steps)
+        self.pending.decide(name)
+
+    def check_invariants(self, S: np.ndarray, level: int):
+        """Each invariant still pending, on the states S of ``level`` (in level order)."""
+        for name in self.comp.invariants:
+            if name not in self.pending:
+                continue
+            i = self.comp.first_violation(name, S, self.block)
+            if i is not None:
+                self._record(name, "invariant", level, i)
+
+    # -- one level ---------------------------------------------------------------------------
+
+    def expand_level(self, before_block=None, after_block=None, on_batch=None, on_block=None,
+                     on_level=None) -> np.ndarray | None:
+        """Expands the frontier block by block and adds the next level -> its fingerprints (in
+        level order), or None when it adds no state (the frontier is then empty).
+
+        Hooks: ``before_block(start, n)``; ``after_block(start, m, n, level)`` returns a stop
+        reason to end the level after that block (what it found stands, the states gathered
+        are added, ``stop_reason`` is set); ``on_batch`` (see expand_block);
+        ``on_block(start, T, parent, action, fp)`` sees a block's successors inside the bounds
+        before deduplication; ``on_level(depth, fp)`` sees the level added."""
+        comp, block = self.comp, self.block
+        frontier = self.frontier
+        n = frontier.shape[1]
+        check_deadlock = DEADLOCK in self.pending
+        skip = set(comp.tprop_names) - self.pending.left
+        level = Level(self.visited, self.keyed, self.action_bits)
+        tviol: dict[str, tuple[int, int]] = {}   # property -> (parent, instance), this level
+        deadlocked = None
+        for start in range(0, n, block):
+            if before_block is not None:
+                before_block(start, n)
+            S = frontier[:, start:start + block]
+            blk = expand_block(comp, S, self.fired, skip, check_deadlock, deadlocked is None,
+                               self.act_dtype, self.successors, on_batch)
+            self.transitions += blk.transitions
+            self.cut += blk.cut
+            self.cut_only += blk.cut_only
+            for name, (i, k) in blk.violations.items():
+                cand = (start + i, k)
+                if name not in tviol or cand < tviol[name]:
+                    tviol[name] = cand
+            if blk.stuck is not None and deadlocked is None:
+                deadlocked = start + blk.stuck
+            if blk.words is not None:
+                T = blk.words
+                if self.canonical is not None:
+                    T = self.canonical(T)    # one representative per orbit
+                fp = fingerprint(T)
+                if on_block is not None:
+                    on_block(start, T, blk.parent, blk.action, fp)
+                level.add(T, fp, blk.parent, blk.action, start)
+                del T, fp
+            del blk
+            if after_block is not None:
+                reason = after_block(start, S.shape[1], n, level)
+                if reason:
+                    self.stop_reason = reason
+                    break
+        for name, (parent, k) in sorted(tviol.items()):
+            self._record(name, "transition", self.depth, parent, k)
+        if deadlocked is not None:
+            self._record(DEADLOCK, "deadlock", self.depth, deadlocked)
+        if not level.upper:
+            self.frontier = frontier[:, :0]
+            return None
+        # the level sorted once; the level expanded is no longer needed (parents are positions
+        # in it)
+        del S
+        frontier = self.frontier = None
+        fp, words, parent, action = level.finish()
+        del level
+        self.parents.append(parent)
+        self.actions.append(action)
+        self.visited.add(fp, self.keys(words))
+        self.frontier = words
+        self.depth += 1
+        self.check_invariants(words, self.depth)
+        if on_level is not None:
+            on_level(self.depth, fp)
+        return fp
+
+    def run(self, max_depth: int | None = None, until: Callable | None = None,
+            **hooks) -> str | None:
+        """Levels until the space ends, the stopping rule stops the search, a hook stops it, or
+        ``until()`` holds before a level -> the stop reason (None: the space ended or ``until``
+        held). ``hooks``: those of expand_level."""
+        while self.frontier.shape[1]:
+            reason = self.pending.stop_before(self.depth, max_depth)
+            if reason:
+                self.stop_reason = reason
+                break
+            if until is not None and until():
+                break
+            self.expand_level(**hooks)
+            if self.stop_reason:
+                break
+        return self.stop_reason
