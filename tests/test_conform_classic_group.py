@@ -20,6 +20,11 @@ TRACES = sorted((ROOT / "tests" / "scenarios" / "classic_group").glob("*.json"))
 # every trace a 4.x group coordinator can be driven through; each must conform on every release
 CONFORMING = {
     "scenarios/classic_group/cooperative_revoke_then_rejoin.json",
+    # mid-rebalance starts, built by the setup prefix (three join phases, forged claims)
+    "scenarios/classic_group/equal_generation_claims_both_lose.json",
+    "scenarios/classic_group/higher_generation_claim_wins.json",
+    "scenarios/classic_group/pre_kip792_first_claim_kept.json",
+    "scenarios/classic_group/sole_claim_older_generation_kept.json",
     "scenarios/classic_group/kafka_13419_missed_sync_kafka_order.json",
     "scenarios/classic_group/single_bounce_inconsistent_protocol.json",
     "classic_group/kafka-12983/assignment-respects-owners.json",
@@ -101,6 +106,20 @@ def test_initial_state_reachable_only_when_new():
     fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
     assert a.initial_reason(model.params, fresh) is None
     assert "mid-rebalance" in a.initial_reason(model.params, dict(fresh, generation=2))
+
+
+@pytest.mark.parametrize("name", CLAIM_SCENARIOS)
+def test_a_join_phase_just_ended_is_built_by_the_setup_prefix(name):
+    """The claim scenarios start CompletingRebalance with every answer unread: reachable by the
+    setup prefix; the same state with the leader's assignment stored already is not."""
+    doc = job(ROOT / "tests" / "scenarios" / "classic_group" / f"{name}.json").doc
+    params = spec.instantiate(doc["variant"], doc["params"]).params
+    a = ClassicGroupAdapter()
+    assert a.initial_reason(params, doc["state"]) is None
+    synced = dict(doc["state"], assignment=[True] + doc["state"]["assignment"][1:])
+    assert "assignment" in a.initial_reason(params, synced)
+    unread = dict(doc["state"], member_state=["STABLE"] + doc["state"]["member_state"][1:])
+    assert "not waiting for its JoinGroup answer" in a.initial_reason(params, unread)
 
 
 def test_join_phase_is_never_held_open():

@@ -158,6 +158,32 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
     return {j: [q for q in range(P) if post[f"assignment[{j * P + q}]"]] for j in subscriptions}
 
 
+def _unbuildable(params, s: dict, fresh: dict) -> str | None:
+    """Why the setup prefix cannot build this mid-rebalance state, or None (initial_reason)."""
+    M, P, G = params.members, params.partitions, s["generation"]
+    if s["group_state"] != "CompletingRebalance" or G < 1:
+        return f"the group is {s['group_state']} at generation {G}"
+    if not (0 <= s["leader"] < M and s["in_group"][s["leader"]]):
+        return f"its leader {s['leader']} is not in the group"
+    if any(s["assignment"]) or any(s["committed"]) or any(s["awaiting_join"]):
+        return "the leader's assignment, a commit or a join is already recorded"
+    for m in range(M):
+        if not s["in_group"][m]:
+            for k, v in fresh.items():
+                if isinstance(v, list) and len(v) == M and s[k][m] != v[m]:
+                    return f"member {m} is not in the group but has {k}={s[k][m]}"
+            if any(s["owned"][m * P:(m + 1) * P]) or any(s["subscription_owned"][m * P:(m + 1) * P]):
+                return f"member {m} is not in the group but owns partitions"
+            continue
+        if not s["has_member_id"][m] or s["rejoin_needed"][m] or s["member_state"][m] != "PREPARING_REBALANCE":
+            return f"member {m} is {s['member_state'][m]} (not waiting for its JoinGroup answer)"
+        if s["join_response_generation"][m] != G or s["join_response_protocol"][m] != s["protocol_name"]:
+            return f"member {m}'s held JoinGroup answer is not of generation {G}"
+        if s["completed_generation"][m] != -1:
+            return f"member {m} has completed generation {s['completed_generation'][m]}"
+    return None
+
+
 class Member:
     """One consumer as the driver plays it (the spec's client fields, from Kafka's answers)."""
 
@@ -197,14 +223,21 @@ class ClassicGroupAdapter(Adapter):
         return not due or action == "CompleteJoin" or action in CLIENT_SIDE
 
     def initial_reason(self, params, state: dict) -> str | None:
-        """Requests reach only a new group: an empty group whose consumers have not started."""
+        """Requests reach a new group (an empty group whose consumers have not started) and, by
+        the setup prefix of ``_setup_mid_rebalance``, a group whose join phase has just ended:
+        CompletingRebalance at generation G >= 1, every member's JoinGroup answer of G waiting
+        to be read, the subscriptions of that join phase as the state has them."""
         from spec.classic_group import spec
         model = spec.instantiate(None, params.as_dict())
         fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
         diff = [k for k in fresh if state.get(k, fresh[k]) != fresh[k]]
-        if diff:
+        if not diff:
+            return None
+        why = _unbuildable(params, state, fresh)
+        if why:
             return (f"the trace starts mid-rebalance ({', '.join(diff[:4])}{', ...' if len(diff) > 4 else ''} "
-                    f"differ from a new group); no setup prefix of requests is built for it")
+                    f"differ from a new group) and {why}: the setup prefix builds only a group "
+                    f"whose join phase has just ended")
         return None
 
     # -- driving ------------------------------------------------------------------------------
@@ -218,6 +251,83 @@ class ClassicGroupAdapter(Adapter):
         host_port = admin.find_coordinator(run.name, key_type=0)
         run.state["coordinator"] = host_port
         self._wait_loaded(run)
+        if initial["group_state"] != "Empty":
+            self._setup_mid_rebalance(run, initial)
+
+    def _setup_mid_rebalance(self, run: TraceRun, s: dict) -> None:
+        """The setup prefix of a trace that starts as a join phase ends (initial_reason says
+        which states): the group's members join, the leader first (the coordinator makes the
+        first member of a new group its leader and keeps a leader that rejoins), G times; after
+        each of the first G-1 join phases they sync (the leader with empty assignments), and in
+        the last they send the subscriptions the state names (ownedPartitions and, with
+        KIP-792, the generation: the consumer's own claim, which the coordinator stores as
+        sent). Their answers of generation G are then held, unread, as the spec's
+        join_response_generation says; the clients take the state's generation and partitions."""
+        from kio.schema.sync_group.v5 import request as sg
+        M, P, G = run.params.members, run.params.partitions, s["generation"]
+        members = run.state["members"]
+        present = [m for m in range(M) if s["in_group"][m]]
+        order = [s["leader"]] + [m for m in present if m != s["leader"]]
+        for m in present:
+            self._start(members[m], s["assignors"][m])
+        with_generation = self._with_generation(run)
+        for g in range(1, G + 1):
+            last = g == G
+            for m in order:
+                me = members[m]
+                owned = [q for q in range(P) if s["subscription_owned"][m * P + q]] if last else []
+                claim = s["subscription_generation"][m] if last else me.generation
+                metadata = subscription_bytes(run.name, owned, claim, with_generation)
+                protocols = [(name, metadata) for name in me.assignors]
+                if not me.member_id:
+                    r = self._join_request(run, me, protocols)
+                    if error_name(r.error_code) != "MEMBER_ID_REQUIRED":
+                        raise RuntimeError(f"setup: member {m}'s first JoinGroup: {error_name(r.error_code)}")
+                    me.member_id = r.member_id
+                me.joining = run.state["pool"].submit(self._join_request, run, me, protocols,
+                                                      self._conn(run, me))
+            answers = {}
+            for m in order:
+                me = members[m]
+                r = me.joining.result(timeout=JOIN_WAIT_S + INITIAL_DELAY_MS / 1000)
+                me.joining = None
+                if error_name(r.error_code) != "NONE":
+                    raise RuntimeError(f"setup: member {m}'s JoinGroup of round {g}: {error_name(r.error_code)}")
+                answers[m] = self._answer(run, me, r)
+                me.generation = answers[m]["generation"]
+            leader = answers[order[0]]
+            if {a["generation"] for a in answers.values()} != {g} or leader["leader"] != members[s["leader"]].member_id:
+                raise RuntimeError(f"setup: join phase {g} ended at generation "
+                                   f"{sorted({a['generation'] for a in answers.values()})}, leader "
+                                   f"{leader['leader']}")
+            if last:
+                break
+            for m in order:      # the leader first: a follower's SyncGroup waits for its assignment
+                me = members[m]
+                assignments = tuple(sg.SyncGroupRequestAssignment(
+                    member_id=members[k].member_id, assignment=assignment_bytes(run.name, []))
+                    for k in order) if m == order[0] else ()
+                r = self._conn(run, me).send(sg.SyncGroupRequest(
+                    group_id=run.name, generation_id=me.generation, member_id=me.member_id,
+                    group_instance_id=None, protocol_type=PROTOCOL_TYPE,
+                    protocol_name=answers[m]["protocol"], assignments=assignments))
+                if error_name(r.error_code) != "NONE":
+                    raise RuntimeError(f"setup: member {m}'s SyncGroup of round {g}: {error_name(r.error_code)}")
+        if leader["protocol"] != s["protocol_name"]:
+            raise NotDrivable(f"the coordinator chose protocol {leader['protocol']} from the members' "
+                              f"assignor lists, the trace's state has {s['protocol_name']}")
+        for m in present:
+            me = members[m]
+            me.answer = answers[m]
+            me.generation = s["member_generation"][m]
+            me.owned = [q for q in range(P) if s["owned"][m * P + q]]
+            me.needs_join_prepare = s["needs_join_prepare"][m]
+        run.state["generation"] = G
+        seen = self._describe(run)
+        if seen["group_state"] != "CompletingRebalance" or seen["in_group"] != list(s["in_group"]):
+            raise RuntimeError(f"setup: the group is {seen['group_state']} with members "
+                               f"{seen['in_group']}, the trace starts CompletingRebalance with "
+                               f"{list(s['in_group'])}")
 
     def _wait_loaded(self, run: TraceRun) -> None:
         """Waits (bounded, polling) while the coordinator loads the group's __consumer_offsets
