@@ -1,9 +1,10 @@
 """Idempotent and transactional producers with KIP-360 epoch bumps (seed 003) and KIP-890's
 epoch bump at the end of every transaction (transaction version 2).
 
-One transactional id, one partition with two in-sync replicas, one transaction coordinator.
-The producer instance (called "the producer") initialises, runs transactions, sends one record
-per batch with one batch in flight (max.in.flight.requests.per.connection=1), retries after a
+One transactional id, one partition (`partitions`, up to 2) with two in-sync replicas, one
+transaction coordinator. The producer instance (called "the producer") initialises, runs
+transactions, sends one record per batch with one batch in flight per partition by default
+(max.in.flight.requests.per.connection=1, `max_in_flight` up to 5), retries after a
 lost response, and times a request out while it is still on the wire (the request may arrive
 later: a zombie request). A second instance with the same transactional id may initialise at
 any time and so fence the first. Brokers: per replica the producer state entry (epoch, the
@@ -16,9 +17,12 @@ new coordinator; a marker of the old one may still be on the wire).
 With `transactional=0` the producer is the idempotent-only producer (no transactional id): no
 transaction and no coordinator; after a failed or timed-out batch it bumps its own epoch once
 nothing is in flight and restarts its sequences at 0 (KIP-360's client, KAFKA-8805).
-With `max_in_flight=2` a second batch may await its response and a second request queue on the
-connection (max.in.flight.requests.per.connection=2): the Sender sends in sequence order and
-re-sends a batch only once it is the first in flight.
+With `max_in_flight` > 1 up to that many batches of a partition await their response and as many
+requests queue on the connection to its leader: the Sender drains in sequence order and re-sends
+a batch only once it is the first in flight; the leader keeps the last five batches' metadata.
+With `partitions=2` each partition has its own sequences, batches, leader and replicas' producer
+state; a transaction adds each partition it touches, and the coordinator writes one marker per
+partition and completes once all are written.
 
 Decisions are named rules: `produce-append` (the leader's check of a produce request),
 `init-producer-id` (the coordinator's InitProducerId decision), `end-txn` (EndTxn),
@@ -33,6 +37,10 @@ Properties:
   coordinator does not consider ongoing at that partition.
 - marker-epoch-monotonic: the coordinator epoch on a partition's markers never decreases.
 - acknowledged-is-appended: a record the leader acknowledges is in the log (seed problem 2).
+- new-records-in-order: a record not yet in the log is never appended after a later one
+  (KAFKA-8483).
+- out-of-order-only-after-a-gap: OUT_OF_ORDER_SEQUENCE_NUMBER only when an earlier record of the
+  partition is missing from the log (KAFKA-12152).
 - fenced-only-when-overtaken: EndTxn is answered PRODUCER_FENCED only once a newer instance or
   the coordinator moved the epoch past the producer's (KAFKA-18464).
 - aborted-commit-is-fenced: a commit the coordinator's own abort overtook is answered
