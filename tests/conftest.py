@@ -29,3 +29,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, name))
         if item.get_closest_marker("kafka") or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
+        # Two workers (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml) halve the
+        # wall time on two cores. A module stays on one worker so that its module fixtures (a
+        # search, a Spark session) are computed once; every broker test shares one worker, so
+        # the brokers of a release are started once per run, as in a single process.
+        group = "kafka" if item.get_closest_marker("kafka") else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
