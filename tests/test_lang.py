@@ -368,3 +368,14 @@ def test_a_comparison_of_the_variant_with_an_unknown_name_is_an_error(tmp_path, 
         spec.instantiate("plain")
     msg = str(e.value)
     assert "'lo'" in msg and f"{path}:{_line(path, 's.variant')}" in msg and "plain, low" in msg
+
+
+def test_the_state_graph_and_progress_verdicts_are_the_same_for_the_structured_spec():
+    from checker.graph import build_graph, check_progress
+    flat, structured = _pair(SIZES[0])
+    a, b = build_graph(flat), build_graph(structured)
+    assert (a.states, a.edges) == (b.states, b.edges) and a.states > 1000
+    ra = check_progress(a, flat.spec.progress["request-answered"])
+    rb = check_progress(b, structured.spec.progress["request-answered"])
+    assert ra.status == rb.status == "violated"   # Receive is fair, but a new request may follow
+    assert len(ra.lasso.steps) == len(rb.lasso.steps)

@@ -100,6 +100,14 @@ def shared_partition(s, p):
         range(a + 1, p.members), lambda b: s.owns[_slot(p, a, q)] & s.owns[_slot(p, b, q)])))
 
 
-spec.variant("default", "as is", default=True, violates=["leader-owns-nothing"])
+
+@spec.leads_to("request-answered", fair=["Receive"])
+def request_answered(s, p):
+    """A request in flight is eventually answered."""
+    return (Exists(range(p.members), lambda m: s.request_present[m]),
+            Forall(range(p.members), lambda m: ~s.request_present[m]))
+
+
+spec.variant("default", "as is", default=True, violates=["leader-owns-nothing", "request-answered"])
 spec.bounded("one-owner", "the epoch cap cuts assignments")
 spec.bounded("no-fencing-of-current", "the epoch cap cuts assignments")

@@ -94,6 +94,14 @@ def shared_partition(s, p):
         range(a + 1, p.members), lambda b: s.owns[a][q] & s.owns[b][q])))
 
 
-spec.variant("default", "as is", default=True, violates=["leader-owns-nothing"])
+
+@spec.leads_to("request-answered", fair=["Receive"])
+def request_answered(s, p):
+    """A request in flight is eventually answered."""
+    return (Exists(range(p.members), lambda m: s.request[m].present),
+            Forall(range(p.members), lambda m: ~s.request[m].present))
+
+
+spec.variant("default", "as is", default=True, violates=["leader-owns-nothing", "request-answered"])
 spec.bounded("one-owner", "the epoch cap cuts assignments")
 spec.bounded("no-fencing-of-current", "the epoch cap cuts assignments")
