@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from checker import explore
 from checker.compile import Compiled
 from checker.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
+from checker.verdict import Counterexample
 from spec.lang import Model
 
 
@@ -39,13 +40,9 @@ class Terminated(BaseException):
     its signal handler so a search stops as on Ctrl-C, keeping what it found."""
 
 
-@dataclass
-class Found:
-    """A shortest counterexample: the initial state and the action instances from it."""
-    property: str
-    kind: str                 # 'invariant', 'transition', 'deadlock'
-    initial: tuple            # packed words of the initial state
-    steps: list[int]          # action instance indices
+# A shortest counterexample: the initial state and the action instances from it. One type for
+# every engine's counterexample (checker/verdict.py); the name Found stays for its importers.
+Found = Counterexample
 
 
 @dataclass

@@ -7,7 +7,6 @@ shows what was measured, never what the spec says should happen.
 """
 from __future__ import annotations
 
-import json
 
 from rich.table import Table
 
@@ -97,8 +96,9 @@ def cmd_bugs(args, console) -> int:
     expressible = [r for r in rows if r["variant"] is not None]
     found = sum(r["rediscovered"] for r in expressible)
     if args.json:
-        print(json.dumps({"bugs": rows, "rediscovered": found, "expressible": len(expressible),
-                          "recorded": len(rows)}, indent=2))
+        from checker.verdict import print_json
+        print_json({"bugs": rows, "rediscovered": found, "expressible": len(expressible),
+                    "recorded": len(rows)}, "bugs")
     else:
         console.print(_table(rows))
         console.print(f"{found} of {len(expressible)} expressible bugs rediscovered "

@@ -81,17 +81,17 @@ def trace_text(tr) -> str:
     Console(file=buf, width=160, no_color=True, highlight=False, soft_wrap=False).print(trace_table(tr))
     text = buf.getvalue()
     if tr.loop_index is not None:
-        from checker.graph_cli import _loop_sentence
-        text += _loop_sentence(tr) + "\n"
+        from checker.render import loop_sentence
+        text += loop_sentence(tr) + "\n"
     return text
 
 
 def _steps(tr) -> list:
-    from checker.render import _changes
+    from checker.render import changes_text
     out = []
     for s in tr.steps:
         action = next((a for a in tr.model.spec.actions if a.name == s.action), None)
-        out.append((s.label, _changes(s), _source(action.fn) if action else None))
+        out.append((s.label, changes_text(s), _source(action.fn) if action else None))
     return out
 
 
@@ -299,7 +299,7 @@ def sarif(cases: list[Case]) -> dict:
 def write(args) -> None:
     """Writes --junit and --sarif for whatever the command recorded (nothing recorded: an
     empty suite, which says so)."""
-    from checker.cli import BadInput
+    from checker.options import BadInput
     cases = getattr(args, "_ci_cases", [])
     for opt, text in (("junit", lambda: junit_xml(cases)),
                       ("sarif", lambda: json.dumps(sarif(cases), indent=2) + "\n")):

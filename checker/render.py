@@ -17,7 +17,7 @@ def show_value(v) -> str:
     return str(v)
 
 
-def _changes(step) -> str:
+def changes_text(step) -> str:
     return ", ".join(f"{k}: {show_value(a)} → {show_value(b)}" for k, (a, b) in step.changes.items()) or "(no change)"
 
 
@@ -31,7 +31,7 @@ def trace_table(tr: Trace, title: str | None = None) -> Table:
     for i, s in enumerate(tr.steps, start=1):
         mark = f"{i}" + (" ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else "")
         t.add_row(mark, Text(s.label), Text(show_value(s.outcome) if s.outcome is not None else ""),
-                  Text(_changes(s)))
+                  Text(changes_text(s)))
     return t
 
 
@@ -183,7 +183,7 @@ def markdown(tr: Trace, doc: dict) -> str:
     for i, s in enumerate(tr.steps, start=1):
         loop = " ↺" if tr.loop_index is not None and i - 1 == tr.loop_index else ""
         lines.append(f"| {i}{loop} | {s.label} | {show_value(s.outcome) if s.outcome is not None else ''} | "
-                     f"{_changes(s)} |")
+                     f"{changes_text(s)} |")
     lines += ["", "```mermaid", "sequenceDiagram"]
     for i, s in enumerate(tr.steps, start=1):
         inst = m.instance(s.action, s.args)

@@ -101,7 +101,8 @@ def test_json_schema_and_counts():
                 "depth", "elapsed_s", "properties"):
         assert key in doc
     assert doc["distinct_states"] == 8832 and doc["exhaustive"] is True
-    assert doc["properties"]["consistent"] == {"status": "holds", "trace_length": None, "trace": None}
+    assert doc["properties"]["consistent"] == {"status": "holds", "kind": "invariant", "trace_length": None,
+                                               "loop_index": None, "trace": None}
 
 
 def test_violation_exit_code_save_and_replay(tmp_path):

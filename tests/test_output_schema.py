@@ -157,7 +157,8 @@ def test_engine_bfs_is_the_default(capsys):
 
 
 COMMAND_MODULES = ["cli", "graph_cli", "symbolic_cli", "spark_cli", "bugs_cli", "conform_cli",
-                   "report", "walk", "explorer", "scaffold", "options", "verdict"]
+                   "report", "walk", "explorer", "scaffold", "options", "verdict", "ci_outputs",
+                   "render", "trace"]
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)
