@@ -1,8 +1,9 @@
 """The reachable state graph in networkx: progress properties under weak fairness, deadlocks,
 and export.
 
-The graph is built breadth-first with the same compiled code, order and tie-breaks as
-checker/bfs.py, so a state's shortest trace here is the one the BFS prints. Nodes are
+The graph is built breadth-first on the explicit-state core (checker/explore.py), with the same
+compiled code, level order and parent rule as checker/bfs.py, so a state's shortest trace here
+is the one the BFS prints. Nodes are
 fingerprints (``words``: the packed state, ``index``: position in level-then-fingerprint order,
 ``depth``, ``enabled``: a bitmask of the action instances that can take a step there, ``initial``,
 ``deadlock``); an edge u -> v carries ``actions``, the instances (indices into
@@ -34,8 +35,8 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from checker.bfs import _absent, _merge
-from checker.compile import Compiled, _Gen, fingerprint
+from checker import explore
+from checker.compile import Compiled, _Gen
 from checker.trace import Executor, Trace, build
 from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, _call
 
@@ -146,103 +147,79 @@ class StateGraph:
 
 
 def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | None = None,
-                block: int = 1 << 15, compiled: Compiled | None = None,
+                block: int = explore.BLOCK, compiled: Compiled | None = None,
                 progress=None) -> StateGraph:
     """Explore ``model`` breadth-first and keep every state and transition. Deadlocks are
     marked when the spec declares terminal states, or when ``deadlock`` says so.
-    ``progress(depth, distinct, left)`` is called per block when given, as the search does."""
+    ``progress(depth, distinct, left)`` is called per block when given, as the search does.
+    The level loop, the order and the parent rule are the core's (checker/explore.py); a state
+    is known by its 64-bit fingerprint (the graph's node)."""
     t0 = time.perf_counter()
     from checker.memory import watch
     memory = watch()
     comp = compiled or Compiled(model, [])
-    W, K = model.layout.words, len(model.instances)
-    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, W).T.copy()
-    visited, order = np.unique(fingerprint(init), return_index=True)
-    frontier = init[:, order]
-    visited_idx = np.arange(len(visited), dtype=np.int64)   # parallel to visited
-    level_S, level_fp = [frontier], [visited.copy()]
-    parents = [np.full(len(visited), -1, dtype=np.int64)]
-    vias = [np.full(len(visited), -1, dtype=np.int32)]
+    K = len(model.instances)
+    ex = explore.Explorer(model, comp, [], False, keyed=False, block=block)
+    level_fp = [ex.start(model.initial_words)]
+    level_S = [ex.frontier]
     en_rows: list[np.ndarray] = []
     cut_rows: list[np.ndarray] = []
     only_cut: list[np.ndarray] = []
     any_guard: list[np.ndarray] = []
     terminal: list[np.ndarray] = []
     e_src, e_dfp, e_act = [], [], []
-    transitions = cut = 0
-    base = 0                      # index of the frontier's first state
-    _too_large(model, len(visited), max_nodes)
-    while frontier.shape[1]:
-        n = frontier.shape[1]
-        chunks_S, chunks_fp, chunks_par, chunks_act = [], [], [], []
-        lfp = np.empty(0, dtype=np.uint64)
-        for start in range(0, n, block):
-            if progress is not None:
-                progress(len(level_fp) - 1, base + n, n - start)
-            S = frontier[:, start:start + block]
-            m = S.shape[1]
-            en = np.zeros((m, K), dtype=bool)
-            cutm = np.zeros((m, K), dtype=bool)
-            anyg = np.zeros(m, dtype=bool)
-            inside = np.zeros(m, dtype=bool)
-            cS, cfp, cpar, cact = [], [], [], []
-            for k, idx, sub, T, _out, ok in comp.successors(S):
-                transitions += idx.size
-                anyg[idx] = True
-                moved = (T != sub).any(axis=0)
-                if ok is not None:
-                    cut += int(idx.size - ok.sum())
-                    en[idx[moved | ~ok], k] = True
-                    cutm[idx[~ok], k] = True
-                    idx, T = idx[ok], T[:, ok]
-                    if not idx.size:
-                        continue
-                else:
-                    en[idx[moved], k] = True
-                inside[idx] = True
-                fpT = fingerprint(T)
-                e_src.append(idx + base + start)
-                e_dfp.append(fpT)
-                e_act.append(np.full(idx.size, k, dtype=np.int32))
-                cS.append(T)
-                cfp.append(fpT)
-                cpar.append(idx + base + start)
-                cact.append(np.full(idx.size, k, dtype=np.int32))
-            en_rows.append(np.packbits(en, axis=1, bitorder="little"))
-            cut_rows.append(np.packbits(cutm, axis=1, bitorder="little"))
-            any_guard.append(anyg)
-            only_cut.append(anyg & ~inside)
-            if comp.terminal is not None:
-                terminal.append(np.broadcast_to(comp.terminal(S), (m,)).copy())
-            if cS:
-                T = np.concatenate(cS, axis=1)
-                u, first = np.unique(np.concatenate(cfp), return_index=True)
-                fresh = _absent(visited, u) & _absent(lfp, u)
-                u, first = u[fresh], first[fresh]
-                lfp = _merge(lfp, u)
-                chunks_fp.append(u)
-                chunks_S.append(T[:, first])
-                chunks_par.append(np.concatenate(cpar)[first])
-                chunks_act.append(np.concatenate(cact)[first])
-            _too_large(model, len(visited) + len(lfp), max_nodes)
-            if memory is not None and memory.exceeded():
-                # like --max-nodes, but before the kernel kills the process with nothing said
-                raise GraphTooLarge(f"the state graph of {model.spec.name}/{model.variant} was "
-                                    f"stopped at {len(visited) + len(lfp):,} states by the memory "
-                                    f"watch: {memory.message()}; lower the parameters")
-        base += n
-        if not chunks_S:
-            break
-        order = np.argsort(np.concatenate(chunks_fp), kind="stable")
-        frontier = np.concatenate(chunks_S, axis=1)[:, order]
-        new_fp = np.concatenate(chunks_fp)[order]
-        level_S.append(frontier)
-        level_fp.append(new_fp)
-        parents.append(np.concatenate(chunks_par)[order])
-        vias.append(np.concatenate(chunks_act)[order])
-        pos = np.searchsorted(visited, new_fp)
-        visited = np.insert(visited, pos, new_fp)
-        visited_idx = np.insert(visited_idx, pos, np.arange(base, base + len(new_fp)))
+    _too_large(model, ex.visited.n, max_nodes)
+    # per block: which instances can take a step at each state (a step that changes the state,
+    # or one that leaves a search bound), which leave a bound, and whether any guard holds
+    cur: dict = {}
+
+    def before_block(start, n):
+        if progress is not None:
+            progress(ex.depth, ex.visited.n, n - start)
+        m = min(block, n - start)
+        cur.update(m=m, base=ex.visited.n - n + start, en=np.zeros((m, K), dtype=bool),
+                   cutm=np.zeros((m, K), dtype=bool), anyg=np.zeros(m, dtype=bool),
+                   inside=np.zeros(m, dtype=bool))
+
+    def on_batch(k, idx, sub, T, ok):
+        cur["anyg"][idx] = True
+        moved = (T != sub).any(axis=0)
+        if ok is not None:
+            cur["en"][idx[moved | ~ok], k] = True
+            cur["cutm"][idx[~ok], k] = True
+        else:
+            cur["en"][idx[moved], k] = True
+
+    def on_block(start, T, parent, action, fp):
+        cur["inside"][parent] = True
+        e_src.append(parent + cur["base"])
+        e_dfp.append(fp.copy())
+        e_act.append(action.astype(np.int32))
+
+    def after_block(start, m, n, level):
+        en_rows.append(np.packbits(cur["en"], axis=1, bitorder="little"))
+        cut_rows.append(np.packbits(cur["cutm"], axis=1, bitorder="little"))
+        any_guard.append(cur["anyg"])
+        only_cut.append(cur["anyg"] & ~cur["inside"])
+        if comp.terminal is not None:
+            S = ex.frontier[:, start:start + m]
+            terminal.append(np.broadcast_to(comp.terminal(S), (m,)).copy())
+        seen = ex.visited.n
+        if max_nodes is not None and seen + level.upper > max_nodes:
+            _too_large(model, seen + level.distinct(), max_nodes)
+        if memory is not None and memory.exceeded():
+            # like --max-nodes, but before the kernel kills the process with nothing said
+            raise GraphTooLarge(f"the state graph of {model.spec.name}/{model.variant} was "
+                                f"stopped at {seen + level.distinct():,} states by the memory "
+                                f"watch: {memory.message()}; lower the parameters")
+        return None
+
+    def on_level(depth, fp):
+        level_fp.append(fp)
+        level_S.append(ex.frontier)
+
+    ex.run(before_block=before_block, on_batch=on_batch, on_block=on_block,
+           after_block=after_block, on_level=on_level)
 
     fps = np.concatenate(level_fp)
     words = np.concatenate(level_S, axis=1)
@@ -257,12 +234,18 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     src = np.concatenate(e_src) if e_src else np.empty(0, dtype=np.int64)
     dfp = np.concatenate(e_dfp) if e_dfp else np.empty(0, dtype=np.uint64)
     act = np.concatenate(e_act) if e_act else np.empty(0, dtype=np.int32)
-    dst = visited_idx[np.searchsorted(visited, dfp)]
+    by_fp = np.argsort(fps, kind="stable")
+    dst = by_fp[np.searchsorted(fps[by_fp], dfp)]
     order = np.lexsort((act, dst, src))
     src, dst, act = src[order], dst[order], act[order]
-
+    # the BFS tree: a state's parent as an index into every level, -1 for an initial state
+    starts = np.cumsum([0] + [len(f) for f in level_fp])
+    parents = [ex.parents[0].astype(np.int64)] + [p.astype(np.int64) + starts[d - 1]
+                                                  for d, p in enumerate(ex.parents) if d]
+    vias = [np.full(len(level_fp[0]), -1, dtype=np.int32)] + [a.astype(np.int32)
+                                                             for a in ex.actions[1:]]
     return StateGraph(model, comp, fps, words, depth, np.concatenate(parents),
-                      np.concatenate(vias), bits, stuck, src, dst, act, transitions, cut,
+                      np.concatenate(vias), bits, stuck, src, dst, act, ex.transitions, ex.cut,
                       time.perf_counter() - t0, len(level_fp[0]),
                       np.concatenate(cut_rows, axis=0) if cut_rows else np.zeros_like(bits),
                       np.concatenate(only_cut) if only_cut else np.zeros(len(fps), dtype=bool))
