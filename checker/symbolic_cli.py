@@ -133,7 +133,11 @@ class SolverStop:
     between two calls reaches Python, whose handler ignores it once SIGTERM was received, and the
     next call is stopped by the next SIGINT. Calling Z3's interrupt() from the thread instead is
     not safe: outside a solver call it cancels whatever API call the main thread is making
-    (measured: an expression built during an interrupt came back unusable)."""
+    (measured: an expression built during an interrupt came back unusable).
+
+    The same thread says on stderr that the solver is running, once, after the progress interval
+    (KCHECK_PROGRESS_SECONDS, as for the search's progress lines): a quick answer or a bad input
+    stays without it."""
 
     RESEND_S = 0.2
 
@@ -155,10 +159,6 @@ class SolverStop:
         self._saved = (r, w, old_fd, old_term, old_int)
         self._thread = threading.Thread(target=self._watch, args=(r,), daemon=True)
         self._thread.start()
-        from rich.console import Console
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"kcheck: {self.what}: solver started (Ctrl-C or SIGTERM stops it and prints what was "
-            f"found)", markup=False)
         return self
 
     def __exit__(self, *exc):
@@ -187,7 +187,20 @@ class SolverStop:
         raise KeyboardInterrupt
 
     def _watch(self, r: int):
+        import select
+        from checker.options import PROGRESS_EVERY
+        every = float(os.environ.get("KCHECK_PROGRESS_SECONDS", PROGRESS_EVERY))
+        announced = False
         while not self._done.is_set():
+            ready, _, _ = select.select([r], [], [], None if announced else every)
+            if not ready:
+                announced = True
+                if not self._done.is_set():
+                    from rich.console import Console
+                    Console(stderr=True, highlight=False, soft_wrap=True).print(
+                        f"kcheck: {self.what}: solver running (Ctrl-C or SIGTERM stops it and "
+                        f"prints what was found)", markup=False)
+                continue
             if signal.SIGTERM in os.read(r, 64):
                 self.terminated.set()
                 break

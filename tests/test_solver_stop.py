@@ -19,12 +19,14 @@ pytestmark = [pytest.mark.z3, pytest.mark.slow]
 
 
 def _run_until_solving(*args):
+    # the command says on stderr that the solver is running, at once with no progress interval
     p = subprocess.Popen(KCHECK + list(args), cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+                         stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, KCHECK_PROGRESS_SECONDS="0"))
     seen = ""
-    for line in p.stderr:      # the solver is running once the command says so on stderr
+    for line in p.stderr:
         seen += line
-        if "solver started" in line:
+        if "solver running" in line:
             return p
     p.wait()
     raise AssertionError(f"kcheck {' '.join(args)} ended before starting the solver: {seen}")
