@@ -71,6 +71,8 @@ class SearchResult:
     # the symmetry the search reduced by (checker/symmetry.py), "off", or None when the spec
     # declares none; with it, distinct_states counts orbits and unreduced_states their states
     symmetry: str | None = None
+    # the partial-order reduction the search used (checker/por.py), or None
+    por: object | None = None
     unreduced_states: int = 0
 
     @property
@@ -140,7 +142,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
            max_states: int | None = None, deadlock: bool | None = None,
            progress=None, block: int = explore.BLOCK, initial: list[tuple] | None = None,
            on_level=None, checkpoint: str | None = None,
-           checkpoint_every: float = 60.0, symmetry: bool = False) -> SearchResult:
+           checkpoint_every: float = 60.0, symmetry: bool = False,
+           por: bool = False) -> SearchResult:
     """Explore ``model`` breadth-first. ``progress(depth, distinct, frontier)`` is called per
     block when given (distinct: the states of the levels finished). ``initial`` replaces the
     spec's initial states (packed words), e.g. with a slice of them. ``on_level(depth,
@@ -149,7 +152,9 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     (at most every ``checkpoint_every`` seconds) and from which a search of the same spec,
     variant, parameters and properties resumes (checker/checkpoint.py). Ctrl-C stops the search
     and returns what was found. ``symmetry``: store one state per orbit of the spec's declared
-    symmetry, checked first (checker/symmetry.py); counterexamples stay concrete."""
+    symmetry, checked first (checker/symmetry.py); counterexamples stay concrete. ``por``:
+    expand ample sets of steps that commute with the rest (checker/por.py); the verdicts stay,
+    a trace may be longer than the shortest."""
     spec = model.spec
     props = list(spec.properties) if properties is None else list(properties)
     comp = Compiled(model, props)
@@ -165,6 +170,10 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
                           canonical=None if sym is None else sym.canonical)
     res.fired, res.found = ex.fired, ex.found
     visited = ex.visited
+    from checker import por as por_
+    res.por = por_.prepare(model, comp, por, sym, checkpoint)
+    if res.por is not None:
+        ex.successors = res.por.bind(visited, ex.keys)
 
     saved = None
     if checkpoint is not None:

@@ -103,6 +103,9 @@ def register(sub) -> dict:
                          "and resume from DIR's checkpoint when there is one")
     ck.add_argument("--no-symmetry", action="store_true",
                     help="store every state, not one per orbit of the spec's declared symmetry")
+    ck.add_argument("--por", action="store_true",
+                    help="partial-order reduction: expand ample sets of steps that commute with "
+                         "the rest (same verdicts; a trace may be longer than the shortest)")
     spark_cli.add_engine_options(ck)
     ci_outputs.add_options(ck)
 
@@ -200,6 +203,8 @@ def _run_one(spec, variant, params_, args, console):
     engine = spark_cli.engine(args)
     if engine != "bfs" and getattr(args, "checkpoint", None):
         raise BadInput("--checkpoint is for the single-process search: leave out --spark")
+    if engine != "bfs" and getattr(args, "por", False):
+        raise BadInput("--por is for the single-process search: leave out --spark")
     if engine != "bfs":
         res = spark_cli.check_on_spark(model, props, args, console, engine)
     else:
@@ -207,7 +212,8 @@ def _run_one(spec, variant, params_, args, console):
         with Progress(label) as update:
             res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update,
                          checkpoint=getattr(args, "checkpoint", None),
-                         symmetry=not getattr(args, "no_symmetry", False))
+                         symmetry=not getattr(args, "no_symmetry", False),
+                         por=getattr(args, "por", False))
     res.engine = engine
     return res, traces_of(res)
 

@@ -232,6 +232,15 @@ class Reduction:
                 idx, T, out, ok = parts[0]
             yield k, idx, S[:, idx], T, out, ok
 
+    def bind(self, visited, keys):
+        """The successor function an engine passes to the core (``explore.Explorer``'s
+        ``successors``): ``visited.absent`` over ``keys`` is its test of new states."""
+        from checker.compile import fingerprint
+
+        def fresh(T):
+            return visited.absent(fingerprint(T), keys(T))
+        return lambda S: self.successors(S, fresh)
+
     def clause(self) -> str:
         """The statistics line's part on the reduction."""
         share = self.reduced / self.expanded if self.expanded else 0.0
@@ -351,13 +360,25 @@ def _show(model, words) -> str:
     return show(model, words)
 
 
-def prepare(model: Model, comp, enabled: bool, symmetry=None) -> Reduction | None:
-    """The reduction the search uses, or None when off or when no instance can form an ample
-    set for the properties checked."""
+def prepare(model: Model, comp, enabled: bool, symmetry=None, checkpoint=None) -> Reduction | None:
+    """The reduction the search uses, checked (``verify``), or None when off or when no set of
+    steps can be ample for the properties checked."""
     if not enabled:
         return None
     if symmetry is not None:
         raise SpecError("partial-order reduction is not combined with symmetry reduction: add "
                         "--no-symmetry")
+    if checkpoint is not None:
+        raise SpecError("--checkpoint does not record a partial-order-reduced search: leave out "
+                        "--por to checkpoint")
     red = Reduction(model, comp)
-    return red if red.active else None
+    if not red.active:
+        return None
+    verify(model, comp, red)
+    return red
+
+
+def clause(r) -> str:
+    """The statistics line's part on partial-order reduction: empty when it was not used."""
+    red = getattr(r, "por", None)
+    return "" if red is None else red.clause()

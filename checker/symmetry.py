@@ -425,7 +425,13 @@ def finish(model: Model, comp, sym: Symmetry, res) -> None:
 
 
 def clause(r) -> str:
-    """The statistics line's part on symmetry: empty when the spec declares none."""
+    """The statistics line's part on the reductions: symmetry (empty when the spec declares
+    none), then partial-order reduction (checker/por.py) when it was used."""
+    from checker.por import clause as por_clause
+    return _symmetry_clause(r) + por_clause(r)
+
+
+def _symmetry_clause(r) -> str:
     s = getattr(r, "symmetry", None)
     if s is None:
         return ""
