@@ -51,6 +51,7 @@ REBALANCE_TIMEOUT_MS = 60_000    # nor a rebalance
 INITIAL_DELAY_MS = 1_500         # group.initial.rebalance.delay.ms: every first member joins first
 ANSWERED_AT_ONCE_S = 0.5         # a JoinGroup the coordinator answers at once does so within this
 JOIN_WAIT_S = 20.0               # bound on waiting for the join phase to end
+PENDING_SESSION_TIMEOUT_MS = 300_000   # the pending member that holds join phases open outlives a trace
 PROTOCOL_TYPE = "consumer"
 
 REQUESTS = {
@@ -67,12 +68,12 @@ CLIENT_SIDE = {
     "JoinGroupResponse": "the member takes the JoinGroup answer it already received",
     "EnforceRebalance": "the member asks to rejoin (client state)",
 }
-UNREACHABLE_VARIANTS = {
-    "kip726-dynamic": "models KIP-726's dynamic rebalance-protocol selection, which no Kafka "
-                      "client shipped (a client-side rule the broker cannot check)",
-    "kip726-downgrade": "models KIP-726's dynamic rebalance-protocol selection, which no Kafka "
-                        "client shipped (a client-side rule the broker cannot check)",
-}
+# KIP-726's dynamic rebalance-protocol selection never shipped in a Kafka client, but the driver
+# plays the clients: it runs the variant's client rule (spec/classic_group.py JoinGroupResponse,
+# DYNAMIC), so the coordinator's answers along these traces are checked like any other's. The
+# properties those traces break are client-side (a consumer keeping partitions it cannot trust),
+# which the broker neither causes nor sees.
+UNREACHABLE_VARIANTS: dict[str, str] = {}
 
 
 def subscription_bytes(topic: str, owned: list[int], generation: int, with_generation: bool) -> bytes:
@@ -158,6 +159,15 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
     return {j: [q for q in range(P) if post[f"assignment[{j * P + q}]"]] for j in subscriptions}
 
 
+def _bucket(member_id: str, capacity: int = 16) -> int:
+    """The bucket of a key in a java.util.HashMap of this capacity: String.hashCode (31-based,
+    over UTF-16 code units, 32-bit), spread by HashMap.hash (h ^ h >>> 16)."""
+    h = 0
+    for unit in member_id.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & (capacity - 1)
+
+
 def _unbuildable(params, s: dict, fresh: dict) -> str | None:
     """Why the setup prefix cannot build this mid-rebalance state, or None (initial_reason)."""
     M, P, G = params.members, params.partitions, s["generation"]
@@ -192,6 +202,7 @@ class Member:
         self.cooperative = False
         self.member_id = ""
         self.generation = -1
+        self.completed_generation = -1    # of the last SyncGroup that succeeded
         self.owned: list[int] = []
         self.needs_join_prepare = True
         self.joining: concurrent.futures.Future | None = None   # a parked JoinGroup
@@ -214,8 +225,9 @@ class ClassicGroupAdapter(Adapter):
         return None
 
     def walk_allows(self, pre: dict, action: str) -> bool:
-        """A random walk takes CompleteJoin as soon as it is due: Kafka ends the join phase
-        inside the last rejoin, so no request can come between."""
+        """A random walk takes CompleteJoin as soon as it is due: a new group's first join phase
+        is ended by its initial delay, a timer, so a walk does not make requests wait on it
+        (later join phases are held open by the pending member until CompleteJoin)."""
         M = sum(1 for k in pre if k.startswith("in_group["))
         in_group = [pre[f"in_group[{j}]"] for j in range(M)]
         due = pre["group_state"] == "PreparingRebalance" and any(in_group) and \
@@ -253,6 +265,59 @@ class ClassicGroupAdapter(Adapter):
         self._wait_loaded(run)
         if initial["group_state"] != "Empty":
             self._setup_mid_rebalance(run, initial)
+        self._hold_join_phase(run)
+
+    def _await_preparing(self, run: TraceRun, member_id: str) -> None:
+        """Until DescribeGroups shows the group PreparingRebalance with this member (bounded)."""
+        from kio.schema.describe_groups.v5 import request as d
+        deadline = time.monotonic() + JOIN_WAIT_S
+        while True:
+            g = self._admin(run).send(d.DescribeGroupsRequest(
+                groups=(run.name,), include_authorized_operations=False)).groups[0]
+            if g.group_state == "PreparingRebalance" and member_id in {x.member_id for x in g.members}:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"setup: the group is {g.group_state}, not PreparingRebalance "
+                                   f"with member {member_id}, after {JOIN_WAIT_S:.0f}s")
+            time.sleep(0.02)   # polling the coordinator for the join it was sent, not an outcome
+
+    def _hold_join_phase(self, run: TraceRun) -> None:
+        """A pending member holds every later join phase open until the trace's CompleteJoin.
+        Kafka ends a join phase as soon as every member has rejoined and no member is pending
+        (ClassicGroup.hasAllMembersJoined: members.size() == numMembersAwaitingJoinResponse &&
+        pendingJoinMembers.isEmpty()), inside the last rejoin; the spec's CompleteJoin is a step
+        of its own, and a trace may put requests between. A JoinGroup without a member id gets
+        MEMBER_ID_REQUIRED and leaves its member pending (KIP-394), invisible to DescribeGroups
+        and to the leader's answer; its LeaveGroup at the trace's CompleteJoin removes it
+        (removePendingMemberAndUpdateClassicGroup) and the coordinator ends the join phase if
+        every member has rejoined, the same maybeCompleteJoinPhase the last rejoin runs.
+        Measured on 4.3.1: a rejoin is parked while a member is pending and answered at once
+        when it leaves. A new group's first join phase is ended by its initial delay (a timer)
+        whatever is pending (the delayed initial join completes without the check)."""
+        from kio.schema.join_group.v9 import request as j
+        admin = self._admin(run)
+        r = admin.send(j.JoinGroupRequest(
+            group_id=run.name, session_timeout=ms(PENDING_SESSION_TIMEOUT_MS),
+            rebalance_timeout=ms(REBALANCE_TIMEOUT_MS), member_id="", group_instance_id=None,
+            protocol_type=PROTOCOL_TYPE, protocols=tuple(
+                j.JoinGroupRequestProtocol(name=name, metadata=subscription_bytes(run.name, [], -1, False))
+                for name in ("range", "cooperative-sticky")), reason="kcheck: holds the join phase"))
+        if error_name(r.error_code) != "MEMBER_ID_REQUIRED":
+            raise RuntimeError(f"the pending member's JoinGroup: {error_name(r.error_code)}")
+        run.state["pending_member"] = r.member_id
+
+    def _release_if_empty(self, run: TraceRun) -> None:
+        """The last member left: without a pending member the coordinator would end the join
+        phase at once with nobody in it (Empty, generation + 1), as the spec's removal does; so
+        the pending member leaves too."""
+        if run.state.get("pending_member") and not any(self._describe(run)["in_group"]):
+            self._release_join_phase(run)
+
+    def _release_join_phase(self, run: TraceRun) -> None:
+        """The pending member leaves: the coordinator ends the join phase if all have rejoined."""
+        pending = run.state.pop("pending_member", None)
+        if pending:
+            self._leave(run, self._admin(run), pending)
 
     def _setup_mid_rebalance(self, run: TraceRun, s: dict) -> None:
         """The setup prefix of a trace that starts as a join phase ends (initial_reason says
@@ -269,7 +334,8 @@ class ClassicGroupAdapter(Adapter):
         present = [m for m in range(M) if s["in_group"][m]]
         order = [s["leader"]] + [m for m in present if m != s["leader"]]
         for m in present:
-            self._start(members[m], s["assignors"][m])
+            self._start(members[m], s["assignors"][m], run.variant)
+            members[m].cooperative = s["rebalance_protocol"][m] == "COOPERATIVE"
         with_generation = self._with_generation(run)
         for g in range(1, G + 1):
             last = g == G
@@ -280,12 +346,16 @@ class ClassicGroupAdapter(Adapter):
                 metadata = subscription_bytes(run.name, owned, claim, with_generation)
                 protocols = [(name, metadata) for name in me.assignors]
                 if not me.member_id:
-                    r = self._join_request(run, me, protocols)
-                    if error_name(r.error_code) != "MEMBER_ID_REQUIRED":
-                        raise RuntimeError(f"setup: member {m}'s first JoinGroup: {error_name(r.error_code)}")
-                    me.member_id = r.member_id
+                    err = self._new_member_id(run, m, me, protocols)
+                    if err != "MEMBER_ID_REQUIRED":
+                        raise RuntimeError(f"setup: member {m}'s first JoinGroup: {err}")
                 me.joining = run.state["pool"].submit(self._join_request, run, me, protocols,
                                                       self._conn(run, me))
+                if m == order[0]:
+                    # the leader's JoinGroup must start the join phase before the others arrive:
+                    # a new group's first member becomes its leader, and a follower that rejoins
+                    # a Stable group unchanged is answered at once without a rebalance
+                    self._await_preparing(run, me.member_id)
             answers = {}
             for m in order:
                 me = members[m]
@@ -322,6 +392,7 @@ class ClassicGroupAdapter(Adapter):
             me.generation = s["member_generation"][m]
             me.owned = [q for q in range(P) if s["owned"][m * P + q]]
             me.needs_join_prepare = s["needs_join_prepare"][m]
+            me.completed_generation = s["completed_generation"][m]
         run.state["generation"] = G
         seen = self._describe(run)
         if seen["group_state"] != "CompletingRebalance" or seen["in_group"] != list(s["in_group"]):
@@ -364,7 +435,7 @@ class ClassicGroupAdapter(Adapter):
         if action in REQUESTS and action != "CompleteJoin":
             self._check_no_early_completion(run)
         if action == "StartConsumer":
-            self._start(me, START[run.variant])
+            self._start(me, START[run.variant], run.variant)
         elif action == "JoinGroup":
             if run.state.get("group_state", "Empty") == "Empty":
                 run.state["initial_rebalance"] = True   # the initial delay, a timer, ends it
@@ -376,6 +447,14 @@ class ClassicGroupAdapter(Adapter):
             if a is None:
                 raise NotDrivable(f"member {m} has no JoinGroup answer to process")
             me.generation, me.protocol = a["generation"], a["protocol"]
+            from spec.classic_group import DYNAMIC
+            if run.variant in DYNAMIC:
+                # KIP-726: the protocol follows the chosen assignor; a COOPERATIVE member that
+                # sees an EAGER one chosen has kept partitions it can no longer trust
+                chosen_cooperative = a["protocol"] == "cooperative-sticky"
+                if me.cooperative and not chosen_cooperative:
+                    me.owned = []
+                me.cooperative = chosen_cooperative
             # the leader computes the assignment from the subscriptions in its answer
             me.leader_view = a if a["leader"] == me.member_id else None
             obs["member_generation"] = a["generation"]
@@ -395,19 +474,22 @@ class ClassicGroupAdapter(Adapter):
             obs.update(self._commit(run, me))
         elif action == "SessionTimeout":
             self._leave(run, self._admin(run), me.member_id)
+            self._release_if_empty(run)
         elif action == "Bounce":
             if me.member_id:
                 self._leave(run, self._conn(run, me), me.member_id)
             fresh = Member()
             members[m] = fresh
-            self._start(fresh, args["to"])
+            self._start(fresh, args["to"], run.variant)
+            self._release_if_empty(run)
         if action in REQUESTS:
             obs.update(self._describe(run))
         return obs
 
     def view(self, run: TraceRun, step: SpecStep) -> dict:
         """The spec's step in the observation keys. The group state is left out where the spec's
-        CompleteJoin is due (Kafka ends the join phase by itself, at once)."""
+        CompleteJoin is due: a new group's first join phase ends by its initial delay, a timer
+        the trace does not order (later ones wait for CompleteJoin, see _hold_join_phase)."""
         post, M, P = step.post, run.params.members, run.params.partitions
         v: dict = {}
         if step.outcome is not None:
@@ -439,11 +521,13 @@ class ClassicGroupAdapter(Adapter):
         return v
 
     # -- the client's steps --------------------------------------------------------------------
-    def _start(self, me: Member, assignor_list: str) -> None:
-        from spec.classic_group import LIST_ASSIGNORS, RebalanceProtocol, fixed_protocol
+    def _start(self, me: Member, assignor_list: str, variant: str | None = None) -> None:
+        """The consumer starts: its assignors, and its rebalance protocol (fixed by the list at
+        start-up, ConsumerCoordinator's constructor; EAGER under KIP-726's dynamic selection)."""
+        from spec.classic_group import DYNAMIC, LIST_ASSIGNORS, RebalanceProtocol, fixed_protocol
         lst = next(L for L in LIST_ASSIGNORS if L.name == getattr(assignor_list, "name", assignor_list))
         me.assignors = [a.name for a in LIST_ASSIGNORS[lst]]
-        me.cooperative = fixed_protocol(lst) == RebalanceProtocol.COOPERATIVE
+        me.cooperative = variant not in DYNAMIC and fixed_protocol(lst) == RebalanceProtocol.COOPERATIVE
 
     def _join(self, run: TraceRun, m: int, me: Member) -> dict:
         """onJoinPrepare, then JoinGroup; -> the outcome if Kafka answers at once."""
@@ -456,13 +540,13 @@ class ClassicGroupAdapter(Adapter):
         if not keep:
             me.owned = []
         with_generation = self._with_generation(run)
-        metadata = subscription_bytes(run.name, me.owned, me.generation, with_generation)
+        metadata = subscription_bytes(run.name, me.owned, self._claimed_generation(run, me),
+                                      with_generation)
         protocols = [(name, metadata) for name in me.assignors]
         if not me.member_id:
-            r = self._join_request(run, me, protocols)
-            if error_name(r.error_code) != "MEMBER_ID_REQUIRED":
-                return {"outcome": error_name(r.error_code)}
-            me.member_id = r.member_id
+            err = self._new_member_id(run, m, me, protocols)
+            if err != "MEMBER_ID_REQUIRED":
+                return {"outcome": err}
         me.joining = run.state["pool"].submit(self._join_request, run, me, protocols, self._conn(run, me))
         try:
             r = me.joining.result(timeout=ANSWERED_AT_ONCE_S)
@@ -480,6 +564,27 @@ class ClassicGroupAdapter(Adapter):
             me.member_id, me.generation = "", -1
         return {"outcome": err}
 
+    def _new_member_id(self, run: TraceRun, m: int, me: Member, protocols) -> str:
+        """A new member's first JoinGroup: MEMBER_ID_REQUIRED hands it an id (KIP-394), which it
+        keeps only if the id puts it in the spec's order. Kafka keeps the members in a HashMap
+        (ClassicGroup.members) and, when the leader leaves or has not rejoined, makes the first
+        in that map's order the leader (ClassicGroup.remove, maybeElectNewJoinedLeader); the spec
+        takes the lowest-numbered member. An id is kept when its bucket in a HashMap of 16
+        (String.hashCode, HashMap.hash) lies in member m's share of the buckets, so the map's
+        order is the members' order; another id is asked for otherwise, and the one not kept
+        leaves at once (a pending member would hold the join phase open). -> the answer's error."""
+        M = run.params.members
+        for _ in range(64):
+            r = self._join_request(run, me, protocols)
+            err = error_name(r.error_code)
+            if err != "MEMBER_ID_REQUIRED":
+                return err
+            if M * _bucket(r.member_id) // 16 == m:
+                me.member_id = r.member_id
+                return err
+            self._leave(run, self._admin(run), r.member_id)
+        raise RuntimeError(f"no member id for member {m} in its share of the buckets after 64 tries")
+
     def _join_request(self, run, me: Member, protocols, conn=None):
         from kio.schema.join_group.v9 import request as j
         req = j.JoinGroupRequest(group_id=run.name, session_timeout=ms(SESSION_TIMEOUT_MS),
@@ -488,6 +593,15 @@ class ClassicGroupAdapter(Adapter):
                                  protocols=tuple(j.JoinGroupRequestProtocol(name=n, metadata=b)
                                                  for n, b in protocols), reason="kcheck")
         return (conn or self._conn(run, me)).send(req)
+
+    def _claimed_generation(self, run: TraceRun, me: Member) -> int:
+        """The generation the subscription claims: ConsumerCoordinator.metadata's
+        generation().generationId (KIP-792 as shipped), or, with the spec's
+        generation_from_assignment (clients before 3.4: CooperativeStickyAssignor.onAssignment),
+        the generation of the last assignment the member applied."""
+        if getattr(run.params, "generation_from_assignment", 0):
+            return me.completed_generation
+        return me.generation
 
     def _with_generation(self, run: TraceRun) -> bool:
         """KIP-792: the subscription carries the generation (ConsumerProtocolSubscription v2+)."""
@@ -517,6 +631,8 @@ class ClassicGroupAdapter(Adapter):
 
     def _complete_join(self, run: TraceRun) -> dict:
         members = run.state["members"]
+        if not run.state.get("initial_rebalance"):
+            self._release_join_phase(run)
         waiting = [(j, x) for j, x in enumerate(members) if x.joining is not None]
         # the JoinGroup that completed the join phase was answered at once, with the new generation
         answers = {j: x.answer for j, x in enumerate(members) if x.answer is not None}
@@ -537,6 +653,8 @@ class ClassicGroupAdapter(Adapter):
         run.state["generation"] = a["generation"]
         run.state.pop("join_ended", None)
         run.state.pop("initial_rebalance", None)
+        if "pending_member" not in run.state:
+            self._hold_join_phase(run)        # for the next join phase
         ids = {x.member_id: j for j, x in enumerate(members) if x.member_id}
         return {"join_error": "none", "generation": a["generation"], "protocol_name": a["protocol"],
                 "leader": ids.get(a["leader"], -1)}
@@ -568,6 +686,7 @@ class ClassicGroupAdapter(Adapter):
         obs = {"outcome": err}
         if err == "NONE":
             me.owned = read_assignment(r.assignment)
+            me.completed_generation = me.generation
             obs["assigned"] = me.owned
             if run.variant in ONCE_PER_REBALANCE:
                 me.needs_join_prepare = True
