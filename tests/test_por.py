@@ -75,7 +75,7 @@ SMALL = [
     ("classic_group", None, {"members": 2}),
     ("classic_group", "kip726-dynamic", {"members": 2, "max_generation": 3}),
     ("shared_consumption", None, {}),
-    ("consumer_group", None, {"max_epoch": 3}),
+    ("consumer_group", None, {"max_epoch": 2}),
 ]
 # one property at a time is a search per property: the larger specs' runs are marked slow
 QUICK = [c for c in SMALL if c[0] in ("two_phase", "classic_group")]
