@@ -47,6 +47,9 @@ def register(sub) -> dict:
                         "trace, walks under conformance/SPEC/)")
     c.add_argument("--wire-logs", action="store_true",
                    help="save every trace's requests and responses, not only a divergent one's")
+    c.add_argument("--move-coordinator-after", metavar="K[,K...]", default=None,
+                   help="move the group coordinator to another node after these steps of every "
+                        "trace (a cluster of three; consumer_group): the spec says nothing changes")
     c.add_argument("--json", action="store_true", help="print the results as JSON")
     return {"conform": cmd_conform}
 
@@ -115,6 +118,18 @@ def cmd_conform(args, console) -> int:
             check_version(args.kafka)
         except ValueError as e:
             raise BadInput(str(e)) from None
+    if args.move_coordinator_after:
+        steps = args.move_coordinator_after.split(",")
+        if not all(k.strip().isdigit() and int(k) >= 1 for k in steps):
+            raise BadInput(f"--move-coordinator-after {args.move_coordinator_after!r}: give step "
+                           f"numbers from 1, comma-separated (e.g. 2,5)")
+        if not hasattr(adapter, "coordinator_moves"):
+            raise BadInput(f"--move-coordinator-after: the {spec.name} adapter does not move "
+                           f"coordinators (consumer_group does)")
+        if args.bootstrap:
+            raise BadInput("--move-coordinator-after needs the cluster kcheck starts; it cannot "
+                           "be used with --bootstrap")
+        adapter.coordinator_moves = tuple(int(k) for k in steps)
     jobs = _jobs(args, spec)
     if args.walks:
         jobs += _walk_jobs(args, spec, adapter)

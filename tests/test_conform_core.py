@@ -195,7 +195,12 @@ def test_bad_input_exits_2_in_one_line(tmp_path):
     other = ROOT / "counterexamples" / "producer"
     trace = next(other.glob("*/*.json"))
     r = _kcheck("conform", "consumer_group", str(trace))
-    assert r.returncode == 2 and "not consumer_group" in r.stderr
+    assert r.returncode == 2 and "is a trace of spec producer, not consumer_group" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    r = _kcheck("conform", "consumer_group", "--move-coordinator-after", "0")
+    assert r.returncode == 2 and "step numbers from 1" in r.stderr
+    r = _kcheck("conform", "producer", "--move-coordinator-after", "2")
+    assert r.returncode == 2 and "does not move coordinators" in r.stderr
     with pytest.raises(ValueError):
         check_version("4.3")
 
