@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from checker import explore
 from checker.compile import Compiled
 from checker.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
-from checker.verdict import Counterexample
+from checker.verdict import Counterexample, sometimes_status
 from spec.lang import Model
 
 
@@ -98,10 +98,12 @@ class SearchResult:
 
     def status(self, prop: str) -> str:
         if prop in self.found:
-            return "violated"
-        if prop == DEADLOCK and self.cut_only_states:
-            return "bounded"
-        return "holds" if self.exhaustive else "bounded"
+            st = "violated"
+        elif prop == DEADLOCK and self.cut_only_states:
+            st = "bounded"
+        else:
+            st = "holds" if self.exhaustive else "bounded"
+        return sometimes_status(self.model.spec, prop, st)   # a witness of a sometimes: reached
 
     def reason(self, prop: str) -> str | None:
         """Why a property not violated is 'bounded', in one sentence (None when it holds or is

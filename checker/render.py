@@ -65,7 +65,7 @@ def stats_line(r: SearchResult) -> str:
 
 def verdict_cell(r: SearchResult, prop: str, traces: dict) -> str:
     st = r.status(prop)
-    return cell(st, len(traces[prop]) if st == "violated" else None)
+    return cell(st, len(traces[prop]) if st in ("violated", "reached") else None)
 
 
 def loop_sentence(tr: Trace) -> str:
@@ -101,7 +101,8 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
             if why:
                 console.print(f"{p}: no violation (bounded): {why}", markup=False)
     for p, tr in traces.items():
-        console.print(trace_table(tr, f"Shortest counterexample for {p} ({len(tr)} steps)"))
+        what = "witness" if r.status(p) == "reached" else "counterexample"
+        console.print(trace_table(tr, f"Shortest {what} for {p} ({len(tr)} steps)"))
         if p in saved:
             console.print(f"saved: {saved[p]}")
 

@@ -28,6 +28,7 @@ import z3
 from checker.layout import layout_of
 from checker.ops import OPS
 from checker.trace import Trace, build
+from checker.verdict import sometimes_status
 from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
 DEADLOCK = "deadlock"
@@ -515,10 +516,12 @@ class BmcResult:
 
     def status(self, prop: str) -> str:
         if prop in self.found:
-            return "violated"
-        if self.inconclusive:
-            return "unknown"
-        return "holds" if self.exhaustive else "bounded"
+            st = "violated"
+        elif self.inconclusive:
+            st = "unknown"
+        else:
+            st = "holds" if self.exhaustive else "bounded"
+        return sometimes_status(self.model.spec, prop, st)   # a witness of a sometimes: reached
 
 
 def default_properties(model: Model) -> list[str]:

@@ -29,6 +29,8 @@ class Verdict(str, Enum):
     CONFORMS = "conforms"            # conformance: every step answered as the model said
     DIVERGES = "diverges"            # conformance: a step answered otherwise
     NOT_DRIVABLE = "not-drivable"    # conformance: a step the adapter cannot send
+    REACHED = "reached"              # a sometimes property: a witness was found (and replays)
+    NOT_REACHED = "not-reached"      # a sometimes property: no reachable state meets it
 
     def __str__(self) -> str:
         return self.value
@@ -37,7 +39,7 @@ class Verdict(str, Enum):
     def decided(self) -> bool:
         """Whether the verdict is a full answer (as opposed to bounded or unknown)."""
         return self in (Verdict.HOLDS, Verdict.VIOLATED, Verdict.PROVED, Verdict.CONFORMS,
-                        Verdict.DIVERGES)
+                        Verdict.DIVERGES, Verdict.REACHED, Verdict.NOT_REACHED)
 
 
 @dataclass
@@ -62,6 +64,8 @@ def cell(status: str, length: int | None = None, lasso: bool = False,
          bounded: str = "no violation (bounded)") -> str:
     """A verdict as a table cell, the same in every matrix and report."""
     status = Verdict(status)
+    if status is Verdict.REACHED:
+        return "reached" if length is None else f"reached ({length} step{'' if length == 1 else 's'})"
     if status is Verdict.VIOLATED:
         n = "" if length is None else f"{length} step{'' if length == 1 else 's'}"
         what = ", ".join(x for x in ("lasso" if lasso else "", n) if x)
@@ -69,7 +73,17 @@ def cell(status: str, length: int | None = None, lasso: bool = False,
     return {Verdict.HOLDS: "holds", Verdict.BOUNDED: bounded, Verdict.PROVED: "PROVED",
             Verdict.NOT_INDUCTIVE: "NOT INDUCTIVE", Verdict.UNKNOWN: "unknown (solver)",
             Verdict.CONFORMS: "conforms", Verdict.DIVERGES: "DIVERGES",
-            Verdict.NOT_DRIVABLE: "not drivable"}[status]
+            Verdict.NOT_DRIVABLE: "not drivable", Verdict.NOT_REACHED: "NOT REACHED"}[status]
+
+
+def sometimes_status(spec, prop: str, status: str) -> str:
+    """A property's verdict from an engine's status. The engines check a ``sometimes`` property
+    as the invariant "never P" (spec.lang), so for one their "violated" is "reached" (the
+    counterexample is the witness) and their "holds" is "not reached"."""
+    p = spec.properties.get(prop)
+    if p is None or p.kind != "sometimes":
+        return status
+    return {"violated": Verdict.REACHED.value, "holds": Verdict.NOT_REACHED.value}.get(str(status), status)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,6 +99,12 @@ def differs_from_record(spec, variant: str | None, prop: str, status: str) -> st
     where = f"{spec.name}/{v.name}: {prop}"
     expected = prop in v.expected_violations
     status = Verdict(status)
+    # a sometimes property is recorded in violates=[...] where it is known not to be reached
+    if status is Verdict.NOT_REACHED and not expected:
+        return (f"{where} is not reached but the record says it is (a scenario the spec relies "
+                f"on no longer happens)")
+    if status is Verdict.REACHED and expected:
+        return f"{where} is reached but the record says it is not"
     if status is Verdict.VIOLATED and not expected:
         return f"{where} is violated but the record says it holds (a regression, or a new finding to record)"
     if status is Verdict.HOLDS and expected:
@@ -212,7 +232,7 @@ def exit_code(statuses: dict[str, str], complete: bool, stop_reason: str | None 
         return TERMINATED
     if stop_reason == "interrupted":
         return INTERRUPTED
-    if any(s == Verdict.VIOLATED for s in statuses.values()):
+    if any(s in (Verdict.VIOLATED, Verdict.NOT_REACHED) for s in statuses.values()):
         return VIOLATED
     return OK if complete and all(Verdict(s).decided for s in statuses.values()) else BOUNDED
 

@@ -379,3 +379,21 @@ def test_the_state_graph_and_progress_verdicts_are_the_same_for_the_structured_s
     rb = check_progress(b, structured.spec.progress["request-answered"])
     assert ra.status == rb.status == "violated"   # Receive is fair, but a new request may follow
     assert len(ra.lasso.steps) == len(rb.lasso.steps)
+
+
+def test_the_result_says_reached_and_not_reached_and_compares_them_with_the_record():
+    from checker.verdict import cell, differs_from_record, exit_code
+    spec = load_spec(str(LANG_SPECS / "records.py"))
+    r = search(spec.instantiate(None, SIZES[0]))
+    assert r.status("request-to-fence") == "reached" and r.status("shared-partition") == "not-reached"
+    assert r.status("leader-owns-nothing") == "violated"
+    assert cell("reached", 3) == "reached (3 steps)" and cell("not-reached") == "NOT REACHED"
+    # recorded: shared-partition is known not to be reached (violates=), request-to-fence is not
+    assert differs_from_record(spec, "default", "request-to-fence", "reached") is None
+    assert differs_from_record(spec, "default", "shared-partition", "not-reached") is None
+    assert "is not reached but the record says it is" in \
+        differs_from_record(spec, "default", "request-to-fence", "not-reached")
+    assert "is reached but the record says it is not" in \
+        differs_from_record(spec, "default", "shared-partition", "reached")
+    assert exit_code({"request-to-fence": "reached"}, True) == 0
+    assert exit_code({"request-to-fence": "not-reached"}, True) == 1
