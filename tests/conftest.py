@@ -22,9 +22,32 @@ _MODULE_MARKS = {
 }
 
 
+# Single tests that take more than a few seconds here (measured with --durations on a fresh
+# clone): the main job's own comparisons and the per-spec sweeps over the big Kafka specs. The
+# quick loop keeps their small-spec instances where the test is parametrised by spec.
+_SLOW_TESTS = {
+    "test_shipped_progress_verdicts_match_the_record_and_lassos_replay": None,
+    "test_progress_agrees_with_the_plain_reading_at_small_bounds": None,
+    "test_compiled_code_agrees_with_reference_interpreter": ("consumer_group", "classic_group",
+                                                            "shared_consumption"),
+    "test_shared_subexpressions_compute_what_the_interpreter_computes": (
+        "consumer_group", "classic_group", "shared_consumption", "producer"),
+}
+
+
+def _is_slow(item) -> bool:
+    name = getattr(item, "originalname", item.name)
+    if name not in _SLOW_TESTS:
+        return False
+    specs = _SLOW_TESTS[name]
+    return specs is None or any(f"[{spec}" in item.name for spec in specs)
+
+
 def pytest_collection_modifyitems(config, items):
     import pytest
     for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
         for name in _MODULE_MARKS.get(item.path.name, ()):
             item.add_marker(getattr(pytest.mark, name))
         if item.get_closest_marker("kafka") or item.get_closest_marker("browser"):
