@@ -749,8 +749,20 @@ def prove(model: Model, prop: str, k_max: int = 3, use_lemmas: bool = True,
     return res
 
 
+def provable_properties(model: Model) -> list[str]:
+    """The properties k-induction answers: all but the sometimes properties (a scenario is
+    reachable or not; check and bmc find its witness, and a proof of "never P" would read as
+    the opposite of what the property says)."""
+    return [p for p in default_properties(model)
+            if p not in model.spec.properties or model.spec.properties[p].kind != "sometimes"]
+
+
 def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: float | None) -> ProofResult:
     _check_props(model, [prop])
+    if prop not in provable_properties(model):
+        raise SpecError(f"{prop} is a sometimes property (a scenario stated reachable): 'kcheck "
+                        f"check' and 'kcheck bmc' find its witness; prove answers "
+                        f"{', '.join(provable_properties(model))}")
     sy = System(model, False, timeout_s)
     t0 = time.perf_counter()
     res = ProofResult(model, prop, "unknown", 0)

@@ -350,10 +350,10 @@ def cmd_bmc(args, console) -> int:
 
 
 def cmd_prove(args, console) -> int:
-    from checker.symbolic import DEADLOCK, default_properties, prove
+    from checker.symbolic import DEADLOCK, provable_properties, prove
     spec, model = _model(args)
     out = out_dir(args)
-    props = args.property or [p for p in default_properties(model)]
+    props = args.property or provable_properties(model)
     _known_properties(spec, props, DEADLOCK)
     if args.bmc_depth < 0:
         raise BadInput("--bmc-depth must be 0 or more")

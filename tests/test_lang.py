@@ -397,3 +397,17 @@ def test_the_result_says_reached_and_not_reached_and_compares_them_with_the_reco
         differs_from_record(spec, "default", "shared-partition", "reached")
     assert exit_code({"request-to-fence": "reached"}, True) == 0
     assert exit_code({"request-to-fence": "not-reached"}, True) == 1
+
+
+@pytest.mark.z3
+def test_prove_leaves_a_sometimes_property_to_check_and_bmc(capsys):
+    from checker.cli import main
+    from checker.symbolic import provable_properties, prove
+    model = load_spec(str(LANG_SPECS / "records.py")).instantiate(None, SIZES[0])
+    assert "request-to-fence" not in provable_properties(model)
+    assert "one-owner" in provable_properties(model)
+    with pytest.raises(SpecError, match="request-to-fence is a sometimes property"):
+        prove(model, "request-to-fence")
+    code = main(["prove", str(LANG_SPECS / "records.py"), "--property", "request-to-fence"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "sometimes property" in err and "\n" not in err
