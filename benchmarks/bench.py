@@ -99,8 +99,9 @@ def main(argv: list[str]) -> None:
         print(json.dumps({"model": name, "params": params, **opts, **r}), file=sys.stderr, flush=True)
         label = name + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else " (defaults)")
         if (name, params, opts) in SCALE:
-            label = name + " " + "x".join(str(params.get(k, "")) for k in ("members", "partitions")
-                                          if k in params) + (" timeouts" if params.get("timeouts") else "")
+            size = (f"{params['members']}x{params['partitions']}" if "partitions" in params
+                    else f"{params['members']} members")
+            label = f"{name} {size}" + (" timeouts" if params.get("timeouts") else "")
         if r["reduced"]:
             label += " (symmetry)"
             notes.append(f"{label}: {r['states']:,} orbits stand for {r['unreduced']:,} states "
