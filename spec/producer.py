@@ -188,7 +188,7 @@ def state(p):
 
 @spec.init
 def init(p):
-    F, P, W, R = p.coordinator_failovers, p.partitions, slots(p), P_REPLICAS(p)
+    F, P, W, R = p.coordinator_failovers, p.partitions, slots(p), replica_entries(p)
     yield {
         "client": ClientState.UNINITIALIZED, "epoch": NO_EPOCH,
         "epoch_bump_required": False, "epoch_bump": False,
@@ -235,7 +235,8 @@ PER_SLOT = ("earlier_batch", "earlier_record", "earlier_seq", "earlier_sent", "n
 PER_COORDINATOR = ("marker", "marker_epoch", "marker_commit")
 
 
-def P_REPLICAS(p):
+def replica_entries(p):
+    """The producer state entries of every partition's replicas."""
     return p.partitions * REPLICAS
 
 
