@@ -411,3 +411,24 @@ def test_prove_leaves_a_sometimes_property_to_check_and_bmc(capsys):
     code = main(["prove", str(LANG_SPECS / "records.py"), "--property", "request-to-fence"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "sometimes property" in err and "\n" not in err
+
+
+def test_ci_outputs_pass_a_reached_scenario_and_fail_one_not_reached(tmp_path):
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+    junit = tmp_path / "out.xml"
+    root_dir = Path(__file__).resolve().parent.parent
+    # the flat twin recorded with nothing expected: shared-partition (not reached) differs
+    spec_path = tmp_path / "flat.py"
+    spec_path.write_text((LANG_SPECS / "flat.py").read_text().replace(
+        ', "shared-partition"])', '])'))
+    r = subprocess.run([sys.executable, "-m", "checker.cli", "check", str(spec_path),
+                        "--junit", str(junit)], capture_output=True, text=True, cwd=root_dir,
+                       timeout=600)
+    assert r.returncode == 1, r.stderr
+    cases = {tc.get("name"): tc for tc in ET.parse(junit).getroot().iter("testcase")}
+    assert cases["request-to-fence"].find("failure") is None
+    assert cases["request-to-fence"].find("skipped") is None
+    failure = cases["shared-partition"].find("failure")
+    assert failure is not None and "shared-partition is not reached" in failure.get("message")
