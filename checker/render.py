@@ -14,6 +14,10 @@ from checker.verdict import cell, differs_from_record
 def show_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, list):        # an array, a row of a 2-D array
+        return "[" + ", ".join(map(show_value, v)) + "]"
+    if isinstance(v, dict):        # a record
+        return "{" + ", ".join(f"{k}: {show_value(x)}" for k, x in v.items()) + "}"
     return str(v)
 
 
@@ -36,7 +40,7 @@ def trace_table(tr: Trace, title: str | None = None) -> Table:
 
 
 def _initial_summary(tr: Trace) -> str:
-    return ", ".join(f"{k}={show_value(v) if not isinstance(v, list) else '[' + ', '.join(map(show_value, v)) + ']'}"
+    return ", ".join(f"{k}={show_value(v)}"
                      for k, v in tr.initial_state.items())
 
 
