@@ -164,3 +164,15 @@ def test_seeded_walk_conforms(kafka_broker, variant, seed):
     out = driver.run_trace(kafka_broker, adapter, spec, driver.Job(f"walk-{variant}-{seed}", doc),
                            kafka_broker.version)
     assert out.kind == driver.CONFORMS, out.text()
+
+
+def test_member_id_buckets_are_java_hashmap_buckets():
+    """String.hashCode then HashMap.hash, 16 buckets: the order Kafka's ClassicGroup.members
+    iterates in ("abc".hashCode() = 96354; a negative hash code wraps as in Java)."""
+    from checker.conform.classic_group import _bucket
+    assert _bucket("abc") == (96354 ^ (96354 >> 16)) & 15 == 3
+    h = 0
+    for ch in "kcheck-consumer-0-8c1f":          # Java's int arithmetic, by hand
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    assert _bucket("kcheck-consumer-0-8c1f") == (h ^ (h >> 16)) & 15
+    assert {_bucket(f"member-{k}") for k in range(200)} == set(range(16))
