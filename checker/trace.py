@@ -354,15 +354,16 @@ class ReplayResult:
 
 
 def _flat_expect(model: Model, expected: dict) -> dict[str, Any]:
-    """Expected fields may be flat ('member_epoch[1]') or declared names with whole arrays."""
-    lay = model.layout
+    """Expected fields may be flat ('member_epoch[1]', 'owns[1][0]', 'request[0].epoch') or
+    declared names with whole arrays (nested for 2-D) or records (some or all members)."""
+    lay = model.fields
     names = {f.name for f in lay.fields}
     out = {}
     for k, v in expected.items():
         if k in names:
             out[k] = v
-        elif k in lay.arrays and isinstance(v, list) and len(v) == len(lay.arrays[k]):
-            for f, x in zip(lay.arrays[k], v):
+        elif lay.leaves(k, v) is not None:     # a whole array (nested for 2-D) or record
+            for f, x in lay.leaves(k, v):
                 out[f.name] = x
         else:
             raise TraceError(f"expected field '{k}' is not a field of {model.spec.name}; fields: "

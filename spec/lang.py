@@ -754,6 +754,23 @@ class StateFields:
             for k, n in node.items():
                 self._flatten_value(flat, n, v[k], f"{name}.{k}")
 
+    def leaves(self, name: str, value) -> list[tuple[FieldInfo, Any]] | None:
+        """The flat fields of the compound field ``name`` paired with the parts of ``value`` (an
+        array as a list, nested for 2-D, a record as a dict of some or all members), or None when
+        the value does not have the field's shape."""
+        out: list[tuple[FieldInfo, Any]] = []
+
+        def walk(node, v) -> bool:
+            if isinstance(node, FieldInfo):
+                out.append((node, v))
+                return True
+            if isinstance(node, list):
+                return isinstance(v, list) and len(v) == len(node) and all(map(walk, node, v))
+            return isinstance(v, dict) and all(k in node and walk(node[k], x) for k, x in v.items())
+        if name not in self.compound or not walk(self.compound[name], value):
+            return None
+        return out
+
     @staticmethod
     def _check_into(flat, f: FieldInfo, v):
         try:

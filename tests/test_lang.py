@@ -432,3 +432,21 @@ def test_ci_outputs_pass_a_reached_scenario_and_fail_one_not_reached(tmp_path):
     assert cases["request-to-fence"].find("skipped") is None
     failure = cases["shared-partition"].find("failure")
     assert failure is not None and "shared-partition is not reached" in failure.get("message")
+
+
+@pytest.mark.parametrize("expect, ok", [
+    ({"request": [{"present": True, "epoch": 0}, {"present": False, "epoch": 0}]}, True),
+    ({"request": [{"present": True}, {}]}, True),               # some members only
+    ({"request[0].present": True, "owns[1][0]": False}, True),  # flat names
+    ({"owns": [[False, False], [False, False]]}, True),         # a whole 2-D array
+    ({"request": [{"present": False}, {}]}, False),
+    ({"owns": [[False, True], [False, False]]}, False),
+])
+def test_a_scenario_expects_nested_arrays_and_records(expect, ok):
+    _, structured = _pair(SIZES[0])
+    doc = {"kcheck_trace": 1, "spec": str(LANG_SPECS / "records.py"), "variant": "default",
+           "params": SIZES[0], "steps": [{"action": "Send", "args": {"m": 0},
+                                          "expect": {"state": expect}}]}
+    from checker.trace import validate
+    res = replay(structured, validate(doc))
+    assert res.ok is ok, res.message
