@@ -31,8 +31,9 @@ and method each rule comes from. See docs/writing-specs.md.
 Properties:
 - epoch-order: no member epoch is ahead of the group epoch.
 - stale-epoch-fenced: a heartbeat from an older epoch is answered FENCED_MEMBER_EPOCH.
+- older-epoch-exists (sometimes): a member holds an epoch that an older one can be sent against.
 """
-from spec.lang import Array, Enum, Forall, If, Int, Spec
+from spec.lang import Array, Enum, Exists, Forall, If, Int, Spec
 
 spec = Spec("{name}", __doc__)
 spec.param("members", 2, lo=1, hi=4, doc="consumers in the group")
@@ -93,6 +94,13 @@ def epoch_order(s, p):
 def stale_epoch_fenced(pre, post, action, args, outcome, p):
     """A heartbeat from an older epoch than the member's is answered FENCED_MEMBER_EPOCH."""
     return (args["epoch"] == pre.member_epoch[args["m"]]) | (outcome == Error.FENCED_MEMBER_EPOCH)
+
+
+@spec.sometimes("older-epoch-exists")
+def older_epoch_exists(s, p):
+    """Some member holds an epoch above 0, so a heartbeat from an older epoch can be sent (the case
+    stale-epoch-fenced judges: were it unreachable, that property would hold vacuously)."""
+    return Exists(members(p), lambda m: s.member_epoch[m] > 0)
 
 
 spec.variant("fenced", "stale epochs are fenced, as the coordinator does", default=True)

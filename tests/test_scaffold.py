@@ -33,7 +33,8 @@ def test_check_passes_out_of_the_box(new_spec):
     doc = json.loads(r.stdout)
     assert doc["spec"] == "lease_protocol" and doc["variant"] == "fenced" and doc["exhaustive"]
     assert {p: v["status"] for p, v in doc["properties"].items()} == {
-        "epoch-order": "holds", "stale-epoch-fenced": "holds"}
+        "epoch-order": "holds", "stale-epoch-fenced": "holds", "older-epoch-exists": "reached"}
+    assert doc["properties"]["older-epoch-exists"]["trace_length"] == 1   # its witness: one Join
     assert doc["distinct_states"] == 5
 
 
