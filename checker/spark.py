@@ -20,28 +20,29 @@ stopping rule (a search stops at the top of the first level where every property
 or at --max-depth), so the distinct-state count and the depth are the ones the single-process
 search prints, even when it stops early.
 
-Tie-break between traces of the same length, the single-process one (checker/bfs.py):
+Tie-break between traces of the same length, the single-process one (checker/explore.py, "the
+parent rule"; docs/design.md, "The core's parent rule"):
 1. the end: for an invariant or a deadlock, the violating state with the least fingerprint (a
    level is ordered by fingerprint, and bfs reports the first); for a transition property, the
    step whose pre-state has the least fingerprint, then the lowest action instance. This is
    exact: every violating state at the shortest depth is at that depth in some slice, and each
    slice reports its own least one.
-2. the path to that end: bfs keeps, for each state, the first parent that produced it, ordered by
-   (action instance, parent's position in its level). So among the traces of the slices, the
-   one reported is the least when their steps are compared from the last one backwards by
-   (action instance, fingerprint of the state before the step). The slice that holds the
-   single-process path's frontier state produces that path itself, so this picks it. Caveat:
-   bfs expands a level in blocks of 32,768 states and prefers an earlier block over a lower
-   instance; where a level is larger than one block, an equally short path to the same end may
-   be reported instead (the verdict, the length and the end are still the same).
+2. the path to that end: a state's parent is the least (action instance, parent fingerprint)
+   among the steps into it from the level before, whatever the blocks a level is expanded in.
+   So among the traces of the slices, the one reported is the least when their steps are
+   compared from the last one backwards by (action instance, fingerprint of the state before
+   the step). The slice that holds the single-process path's frontier state produces that path
+   itself (its own parent choices are among fewer predecessors, which include the single
+   process's choice), and the driver's prefix is built by the same core: the trace is the
+   single-process trace, byte for byte, at every size.
 
-Statistics that are not deduplicated (transitions, transitions cut by search bounds) are sums
-over the slices, duplicated work included. --max-states is a single-process bound and is not
+Statistics that are not deduplicated (transitions, transitions cut by search bounds, steps
+per action instance, so the action coverage) are sums over the slices and the prefix,
+duplicated work included; an action that never fired is one that fired in no slice. --max-states is a single-process bound and is not
 offered here.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import re
 import shutil
@@ -56,12 +57,12 @@ from pathlib import Path
 
 import numpy as np
 
-from checker import bfs
+from checker import bfs, explore
 from checker.bfs import DEADLOCK, Found, SearchResult
 from checker.compile import Compiled, fingerprint
+from checker.explore import BLOCK
 from spec.lang import Model, SpecError
 
-BLOCK = inspect.signature(bfs.search).parameters["block"].default
 ROOT = Path(__file__).resolve().parent.parent
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 LOG = Path(tempfile.gettempdir()) / f"kcheck-spark-{os.getuid()}.log"
@@ -230,7 +231,8 @@ def spec_ref(spec) -> str:
     raise SparkError(f"spec {spec.name}: cannot find the module that defines it")
 
 
-def _model(ref: str, variant: str, params: dict) -> Model:
+def model_for(ref: str, variant: str, params: dict) -> Model:
+    """The model an executor checks, built once per process."""
     key = (ref, variant, tuple(sorted(params.items())))
     if key not in _MODELS:
         from checker.loader import load_spec
@@ -267,11 +269,11 @@ def _found_plain(found: dict) -> list:
 def run_slice(task: dict):
     """One slice, on an executor -> (summary, fingerprints, global depths)."""
     _fail_if_asked(task)
-    model = _model(task["spec"], task["variant"], task["params"])
+    model = model_for(task["spec"], task["variant"], task["params"])
     roots = task["roots"]
     rec = _LevelRecorder()
     res = bfs.search(model, task["properties"], task["max_depth"], None, task["deadlock"],
-                     initial=roots, on_level=rec.on_level)
+                     initial=roots, on_level=rec.on_level, block=task.get("block", BLOCK))
     levels = rec.levels
     if sum(len(u) for u in levels) != res.distinct_states:
         raise RuntimeError(f"kcheck: slice {task['slice']}: recorded {sum(len(u) for u in levels)} "
@@ -281,11 +283,14 @@ def run_slice(task: dict):
                              for d, u in enumerate(levels)])
     summary = {"slice": task["slice"], "distinct": res.distinct_states, "transitions": res.transitions,
                "cut": res.cut_by_bounds, "depth": res.depth, "stop_reason": res.stop_reason,
-               "elapsed_s": res.elapsed_s, "found": _found_plain(res.found)}
+               "elapsed_s": res.elapsed_s, "found": _found_plain(res.found),
+               "fired": [int(x) for x in res.fired], "cut_only": res.cut_only_states}
     return summary, fps, depths
 
 
-def _bucket(fps: np.ndarray, parts: int) -> np.ndarray:
+def bucket(fps: np.ndarray, parts: int) -> np.ndarray:
+    """The group (slices) or owner (ownership) of each fingerprint: mixed first, so that one-word
+    states, which are their own fingerprints, spread too."""
     with np.errstate(over="ignore"):
         return ((fps * _MIX) >> np.uint64(40)) % np.uint64(parts)
 
@@ -294,7 +299,7 @@ def _slice_records(task, parts, states_acc):
     summary, fps, depths = run_slice(task)
     states_acc.add(summary["distinct"])
     yield parts + task["slice"], summary
-    b = _bucket(fps, parts)
+    b = bucket(fps, parts)
     for p in range(parts):
         sel = b == p
         yield p, (fps[sel], depths[sel])
@@ -367,65 +372,19 @@ class Distribution:
                 f"{self.distinct_reached:,} distinct)")
 
 
-def _sorted_initial(model: Model) -> np.ndarray:
-    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, model.layout.words).T.copy()
-    _, order = np.unique(fingerprint(init), return_index=True)
-    return init[:, order]
-
-
-def _frontier(model: Model, comp: Compiled, want: int, max_depth: int | None):
-    """Breadth-first levels, in bfs.search's order, until one has ``want`` states (or the space
-    or max_depth ends first) -> (depth, frontier words (columns), path of each frontier state,
-    fingerprints per level). A path is (initial words, action instances)."""
-    level = _sorted_initial(model)
-    visited = fingerprint(level).copy()
-    levels_fp = [visited.copy()]
-    initial_words = [tuple(int(x) for x in level[:, i]) for i in range(level.shape[1])]
-    parents = [np.full(level.shape[1], -1, dtype=np.int64)]
-    actions = [np.zeros(level.shape[1], dtype=np.int64)]
-    depth = 0
-    while level.shape[1] and level.shape[1] < want and (max_depth is None or depth < max_depth):
-        chunks_fp, chunks_S, chunks_par, chunks_act = [], [], [], []
-        n = level.shape[1]
-        for start in range(0, n, BLOCK):
-            S = level[:, start:start + BLOCK]
-            cS, cpar, cact = [], [], []
-            for k, idx, _sub, T, _out, ok in comp.successors(S):
-                if ok is not None:
-                    idx, T = idx[ok], T[:, ok]
-                    if not idx.size:
-                        continue
-                cS.append(T)
-                cpar.append(idx + start)
-                cact.append(np.full(idx.size, k, dtype=np.int64))
-            if cS:
-                T = np.concatenate(cS, axis=1)
-                fp = fingerprint(T)
-                u, first = np.unique(fp, return_index=True)
-                fresh = ~np.isin(u, visited)
-                chunks_fp.append(u[fresh])
-                chunks_S.append(T[:, first[fresh]])
-                chunks_par.append(np.concatenate(cpar)[first[fresh]])
-                chunks_act.append(np.concatenate(cact)[first[fresh]])
-        fp = np.concatenate(chunks_fp) if chunks_fp else np.zeros(0, dtype=np.uint64)
-        if not len(fp):
-            level = level[:, :0]
-            break
-        u, first = np.unique(fp, return_index=True)
-        level = np.concatenate(chunks_S, axis=1)[:, first]
-        parents.append(np.concatenate(chunks_par)[first])
-        actions.append(np.concatenate(chunks_act)[first])
-        visited = np.union1d(visited, u)
-        levels_fp.append(u)
-        depth += 1
-
-    def path(index: int):
-        steps = []
-        for d in range(depth, 0, -1):
-            steps.append(int(actions[d][index]))
-            index = int(parents[d][index])
-        return initial_words[index], steps[::-1]
-    paths = {tuple(int(x) for x in level[:, i]): path(i) for i in range(level.shape[1])}
+def _frontier(model: Model, comp: Compiled, want: int, max_depth: int | None,
+              block: int = BLOCK):
+    """Breadth-first levels, on the single process's core (the same order and parents), until
+    one has ``want`` states (or the space or max_depth ends first) -> (depth, frontier words
+    (columns), path of each frontier state, fingerprints per level). A path is (initial words,
+    action instances)."""
+    ex = explore.Explorer(model, comp, [], False, keyed=False, block=block)
+    levels_fp = [ex.start(model.initial_words)]
+    ex.run(max_depth, until=lambda: ex.frontier.shape[1] >= want,
+           on_level=lambda depth, fp: levels_fp.append(fp))
+    level, depth = ex.frontier, ex.depth
+    paths = {tuple(int(x) for x in level[:, i]): ex.trace_to(depth, i)
+             for i in range(level.shape[1])}
     return depth, level, paths, levels_fp
 
 
@@ -443,32 +402,15 @@ def _trace_key(model: Model, ex, f: Found) -> tuple:
     return n, end, back
 
 
-def _single_process_stop(found_len: dict, kinds: dict, hist: np.ndarray, props: list[str],
-                         max_depth: int | None):
-    """Replays bfs.search's loop over the global levels -> (stop_reason, last level)."""
-    pending_props = bool(props)
-    top = len(hist) - 1                      # deepest non-empty level
-    d = 0
-    while True:
-        def by(p):
-            L = found_len.get(p)
-            return L is not None and (L + 1 if kinds[p] == DEADLOCK else L) <= d
-        if pending_props and all(by(p) for p in kinds):
-            return "all-violated", d
-        if max_depth is not None and d >= max_depth:
-            return "max-depth", d
-        if d + 1 > top:
-            return None, d
-        d += 1
-
-
 def check(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
           deadlock: bool | None = None, master: str = "local[*]", slices: int | None = None,
-          verbose: bool = False, progress=None, fail_once: tuple[int, ...] = ()) -> SearchResult:
+          verbose: bool = False, progress=None, fail_once: tuple[int, ...] = (),
+          block: int = BLOCK) -> SearchResult:
     """Explore ``model`` on Spark; returns the SearchResult the single-process search would
     return (see the module's docstring), with a ``distribution`` attribute.
     ``progress(slices_done, slices, states_so_far)`` is called from a driver thread.
-    ``fail_once`` (tests only) names slices whose first attempt fails."""
+    ``fail_once`` (tests only) names slices whose first attempt fails. ``block``: states
+    expanded at once (tests: small blocks make small levels span several)."""
     t_start = time.perf_counter()
     spec = model.spec
     props = list(spec.properties) if properties is None else list(properties)
@@ -478,7 +420,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     t0 = time.perf_counter()
     n = slices or sc.defaultParallelism
     comp = Compiled(model, props)
-    depth0, frontier, paths, prefix_fps = _frontier(model, comp, n, max_depth)
+    depth0, frontier, paths, prefix_fps = _frontier(model, comp, n, max_depth, block)
     dist = Distribution(master, n, depth0, frontier.shape[1], startup_s=t0 - t_start)
 
     pre = None
@@ -486,7 +428,8 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     if whole or depth0 > 0:
         # the prefix's verdicts are the single-process ones for its levels; when the whole
         # search fits in the prefix, it is the single-process search
-        pre = bfs.search(model, props, max_depth if whole else depth0, None, check_deadlock)
+        pre = bfs.search(model, props, max_depth if whole else depth0, None, check_deadlock,
+                         block=block)
         if whole or pre.stop_reason == "all-violated":
             pre.elapsed_s = time.perf_counter() - t0
             dist.in_driver, dist.distinct_reached = True, pre.distinct_states
@@ -501,13 +444,13 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     tasks = [{"slice": i, "spec": ref, "variant": model.variant, "params": model.params.as_dict(),
               "properties": props, "deadlock": check_deadlock,
               "max_depth": None if max_depth is None else max_depth - depth0,
-              "roots": g, "offset": depth0, "fail_once": i in fail_once}
+              "roots": g, "offset": depth0, "fail_once": i in fail_once, "block": block}
              for i, g in enumerate(groups)]
     dist.slices = len(tasks)
     parts = max(1, sc.defaultParallelism)
     prefix = []
     for d, u in enumerate(prefix_fps[:-1]):      # the frontier level itself comes from the slices
-        b = _bucket(u, parts)
+        b = bucket(u, parts)
         prefix += [(p, (u[b == p], np.full(int((b == p).sum()), d, dtype=np.int32)))
                    for p in range(parts)]
     states_acc = sc.accumulator(0)
@@ -542,14 +485,12 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
             init0, steps0 = paths[tuple(initial)]
             candidates.setdefault(p, []).append(Found(p, kind, init0, steps0 + list(steps)))
     best = {p: min(fs, key=lambda f: _trace_key(model, ex, f)) for p, fs in candidates.items()}
-    kinds = {p: ("deadlock" if p == DEADLOCK else "property") for p in all_props}
-    stop, last = _single_process_stop({p: len(f.steps) for p, f in best.items()}, kinds, hist,
-                                      props, max_depth)
+    stop, last = explore.replay_stop({p: explore.decided_at(f.kind, len(f.steps))
+                                      for p, f in best.items()}, props, check_deadlock,
+                                     len(hist) - 1, max_depth)
 
     def happened(f: Found) -> bool:     # bfs had found it by the time it stopped
-        if stop is None:
-            return True
-        return (len(f.steps) + (1 if f.kind == "deadlock" else 0)) <= last
+        return stop is None or explore.decided_at(f.kind, len(f.steps)) <= last
 
     broken = [s["stop_reason"] for s in summaries if s["stop_reason"] in ("out-of-memory", "interrupted")]
     if broken:      # a slice did not finish: what was found stands, the answer is bounded
@@ -562,6 +503,9 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     res.depth = last
     res.transitions = sum(s["transitions"] for s in summaries) + (pre.transitions if pre else 0)
     res.cut_by_bounds = sum(s["cut"] for s in summaries) + (pre.cut_by_bounds if pre else 0)
+    res.cut_only_states = sum(s["cut_only"] for s in summaries) + (pre.cut_only_states if pre else 0)
+    res.fired = [sum(col) for col in zip(*([s["fired"] for s in summaries] +
+                                           ([pre.fired] if pre else [])))]
     res.elapsed_s = time.perf_counter() - t0
     res.distribution = dist
     return res
@@ -606,7 +550,7 @@ def _collect_with_progress(sc, rdd, total: int, acc, progress):
 
 def run_configuration(task: dict) -> dict:
     """One configuration of a sweep, on an executor: the ordinary search, plain data back."""
-    model = _model(task["spec"], task["variant"], task["params"])
+    model = model_for(task["spec"], task["variant"], task["params"])
     res = bfs.search(model, task["properties"], task["max_depth"], None, task["deadlock"])
     return {"params": task["params"], "properties": res.properties, "exhaustive": res.exhaustive,
             "stop_reason": res.stop_reason, "distinct": res.distinct_states,

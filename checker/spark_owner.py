@@ -31,17 +31,16 @@ replays bfs.search's loop (the all-violated and max-depth stops, the properties 
 at each level) on the merged summaries, so a search stops where bfs stops. Transitions and
 transitions cut by search bounds are counted once, as in bfs.
 
-Tie-break (checker/bfs.py's, and where it differs). The end of a trace is exactly bfs's: for an
-invariant or a deadlock the violating state with the least fingerprint in its level; for a
-transition property the step whose pre-state has the least fingerprint, then the lowest action
-instance (bfs orders each level by fingerprint, so "first in its level" is "least
-fingerprint"). The path: each state keeps the parent bfs keeps when its parent's level fits
-one bfs block (32,768 states): the least (action instance, parent fingerprint). bfs expands a
-larger level block by block and keeps the first producer in block order, so when a state of a
-level past 32,768 states has parents in different blocks, bfs may keep one with a higher action
-instance from an earlier block; the owners do not know the global position of a parent (only
-its fingerprint), so there an equally short path to the same end may be reported. The slice
-mode (checker/spark.py) has the same caveat.
+Tie-break: the single process's (checker/explore.py, "the parent rule"). The end of a trace:
+for an invariant or a deadlock the violating state with the least fingerprint in its level; for
+a transition property the step whose pre-state has the least fingerprint, then the lowest
+action instance (a level is ordered by fingerprint, so "first in its level" is "least
+fingerprint"). The path: each state keeps the least (action instance, parent fingerprint) among
+the steps into it, over every owner's candidates, which is the single process's parent whatever
+the size of a level: the traces are the single process's, byte for byte.
+
+Action coverage: each state is expanded once, so the steps per action instance are the single
+process's (summed over the owners and the driver's prefix).
 """
 from __future__ import annotations
 
@@ -51,12 +50,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from checker import bfs, spark
+from checker import explore, spark
 from checker.bfs import DEADLOCK, Found, SearchResult
 from checker.compile import Compiled, fingerprint
+from checker.explore import BLOCK
 from spec.lang import Model
 
-BLOCK = spark.BLOCK
 # a frontier below this many states is expanded in the driver: measured on this machine, one
 # Spark level costs 0.2-0.8 s, the driver expands about 10^6 states a second
 PREFIX_STATES = 50_000
@@ -65,11 +64,11 @@ _EMPTY = np.zeros(0, dtype=np.uint64)
 
 
 def owner_of(fps: np.ndarray, parts: int) -> np.ndarray:
-    return spark._bucket(fps, parts).astype(np.int64)
+    return spark.bucket(fps, parts).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
-# The numpy core, shared by the driver's prefix and the owners
+# The owners' work on the explicit-state core (checker/explore.py)
 
 
 @dataclass
@@ -82,68 +81,48 @@ class Expansion:
     action: np.ndarray
     transitions: int = 0
     cut: int = 0
+    cut_only: int = 0                             # states whose every step left a search bound
+    fired: list = field(default_factory=list)     # steps per action instance
     tviol: dict = field(default_factory=dict)     # property -> (pre-state fingerprint, instance)
     deadlock: int | None = None                   # least fingerprint of a stuck state
 
 
-def _least_candidates(fp, words, parent, action):
-    """One row per fingerprint: the least (action, parent); sorted by fingerprint."""
-    if not len(fp):
-        return fp, words, parent, action
-    order = np.lexsort((parent, action, fp))
-    fp = fp[order]
-    first = np.ones(len(fp), dtype=bool)
-    first[1:] = fp[1:] != fp[:-1]
-    sel = order[first]
-    return fp[first], words[:, sel], parent[sel], action[sel]
+def _least(fp, words, parent, action):
+    sel = explore.least_per_state(fp, action, parent)
+    return fp[sel], words[:, sel], parent[sel], action[sel]
 
 
 def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock: bool,
            block: int = BLOCK) -> Expansion:
-    """Expands the states S (columns, sorted by fingerprint ``fps``) as bfs.search does one
+    """Expands the states S (columns, sorted by fingerprint ``fps``) as the core expands one
     level: counts, transition properties still pending (``tprops``), deadlocks."""
     words = S.shape[0]
     judged_elsewhere = set(comp.tprop_names) - set(tprops)   # already violated, or not asked
     out_fp, out_S, out_par, out_act = [], [], [], []
-    ex = Expansion(_EMPTY, np.zeros((words, 0), dtype=np.uint64), _EMPTY, np.zeros(0, np.int32))
+    ex = Expansion(_EMPTY, np.zeros((words, 0), dtype=np.uint64), _EMPTY, np.zeros(0, np.int32),
+                   fired=[0] * len(comp.model.instances))
     for start in range(0, S.shape[1], block):
         B = S[:, start:start + block]
         Bfp = fps[start:start + block]
-        m = B.shape[1]
-        enabled = np.zeros(m, dtype=bool) if deadlock and ex.deadlock is None else None
-        cS, cpar, cact = [], [], []
-        for k, idx, sub, T, outcome, ok in comp.successors(B):
-            ex.transitions += idx.size
-            if enabled is not None:
-                enabled[idx] = True
-            for name, i in comp.step_violations(k, sub, T, outcome, ok, judged_elsewhere):
-                cand = (int(Bfp[idx[i]]), k)
-                if name not in ex.tviol or cand < ex.tviol[name]:
-                    ex.tviol[name] = cand
-            if ok is not None:
-                ex.cut += int(idx.size - ok.sum())
-                idx, T = idx[ok], T[:, ok]
-                if not idx.size:
-                    continue
-            cS.append(T)
-            cpar.append(Bfp[idx])
-            cact.append(np.full(idx.size, k, dtype=np.int32))
-        if enabled is not None:
-            stuck = ~enabled
-            if comp.terminal is not None:
-                stuck &= ~np.broadcast_to(comp.terminal(B), (m,))
-            if stuck.any():
-                ex.deadlock = int(Bfp[np.flatnonzero(stuck)[0]])
-        if cS:
-            T = np.concatenate(cS, axis=1)
-            f, T, p, a = _least_candidates(fingerprint(T), T, np.concatenate(cpar),
-                                           np.concatenate(cact))
+        blk = explore.expand_block(comp, B, ex.fired, judged_elsewhere, deadlock,
+                                   deadlock and ex.deadlock is None)
+        ex.transitions += blk.transitions
+        ex.cut += blk.cut
+        ex.cut_only += blk.cut_only
+        for name, (i, k) in blk.violations.items():
+            cand = (int(Bfp[i]), k)
+            if name not in ex.tviol or cand < ex.tviol[name]:
+                ex.tviol[name] = cand
+        if blk.stuck is not None and ex.deadlock is None:
+            ex.deadlock = int(Bfp[blk.stuck])
+        if blk.words is not None:
+            f, T, p, a = _least(fingerprint(blk.words), blk.words, Bfp[blk.parent], blk.action)
             out_fp.append(f)
             out_S.append(T)
             out_par.append(p)
             out_act.append(a)
     if out_fp:
-        ex.fp, ex.words, ex.parent, ex.action = _least_candidates(
+        ex.fp, ex.words, ex.parent, ex.action = _least(
             np.concatenate(out_fp), np.concatenate(out_S, axis=1), np.concatenate(out_par),
             np.concatenate(out_act))
     return ex
@@ -155,13 +134,13 @@ def merge(visited: np.ndarray, parts: list[tuple]) -> tuple:
     parts = [p for p in parts if len(p[0])]
     if not parts:
         return (_EMPTY, None, _EMPTY, np.zeros(0, np.int32)), visited
-    fp, S, par, act = _least_candidates(np.concatenate([p[0] for p in parts]),
-                                        np.concatenate([p[1] for p in parts], axis=1),
-                                        np.concatenate([p[2] for p in parts]),
-                                        np.concatenate([p[3] for p in parts]))
-    fresh = bfs._absent(visited, fp)
+    fp, S, par, act = _least(np.concatenate([p[0] for p in parts]),
+                             np.concatenate([p[1] for p in parts], axis=1),
+                             np.concatenate([p[2] for p in parts]),
+                             np.concatenate([p[3] for p in parts]))
+    fresh = explore.absent(visited, fp)
     fp, S, par, act = fp[fresh], S[:, fresh], par[fresh], act[fresh]
-    return (fp, S, par, act), bfs._merge(visited, fp)
+    return (fp, S, par, act), explore.insert_sorted(visited, fp)
 
 
 def check_invariants(comp: Compiled, S: np.ndarray, fps: np.ndarray, names: set,
@@ -185,7 +164,7 @@ _COMPILED: dict = {}
 def _compiled(ctx: dict) -> Compiled:
     key = (ctx["spec"], ctx["variant"], tuple(sorted(ctx["params"].items())), tuple(ctx["props"]))
     if key not in _COMPILED:
-        _COMPILED[key] = Compiled(spark._model(ctx["spec"], ctx["variant"], ctx["params"]),
+        _COMPILED[key] = Compiled(spark.model_for(ctx["spec"], ctx["variant"], ctx["params"]),
                                   ctx["props"])
     return _COMPILED[key]
 
@@ -212,12 +191,13 @@ def _expand_task(ctx, depth, tprops, deadlock, index, it):
         raise RuntimeError(f"kcheck: partition {index} holds owner {store['owner']}'s store")
     comp = _compiled(ctx)
     P = ctx["parts"]
-    ex = expand(comp, store["words"], store["fp"], tprops, deadlock)
+    ex = expand(comp, store["words"], store["fp"], tprops, deadlock, ctx["block"])
     dest = owner_of(ex.fp, P)
     for q in range(P):
         sel = dest == q
         yield q, (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
     yield index, {"owner": store["owner"], "transitions": ex.transitions, "cut": ex.cut,
+                  "fired": ex.fired, "cut_only": ex.cut_only,
                   "tviol": ex.tviol, "deadlock": ex.deadlock, "sent": len(ex.fp),
                   "sent_away": int((dest != store["owner"]).sum())}
 
@@ -239,7 +219,7 @@ def _merge_task(ctx, depth, invariants, pair):
     (fp, S, par, act), visited = merge(store["visited"], parts)
     if S is None:
         S = np.zeros((store["words"].shape[0], 0), dtype=np.uint64)
-    inv = check_invariants(comp, S, fp, invariants) if len(fp) else {}
+    inv = check_invariants(comp, S, fp, invariants, ctx["block"]) if len(fp) else {}
     levels = dict(store["levels"])
     levels[depth] = (fp, par, act)
     summary = dict(stats, new=len(fp), inv=inv, received=sum(len(p[0]) for p in parts),
@@ -314,55 +294,59 @@ class Ownership:
 
 
 class _Search:
-    """bfs.search's loop over levels, with the expansion done by the driver or by Spark."""
+    """The single process's loop over levels (checker/explore.py): the driver's prefix is the
+    core's Explorer; the levels after it are expanded by the owners, and their merged summaries
+    go through the same stopping rule (``pending``)."""
 
-    def __init__(self, model, props, check_deadlock, max_depth):
+    def __init__(self, model, props, check_deadlock, max_depth, block=BLOCK):
         self.model, self.props, self.max_depth = model, props, max_depth
         self.comp = Compiled(model, props)
         self.check_deadlock = check_deadlock
         self.res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
                                 deadlock_checked=check_deadlock)
-        self.pending = set(props) | ({DEADLOCK} if check_deadlock else set())
+        self.block = block
+        self.prefix = explore.Explorer(model, self.comp, props, check_deadlock, keyed=False,
+                                       counterexample=Found, block=block)
+        self.pending = self.prefix.pending
         self.where: dict[str, tuple] = {}          # property -> (kind, fingerprint, depth, k)
         self.levels: list[int] = []
+        self.fired = self.prefix.fired             # steps per action instance, prefix and owners
 
     def pending_tprops(self):
-        return {p for p in self.pending if p in self.comp.tprop_names}
+        return {p for p in self.pending.left if p in self.comp.tprop_names}
 
     def pending_invariants(self):
-        return {p for p in self.pending if p in self.comp.invariants}
+        return {p for p in self.pending.left if p in self.comp.invariants}
 
     def record(self, depth, tviol, deadlock, inv_next, new):
-        """One level's merged summary, in bfs.search's order."""
+        """One level's merged summary, in the core's order."""
         for name, (fp, k) in sorted(tviol.items()):
             self.where[name] = ("transition", fp, depth, k)
-            self.pending.discard(name)
+            self.pending.decide(name)
         if deadlock is not None and DEADLOCK in self.pending:
             self.where[DEADLOCK] = ("deadlock", deadlock, depth, None)
-            self.pending.discard(DEADLOCK)
+            self.pending.decide(DEADLOCK)
         if new:
             for name, fp in sorted(inv_next.items()):
                 self.where[name] = ("invariant", fp, depth + 1, None)
-                self.pending.discard(name)
+                self.pending.decide(name)
             self.levels.append(new)
 
     def stop_before(self, depth) -> str | None:
-        if not self.pending and self.props:
-            return "all-violated"
-        if self.max_depth is not None and depth >= self.max_depth:
-            return "max-depth"
-        return None
+        return self.pending.stop_before(depth, self.max_depth)
 
 
 def check(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
           deadlock: bool | None = None, master: str = "local[*]", owners: int | None = None,
           verbose: bool = False, progress=None, prefix_states: int = PREFIX_STATES,
-          prefix_depth: int | None = None, fail_once_at: int | None = None) -> SearchResult:
+          prefix_depth: int | None = None, fail_once_at: int | None = None,
+          block: int = BLOCK) -> SearchResult:
     """Explore ``model`` on Spark, each state by its owner; returns the SearchResult bfs.search
     would return (see the module's docstring) with a ``distribution`` attribute (Ownership).
     The driver builds the levels itself until one has ``prefix_states`` states or it reaches
     ``prefix_depth``. ``progress(depth, distinct, frontier)`` is called after every level.
-    ``fail_once_at`` (tests only): owner 0's first attempt at expanding that level fails."""
+    ``fail_once_at`` (tests only): owner 0's first attempt at expanding that level fails.
+    ``block``: states expanded at once (tests: small blocks make small levels span several)."""
     t_start = time.perf_counter()
     spec = model.spec
     props = list(spec.properties) if properties is None else list(properties)
@@ -372,49 +356,32 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     t0 = time.perf_counter()
     P = owners or (sc.defaultParallelism if sc else 1)
     dist = Ownership(master, P, startup_s=t0 - t_start)
-    srch = _Search(model, props, check_deadlock, max_depth)
-    res, comp = srch.res, srch.comp
+    srch = _Search(model, props, check_deadlock, max_depth, block)
+    res, pre = srch.res, srch.prefix
 
-    # level 0, and the prefix, in the driver: one store, one owner
-    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, model.layout.words).T.copy()
-    f0 = fingerprint(init)
-    visited, order = np.unique(f0, return_index=True)
-    S, fp = init[:, order], visited
-    initial = {int(f): tuple(int(x) for x in S[:, i]) for i, f in enumerate(fp)}
-    prefix_levels = {0: (fp, np.zeros(len(fp), np.uint64), np.zeros(len(fp), np.int32))}
-    for name, bad in sorted(check_invariants(comp, S, fp, srch.pending_invariants()).items()):
-        srch.where[name] = ("invariant", bad, 0, None)
-        srch.pending.discard(name)
-    srch.levels.append(len(fp))
-    depth, stop, store = 0, None, None
+    # level 0, and the prefix, in the driver: the core's loop, one owner
+    prefix_fp = [pre.start(model.initial_words)]
+    srch.levels.append(len(prefix_fp[0]))
+
+    def level_added(depth, fp):
+        prefix_fp.append(fp)
+        srch.levels.append(len(fp))
+        if progress:
+            progress(depth, pre.visited.n, len(fp))
+
+    stop, store = None, None
     try:
-        while len(fp) and len(fp) < prefix_states and (prefix_depth is None or depth < prefix_depth):
-            stop = srch.stop_before(depth)
-            if stop:
-                break
-            ex = expand(comp, S, fp, srch.pending_tprops(),
-                        check_deadlock and DEADLOCK in srch.pending)
-            (nfp, nS, npar, nact), visited = merge(visited, [(ex.fp, ex.words, ex.parent, ex.action)])
-            inv = check_invariants(comp, nS, nfp, srch.pending_invariants()) if len(nfp) else {}
-            res.transitions += ex.transitions
-            res.cut_by_bounds += ex.cut
-            srch.record(depth, ex.tviol, ex.deadlock, inv, len(nfp))
-            if not len(nfp):
-                fp = nfp
-                break
-            depth += 1
-            prefix_levels[depth] = (nfp, npar, nact)
-            S, fp = nS, nfp
-            if progress:
-                progress(depth, len(visited), len(fp))
-        dist.prefix_depth, dist.prefix_states = depth, len(visited)
-        if stop is None and len(fp):
-            stop = srch.stop_before(depth)
-        if stop is None and len(fp):
+        stop = pre.run(max_depth, until=lambda: pre.frontier.shape[1] >= prefix_states or
+                       (prefix_depth is not None and pre.depth >= prefix_depth),
+                       on_level=level_added)
+        depth = pre.depth
+        dist.prefix_depth, dist.prefix_states = depth, pre.visited.n
+        if stop is None and pre.frontier.shape[1]:
             if sc is None:
                 raise spark.SparkError("the search outgrew the driver's prefix and no Spark master was given")
-            store, depth, stop = _on_spark(sc, srch, model, P, visited, S, fp, depth, dist,
-                                           progress, fail_once_at)
+            store, depth, stop = _on_spark(sc, srch, model, P, pre.visited.sorted_fp.copy(),
+                                           pre.frontier, prefix_fp[-1], depth, dist, progress,
+                                           fail_once_at)
         else:
             dist.in_driver = True
     except KeyboardInterrupt:
@@ -424,7 +391,11 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
         res.exhaustive = stop is None
         res.depth = len(srch.levels) - 1
         res.distinct_states = sum(srch.levels)
-        res.found = _traces(sc, srch, store, prefix_levels, initial, P, dist)
+        res.transitions += pre.transitions
+        res.cut_by_bounds += pre.cut
+        res.cut_only_states += pre.cut_only
+        res.fired = list(srch.fired)
+        res.found = _traces(sc, srch, store, prefix_fp, P, dist)
     finally:
         if store is not None:
             store.unpersist()
@@ -444,7 +415,7 @@ def _on_spark(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress
     if ref.endswith(".py"):
         sc.addFile(ref)
     ctx = {"spec": ref, "variant": model.variant, "params": model.params.as_dict(),
-           "props": srch.props, "parts": P, "fail_once_at": fail_once_at}
+           "props": srch.props, "parts": P, "fail_once_at": fail_once_at, "block": srch.block}
     vo, so = owner_of(visited, P), owner_of(fp, P)
     records = [{"owner": o, "visited": visited[vo == o], "fp": fp[so == o], "words": S[:, so == o],
                 "levels": {}, "summary": None} for o in range(P)]
@@ -459,8 +430,7 @@ def _on_spark(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress
                 break
             t = time.perf_counter()
             exp = store.mapPartitionsWithIndex(functools.partial(
-                _expand_task, ctx, depth, srch.pending_tprops(),
-                srch.check_deadlock and DEADLOCK in srch.pending))
+                _expand_task, ctx, depth, srch.pending_tprops(), DEADLOCK in srch.pending))
             inc = exp.partitionBy(P, _identity).mapPartitions(_gather)
             nxt = store.zip(inc).map(functools.partial(_merge_task, ctx, depth + 1,
                                                        srch.pending_invariants()))
@@ -485,6 +455,10 @@ def _on_spark(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress
             new = sum(s["new"] for s in sums)
             res.transitions += sum(s["transitions"] for s in sums)
             res.cut_by_bounds += sum(s["cut"] for s in sums)
+            res.cut_only_states += sum(s["cut_only"] for s in sums)
+            for s in sums:
+                for k, c in enumerate(s["fired"]):
+                    srch.fired[k] += c
             dist.sent += sum(s["sent"] for s in sums)
             dist.sent_away += sum(s["sent_away"] for s in sums)
             dist.owner_states = [s["owned"] for s in sums]
@@ -499,12 +473,13 @@ def _on_spark(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress
     return store, depth, stop
 
 
-def _traces(sc, srch: _Search, store, prefix_levels, initial, P, dist) -> dict:
-    """Walks every violation back to an initial state: through the owners' stores (one lookup
-    job per hand-over between owners, all violations at once), then the driver's prefix."""
-    res = srch.res
-    keep = srch.where      # exactly what bfs had found when it stopped (the same loop)
-    walking = {name: (fp, depth, []) for name, (_, fp, depth, _) in keep.items()}
+def _traces(sc, srch: _Search, store, prefix_fp, P, dist) -> dict:
+    """Every violation as a trace: those the driver's prefix found are the core's already; the
+    others are walked back through the owners' stores (one lookup job per hand-over between
+    owners, all violations at once), then through the prefix to an initial state."""
+    res, pre = srch.res, srch.prefix
+    found = dict(pre.found)
+    walking = {name: (fp, depth, []) for name, (_, fp, depth, _) in srch.where.items()}
     while store is not None:
         away = {n: w for n, w in walking.items() if w[1] > dist.prefix_depth}
         if not away:
@@ -518,14 +493,10 @@ def _traces(sc, srch: _Search, store, prefix_levels, initial, P, dist) -> dict:
         dist.lookup_jobs += 1
         for n, fp, depth, steps in outs:
             walking[n] = (fp, depth, walking[n][2] + steps)
-    found = {}
-    for name, (kind, _, _, k) in keep.items():
+    for name, (kind, _, _, k) in srch.where.items():
         fp, depth, rev = walking[name]
-        while depth > 0:
-            lfp, par, act = prefix_levels[depth]
-            i = int(np.searchsorted(lfp, np.uint64(fp)))
-            rev.append(int(act[i]))
-            fp, depth = int(par[i]), depth - 1
-        steps = rev[::-1] + ([k] if kind == "transition" else [])
-        found[name] = Found(name, kind, initial[fp], steps)
+        i = int(np.searchsorted(prefix_fp[depth], np.uint64(fp)))
+        initial, steps = pre.trace_to(depth, i)
+        steps += rev[::-1] + ([k] if kind == "transition" else [])
+        found[name] = Found(name, kind, initial, steps)
     return {p: found[p] for p in res.properties if p in found}

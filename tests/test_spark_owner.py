@@ -1,7 +1,8 @@
 """The ownership mode (checker/spark_owner.py) against the single-process search: every shipped
-spec and variant gives the same verdicts, distinct-state counts, transitions, depth and the very
-same traces (every level here fits one bfs block); no state is explored twice; the stopping
-rules, a retried task, more owners than cores, and the command line."""
+spec and variant gives the same verdicts, distinct-state counts, transitions, depth, steps per
+action and the very same traces (at any level size: tests/test_explore.py cuts levels into many
+blocks); no state is explored twice; the stopping rules, a retried task, more owners than cores,
+and the command line."""
 import json
 
 import numpy as np
@@ -26,6 +27,7 @@ def assert_same(model, single, own):
     assert (own.exhaustive, own.stop_reason, own.depth) == \
         (single.exhaustive, single.stop_reason, single.depth)
     assert (own.transitions, own.cut_by_bounds) == (single.transitions, single.cut_by_bounds)
+    assert (own.fired, own.cut_only_states) == (single.fired, single.cut_only_states)
     assert sorted(own.found) == sorted(single.found)
     for p, f in single.found.items():
         g = own.found[p]

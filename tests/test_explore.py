@@ -1,0 +1,244 @@
+"""The explicit-state core (checker/explore.py): the parent rule "least (action instance, parent)"
+does not depend on how a level is cut into blocks, so the single process, the state graph,
+Spark's slices and Spark's owners report the same traces, byte for byte, at sizes where every
+level spans many blocks; the stopping rule, the deduplication and the action coverage."""
+import json
+
+import numpy as np
+import pytest
+
+from checker import bfs, explore, graph, spark, spark_owner
+from checker.compile import fingerprint
+from checker.loader import load_spec
+from checker.trace import build, to_json
+from spark_support import MASTER, sc  # noqa: F401 (sc is a fixture)
+
+GRID = '''
+"""A walk on a grid: every state (x, y) is reached by an IncX step and an IncY step."""
+from spec.lang import Int, Spec
+
+spec = Spec("grid", __doc__)
+spec.param("n", 6, lo=1, hi=30, doc="the grid's last row and column")
+
+
+@spec.state
+def state(p):
+    return {"x": Int(0, p.n), "y": Int(0, p.n)}
+
+
+@spec.init
+def init(p):
+    yield {"x": 0, "y": 0}
+
+
+@spec.action()
+def IncX(s, p):
+    s.require(s.x < p.n)
+    s.x = s.x + 1
+
+
+@spec.action()
+def IncY(s, p):
+    s.require(s.y < p.n)
+    s.y = s.y + 1
+
+
+@spec.terminal
+def never(s, p):
+    return s.x > p.n
+
+
+@spec.invariant("not-in-the-corner")
+def not_in_the_corner(s, p):
+    """The walk never reaches the far corner."""
+    return (s.x < p.n) | (s.y < p.n)
+
+
+@spec.transition_property("no-step-into-the-corner")
+def no_step_into_the_corner(pre, post, action, args, outcome, p):
+    """No step ends in the far corner."""
+    return (post.x < p.n) | (post.y < p.n)
+
+
+spec.variant("default", "as written", default=True,
+             violates=["not-in-the-corner", "no-step-into-the-corner", "deadlock"])
+'''
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    path = tmp_path_factory.mktemp("grid") / "grid.py"
+    path.write_text(GRID)
+    return load_spec(str(path)).instantiate(None, {"n": 12})
+
+
+def producer():
+    # 3,632 states in 19 levels: with blocks of 16 states every level past the first few spans
+    # many blocks, and a state is reached from several (the old rule, "the earliest block
+    # first", reported other traces for in-order and window-ends-at-the-batch here)
+    return load_spec("producer").instantiate("pre-kip360-in-flight")
+
+
+def rendered(model, found) -> dict[str, str]:
+    """Each counterexample as the JSON trace a user gets (the bytes compared between engines)."""
+    return {p: json.dumps(to_json(build(model, p, f.kind, f.initial, f.steps)), sort_keys=True)
+            for p, f in sorted(found.items())}
+
+
+def summary(r):
+    return (r.distinct_states, r.transitions, r.depth, r.exhaustive, r.stop_reason, list(r.fired),
+            r.cut_by_bounds, r.cut_only_states)
+
+
+def test_the_parent_is_the_least_action_instance_whatever_the_blocks(grid):
+    """Every state (x, y) with x > 0 is reached by IncX (instance 0) and, with y > 0, by IncY
+    (instance 1) from a state elsewhere in the level: the path kept is IncY up to the row, then
+    IncX, at every block size (one state a block included)."""
+    n = 12
+    want = [1] * n + [0] * n
+    for block in (1, 2, 5, 1 << 15):
+        r = bfs.search(grid, block=block)
+        assert r.found["not-in-the-corner"].steps == want, block
+        assert r.found[bfs.DEADLOCK].steps == want, block
+        assert len(r.found["no-step-into-the-corner"].steps) == 2 * n
+
+
+@pytest.mark.parametrize("block", [1, 3, 16])
+def test_the_block_size_changes_no_figure_and_no_trace(grid, block):
+    for model in (grid, producer()):
+        whole, cut = bfs.search(model), bfs.search(model, block=block)
+        assert summary(cut) == summary(whole)
+        assert rendered(model, cut.found) == rendered(model, whole.found)
+
+
+def test_a_level_sorted_in_parts_keeps_the_least_parent(monkeypatch):
+    model = producer()
+    once = bfs.search(model, block=16)
+    monkeypatch.setattr(explore, "COMPACT_AT", 1)
+    parts = bfs.search(model, block=16)
+    assert summary(parts) == summary(once)
+    assert rendered(model, parts.found) == rendered(model, once.found)
+
+
+def _graph_traces(sg, model, found):
+    """The state graph's BFS-tree path to each counterexample's end (the pre-state and the
+    instance, for a transition property)."""
+    from checker.trace import Executor
+    ex = Executor(model)
+    index = {int(f): i for i, f in enumerate(sg.fps)}
+    out = {}
+    for p, f in found.items():
+        words = tuple(f.initial)
+        steps = f.steps[:-1] if f.kind == "transition" else f.steps
+        for k in steps:
+            words = ex.apply(words, k)[0]
+        fp = int(fingerprint(np.array(words, dtype=np.uint64).reshape(-1, 1))[0])
+        initial, path = sg.trace_to(index[fp])
+        out[p] = type(f)(p, f.kind, initial, path + (f.steps[-1:] if f.kind == "transition" else []))
+    return out
+
+
+@pytest.mark.parametrize("block", [3, 16])
+def test_the_state_graph_keeps_the_search_s_parents(grid, block):
+    for model in (grid, producer()):
+        single = bfs.search(model)
+        sg = graph.build_graph(model, block=block)
+        assert (sg.states, sg.transitions, sg.max_depth) == \
+               (single.distinct_states, single.transitions, single.depth)
+        assert rendered(model, _graph_traces(sg, model, single.found)) == rendered(model, single.found)
+        if bfs.DEADLOCK in single.found:
+            initial, steps = sg.deadlock()
+            assert (initial, steps) == (single.found[bfs.DEADLOCK].initial,
+                                        single.found[bfs.DEADLOCK].steps)
+
+
+def _brute_first(fp, runs, actions):
+    """The rule spelled out: per fingerprint, the least (action, run), in fingerprint order."""
+    run = np.repeat(np.arange(len(runs)), runs)
+    order = np.lexsort((run, actions, fp))
+    first = np.ones(len(fp), dtype=bool)
+    first[1:] = fp[order[1:]] != fp[order[:-1]]
+    return order[first]
+
+
+@pytest.mark.parametrize("top", [0, 58, 63])
+def test_first_of_each_keeps_the_least_action_then_the_earliest_run(top):
+    """Runs of sorted distinct fingerprints (small ones: the exact sort; large ones: the hash
+    path), and fingerprints that share their top bits (the fast sort's order is checked and
+    redone where it is wrong): the same choice as the rule written out with lexsort."""
+    rng = np.random.default_rng(7)
+    universe = rng.choice(1 << 20, size=400, replace=False).astype(np.uint64)
+    if top:
+        universe |= np.uint64(1) << np.uint64(top)
+    runs_fp, runs_act = [], []
+    for _ in range(9):
+        f = np.sort(rng.choice(universe, size=120, replace=False))
+        runs_fp.append(f)
+        runs_act.append(rng.integers(0, 5, size=len(f)).astype(np.int16))
+    fp, act = np.concatenate(runs_fp), np.concatenate(runs_act)
+    runs = [len(f) for f in runs_fp]
+    got = explore.first_of_each(fp, None, runs, act, action_bits=3)
+    assert got.tolist() == _brute_first(fp, runs, act).tolist()
+
+
+def test_least_per_state_orders_by_action_then_parent():
+    fp = np.array([7, 9, 7, 7], dtype=np.uint64)
+    action = np.array([3, 0, 2, 2], dtype=np.int32)
+    parent = np.array([50, 1, 60, 40], dtype=np.uint64)
+    assert explore.least_per_state(fp, action, parent).tolist() == [3, 1]
+
+
+def test_the_stopping_rule_replayed_is_the_search_s():
+    """replay_stop (Spark's slices explore past the single process's stop) says where the loop
+    of Pending stops: a level decides what it found from the next level on."""
+    # an invariant at depth 3 and a transition property of 5 steps: all violated at level 5
+    decided = {"a": explore.decided_at("invariant", 3), "b": explore.decided_at("transition", 5)}
+    assert explore.replay_stop(decided, ["a", "b"], False, 9, None) == ("all-violated", 5)
+    # a deadlock found expanding level 4 (4 steps) is decided at level 5
+    decided[explore.DEADLOCK] = explore.decided_at("deadlock", 4)
+    assert explore.replay_stop(decided, ["a", "b"], True, 9, None) == ("all-violated", 5)
+    assert explore.replay_stop(decided, ["a", "b"], True, 9, 2) == ("max-depth", 2)
+    assert explore.replay_stop({"a": 3}, ["a", "b"], False, 7, None) == (None, 7)
+    # no property asked: the search never stops for being all violated
+    assert explore.replay_stop({}, [], False, 4, None) == (None, 4)
+
+
+def test_action_coverage(grid):
+    r = bfs.search(grid, [], deadlock=False)
+    n = 12
+    assert r.exhaustive and explore.fired_per_action(grid, r.fired) == {"IncX": n * (n + 1),
+                                                                        "IncY": n * (n + 1)}
+    assert r.never_fired() == [] and r.disabled() == []
+    first = bfs.search(grid, [], deadlock=False, max_depth=0)
+    assert first.never_fired() == ["IncX", "IncY"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark: the same traces, byte for byte, where every level spans many blocks
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_slices_report_the_single_process_traces(sc, grid):
+    for model, block in ((grid, 4), (producer(), 16)):
+        single = bfs.search(model, block=block)
+        dist = spark.check(model, master=MASTER, slices=3, block=block)
+        assert not dist.distribution.in_driver
+        assert max(dist.distribution.levels) > 2 * block     # levels of several blocks
+        assert (dist.distinct_states, dist.depth, dist.stop_reason) == \
+               (single.distinct_states, single.depth, single.stop_reason)
+        assert rendered(model, dist.found) == rendered(model, single.found)
+        assert dist.never_fired() == single.never_fired()
+        # steps per action: the slices' sums, duplicated work included
+        assert all(d >= s for d, s in zip(dist.fired, single.fired))
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_owners_report_the_single_process_traces_and_coverage(sc, grid):
+    for model, block in ((grid, 4), (producer(), 16)):
+        single = bfs.search(model, block=block)
+        own = spark_owner.check(model, master=MASTER, owners=2, prefix_depth=2, block=block)
+        assert own.distribution.spark_levels >= 3
+        assert summary(own) == summary(single)        # each state expanded once: exact counts
+        assert rendered(model, own.found) == rendered(model, single.found)
