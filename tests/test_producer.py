@@ -431,3 +431,104 @@ def test_kafka_18464_self_fencing_scenario():
     assert doc["steps"][-1]["expect"]["outcome"] == "CONCURRENT_TRANSACTIONS"
     assert len(doc["steps"]) == SHORTEST["kafka-18464", "fenced-only-when-overtaken"]
     assert replay(spec.instantiate("kip360", doc.get("params", {})), doc).ok
+
+
+def java_remove_at(heap, i, key):
+    """java.util.PriorityQueue.removeAt (siftDown, then siftUp if the moved element stayed), on
+    a list, ordered by `key`: the reference the spec's unrolled heap_remove is checked against."""
+    heap = list(heap)
+    s = len(heap) - 1
+    if s == i:
+        heap.pop()
+        return heap
+    moved = heap.pop()
+    k, half = i, s // 2
+    while k < half:
+        child = 2 * k + 1
+        if child + 1 < s and key(heap[child]) > key(heap[child + 1]):
+            child += 1
+        if key(moved) <= key(heap[child]):
+            break
+        heap[k] = heap[child]
+        k = child
+    heap[k] = moved
+    if heap[i] == moved:
+        k = i
+        while k > 0:
+            parent = (k - 1) // 2
+            if key(moved) >= key(heap[parent]):
+                break
+            heap[k] = heap[parent]
+            k = parent
+        heap[k] = moved
+    return heap
+
+
+def test_kafka_8483_heap_is_javas_priority_queue():
+    # random walks of kafka-8483: every step that removes a batch from the spec's PriorityQueue
+    # array leaves the array java.util.PriorityQueue.removeAt leaves, and an offer appends
+    import random
+
+    import numpy as np
+    from checker.trace import Executor, shown_values
+    # five records: a fifth batch offered after a removal makes the right child the smaller one
+    model = spec.instantiate("kafka-8483", {"records": 5})
+    ex, lay = Executor(model), model.layout
+    names = [f.name for f in lay.fields]
+
+    def shown(words):
+        return dict(zip(names, shown_values(model, lay.unpack_flat(words))))
+
+    def heap_of(st):
+        return [st[f"in_flight_heap[{j}]"] for j in range(4) if st[f"in_flight_heap[{j}]"] != -1]
+
+    def key_of(st):
+        seqs = {st[f"earlier_record[{i}]"]: st[f"earlier_seq[{i}]"] for i in range(3)
+                if st[f"earlier_batch[{i}]"]}
+        if st["batch[0]"]:
+            seqs[st["batch_record[0]"]] = st["batch_seq[0]"]
+        return seqs.__getitem__
+
+    def check(k, words):
+        nxt, _, _ = ex.apply(words, k)
+        pre, post = shown(words), shown(nxt)
+        before, after = heap_of(pre), heap_of(post)
+        gone = [r for r in before if r not in after]
+        added = [r for r in after if r not in before]
+        assert len(gone) + len(added) <= 1, (model.instances[k].label, before, after)
+        if gone:
+            assert after == java_remove_at(before, before.index(gone[0]), key_of(pre)), \
+                (model.instances[k].label, before, after)
+        elif added:
+            assert after == before + added
+        else:
+            assert after == before
+        return nxt, after
+
+    # directed: four drained ([0,1,2,3]), batch 0's response lost, batch 1 acknowledged
+    # (removeAt(1): [0,3,2]), batch 0 re-sent, batch 4 drained ([0,3,2,4]), batch 0 expires:
+    # removeAt(0) sifts 4 down past the smaller right child, 2 ([2,3,4])
+    words = model.initial_words[0]
+    path = [("InitProducerId", {})] + [("Send", {"t": 0}), ("ProduceRequest", {"t": 0})] * 4 + [
+        ("Produce", {"t": 0, "r": 0, "lost": True}), ("Produce", {"t": 0, "r": 0, "lost": False}),
+        ("Send", {"t": 0}), ("ProduceRequest", {"t": 0}), ("ProduceRequest", {"t": 0}),
+        ("DeliveryTimeout", {"t": 0})]
+    for action, args in path:
+        k = model.instance(action, args).index
+        assert ex.enabled(words, k), action
+        words, heap = check(k, words)
+    assert heap == [2, 3, 4]
+
+    rng, removals = random.Random(8483), 0
+    for _ in range(60):
+        words = model.initial_words[0]
+        for _ in range(40):
+            guards = ex.comp.guards(np.array(words, dtype=np.uint64).reshape(-1, 1))
+            enabled = [k for k, g in enumerate(guards) if bool(np.broadcast_to(g, (1,))[0])]
+            if not enabled:
+                break
+            k = rng.choice(enabled)
+            before = heap_of(shown(words))
+            words, after = check(k, words)
+            removals += len(after) < len(before)
+    assert removals > 40
