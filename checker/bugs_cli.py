@@ -40,8 +40,8 @@ def _verdict(model, prop: str):
 
 
 def rediscover(spec) -> list[dict]:
-    """One row per known bug of ``spec``, with the measured verdicts of its pre-fix and default
-    variants (each at its own configuration)."""
+    """One row per known bug of ``spec``, with the measured verdicts of its pre-fix variant and
+    of the default variant, both at the configuration the pre-fix variant declares."""
     rows = []
     default_cache: dict[str, tuple] = {}
     for bug in spec.known_bugs:
@@ -60,9 +60,12 @@ def rediscover(spec) -> list[dict]:
                 row.update(fixed="no fix shipped", fixed_states=None, rediscovered=status == "violated")
                 rows.append(row)
                 continue
-            if bug.property not in default_cache:
-                default_cache[bug.property] = _verdict(spec.instantiate(None), bug.property)
-            fixed_status, _, fixed_states = default_cache[bug.property]
+            # the default at the same configuration, so that the two verdicts differ by the fix
+            # alone (a bug that needs four batches in flight is not "fixed" by checking one)
+            key = (bug.property, tuple(sorted(declared.items())))
+            if key not in default_cache:
+                default_cache[key] = _verdict(spec.instantiate(None, declared), bug.property)
+            fixed_status, _, fixed_states = default_cache[key]
             row.update(fixed=fixed_status, fixed_states=fixed_states,
                        rediscovered=status == "violated" and fixed_status == "holds")
         rows.append(row)
