@@ -9,18 +9,22 @@ and the two orders reach the same state (client-side steps of different members,
 An instance is *visible* when it writes a field a checked invariant reads, or a checked
 transition property judges it.
 
-A candidate ample set is one invisible instance ``t`` (``A = {t}``); ``Dep(A)`` is every other
-instance that is not independent of it. At a state ``s`` the candidate is valid when ``t`` is
-enabled there with a step inside the search bounds, and every instance of ``Dep(A)`` is disabled
-at ``s`` by a guard conjunct that only ``A`` or ``Dep(A)`` can change (its *blocker*). Then the
+A candidate ample set ``A`` is the instances of one action by one actor (``Join(m=1,
+target=*)``: a nondeterministic choice's siblings are enabled together and depend on each other)
+or a single instance; ``Dep(A)`` is every other instance that is not independent of some member
+of ``A``. At a state ``s`` the candidate is valid when ``A`` is invisible, one of its steps is
+enabled, and every instance of ``Dep(A)`` is disabled at ``s`` by a guard conjunct that only ``A``
+or ``Dep(A)`` can change (its *blocker*); the ample set is then every enabled step of ``A``. The
 stubborn-set conditions hold (Valmari; Godefroid's ample sets C0-C2): no sequence of steps
-outside ``A ∪ Dep(A)`` changes a guard inside it or fails to commute with ``t``, and ``t`` is
-invisible. Cycle proviso C3, as a breadth-first search can check it: a state is expanded with
-its ample set only when every ample successor is new (not in the levels up to the current one),
-so no cycle of reduced states exists and no step is ignored for ever; otherwise the state is
-expanded in full. With C0-C3 the reduced graph keeps every invariant violation, every deadlock
-and every transition-property violation (a judged step is visible, and what its property reads
-counts as read by the step, so moving independent steps around it cannot change its verdict).
+outside ``A ∪ Dep(A)`` changes a guard inside it (a writer of a field that ``A`` reads is in
+``Dep(A)``) or fails to commute with ``A``, and ``A`` is invisible. Cycle proviso C3, as a
+breadth-first search can check it: a state is expanded with its ample set only when every ample
+step stays inside the search bounds and reaches a new state (not in the levels up to the current
+one), so no cycle of reduced states exists and no step is ignored for ever; otherwise the state
+is expanded in full. With C0-C3 the reduced graph keeps every invariant violation, every
+deadlock and every transition-property violation (a judged step is visible, and what its
+property reads counts as read by the step, so moving independent steps around it cannot change
+its verdict).
 
 What it does not keep: the shortest path. A violation is found, but possibly at a greater depth
 than the breadth-first minimum; the statistics say so. Nor does it keep every state or every
@@ -30,7 +34,9 @@ Symmetry and partial-order reduction are not combined (not checked here): the en
 The engine's hook is one method, ``Reduction.successors(S, fresh)``: it yields exactly what
 ``Compiled.successors`` yields (instance order, positions ascending), restricted to the steps the
 reduction keeps; ``fresh(T)`` is the engine's test of which states T are not yet in the levels
-up to the current one.
+up to the current one. ``Reduction.bind(visited, keys)`` makes it the successor function of
+``explore.Explorer`` (checker/bfs.py does so for ``search(..., por=True)``). ``verify`` checks
+the static relation against the spec's steps before a search trusts it.
 """
 from __future__ import annotations
 
