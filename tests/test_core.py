@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -211,9 +210,12 @@ def test_list_json_names_everything():
 
 
 def test_ctrl_c_prints_what_was_found_and_exits_130():
+    # the signal goes after the first progress line, so states have been found whatever the load
     proc = subprocess.Popen(KCHECK + ["check", "two_phase", "--param", "N=11"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "KCHECK_PROGRESS_SECONDS": "0.5"})
+    first = proc.stderr.readline()
+    assert "distinct states" in first, first
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
