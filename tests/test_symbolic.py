@@ -28,7 +28,7 @@ TEST_PARAMS = {"two_phase": {"N": 2}}
 HOLD_DEPTH = 4
 MAX_STATES = 200_000
 # no solver timeout: a timeout would make the verdict depend on the machine's load (a 19-step
-# bmc took 126 s on this machine at load 13, 30 s when quiet)
+# bmc took 126 s on this machine at load 13, past the 120 s timeout it had)
 TIMEOUT_S = None
 
 
