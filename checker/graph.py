@@ -37,7 +37,9 @@ import numpy as np
 
 from checker import explore
 from checker.compile import Compiled, _Gen
+from checker.layout import initial_words, layout_of
 from checker.trace import Executor, Trace, build
+from checker.verdict import Counterexample
 from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, _call
 
 DEADLOCK = "deadlock"
@@ -160,7 +162,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     comp = compiled or Compiled(model, [])
     K = len(model.instances)
     ex = explore.Explorer(model, comp, [], False, keyed=False, block=block)
-    level_fp = [ex.start(model.initial_words)]
+    level_fp = [ex.start(initial_words(model))]
     level_S = [ex.frontier]
     en_rows: list[np.ndarray] = []
     cut_rows: list[np.ndarray] = []
@@ -262,7 +264,7 @@ def _too_large(model: Model, n: int, max_nodes: int | None):
 
 def compile_condition(model: Model, expr, name: str):
     """A state condition (an Expr) as a function of a block of packed states -> bool mask."""
-    g = _Gen(model.layout, {"pre": "S"})
+    g = _Gen(layout_of(model), {"pre": "S"})
     r = g.expr(expr)
     src = "def cond(S):\n" + "".join(line + "\n" for line in g.lines) + f"    return {r}\n"
     ns = {"np": np}
@@ -273,7 +275,7 @@ def compile_condition(model: Model, expr, name: str):
 
 def progress_conditions(model: Model, prop: Progress):
     """(P, Q) as expressions; P is TRUE for 'always eventually Q'."""
-    view = StateView(model.layout)
+    view = StateView(layout_of(model))
     where = f"progress property {prop.name}"
     if prop.kind == "leads-to":
         pq = _call(where, prop.p, view, model.params)
@@ -335,19 +337,13 @@ def fair_components(H: nx.DiGraph, enabled, fair: int, out_actions=None) -> list
 
 
 @dataclass
-class Lasso:
-    initial: tuple
-    steps: list[int]
-    loop_index: int       # the loop is steps[loop_index:]; == len(steps): stutters for ever
-    trigger_index: int    # the state (after that many steps) where P holds and Q does not
-
-
-@dataclass
 class ProgressResult:
     property: str
     kind: str
     status: str                        # 'holds', 'violated' or 'bounded'
-    lasso: Lasso | None = None
+    # a verdict.Counterexample of kind 'lasso': the loop is steps[loop_index:] (== len(steps):
+    # it stutters for ever); trigger_index is the state where P holds and Q does not
+    lasso: Counterexample | None = None
     fair_components: int = 0
     not_q_states: int = 0
     reason: str | None = None          # why 'bounded'
@@ -373,7 +369,7 @@ def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
         cut_fair = int.from_bytes(np.bitwise_or.reduce(sg.cut_bits & fair_bytes, axis=0).tobytes(),
                                   "little")
         names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
-        bounds = sorted({f.base for f in sg.model.layout.fields if f.type.search_bound})
+        bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
         res.status = "bounded"
         res.reason = (f"holds only because fair steps of {', '.join(names) or 'some action'} that "
                       f"leave the search bound ({', '.join(bounds)}) count as enabled: counted as "
@@ -448,7 +444,7 @@ def _check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
     loop_index = len(steps)
     steps += _fair_loop(sg, u, comp_id, fair)
     res.status = "violated"
-    res.lasso = Lasso(initial, steps, loop_index, trigger)
+    res.lasso = Counterexample(prop.name, "lasso", initial, steps, loop_index, trigger)
     return res
 
 
@@ -518,7 +514,7 @@ def _path(prev: dict, v) -> list[tuple[int, int]]:
     return out
 
 
-def lasso_trace(sg: StateGraph, prop: str, lasso: Lasso) -> Trace:
+def lasso_trace(sg: StateGraph, prop: str, lasso: Counterexample) -> Trace:
     return build(sg.model, prop, "lasso", lasso.initial, lasso.steps,
                  Executor(sg.model, sg.compiled), loop_index=lasso.loop_index)
 
@@ -581,7 +577,7 @@ def _can_step(ex: Executor, words: tuple, k: int) -> bool:
 # Export
 
 def _label(sg: StateGraph, i: int) -> dict:
-    lay = sg.model.layout
+    lay = layout_of(sg.model)
     return lay.show(lay.unpack_flat(sg.words[:, i]))
 
 

@@ -28,7 +28,7 @@ import z3
 from checker.layout import layout_of
 from checker.ops import OPS
 from checker.trace import Trace, build
-from checker.verdict import sometimes_status
+from checker.verdict import Counterexample, sometimes_status
 from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
 DEADLOCK = "deadlock"
@@ -429,31 +429,40 @@ class System:
 # From a Z3 path to an ordinary trace
 
 @dataclass
-class Path:
-    """A path found by the solver: the flat field values of each state and the instances run."""
+class SolverPath:
+    """What the solver's model says: the flat field values of each state and the instances run.
+    Not a counterexample yet: its values may lie outside the explicit encoding's ranges (a
+    lifted search bound), so it is kept beside the verdict.Counterexample built from it
+    (``solver_counterexample``, ``decode``)."""
     states: list[list[int]]
     steps: list[int]
 
 
-@dataclass
-class Counterexample:
-    property: str
-    kind: str
-    path: Path
-    trace: Trace | None = None
-    note: str | None = None       # e.g. the parameter raised so that the trace replays
+def solver_counterexample(prop: str, kind: str, path: SolverPath) -> Counterexample:
+    """The one counterexample type (checker/verdict.py) for a solver's path; ``decode`` packs
+    its initial state and builds its trace."""
+    return Counterexample(prop, kind, None, list(path.steps), path=path)
+
+
+def decode(model: Model, cx: Counterexample) -> None:
+    """Packs a solver's counterexample for replay: its trace (in a model with a bound raised,
+    when needed, and then a note saying so) and, when it packs in ``model`` itself, its
+    initial state."""
+    cx.trace, cx.note = to_trace(model, cx.property, cx.kind, cx.path)
+    if _fits(model, cx.path):
+        cx.initial = tuple(layout_of(model).pack(_flat_to_dict(model, cx.path.states[0])))
 
 
 def _flat_to_dict(model: Model, flat: list[int]) -> dict:
     return model.fields.show(flat)
 
 
-def _fits(model: Model, path: Path) -> bool:
+def _fits(model: Model, path: SolverPath) -> bool:
     fields = model.fields.fields
     return all(f.type.lo <= x <= f.type.hi for st in path.states for f, x in zip(fields, st))
 
 
-def fit_model(model: Model, path: Path) -> tuple[Model, str | None]:
+def fit_model(model: Model, path: SolverPath) -> tuple[Model, str | None]:
     """A model of the same spec and variant in which every state of ``path`` packs: the same one
     when it fits, otherwise one with a bound parameter raised just enough."""
     if _fits(model, path):
@@ -475,7 +484,7 @@ def fit_model(model: Model, path: Path) -> tuple[Model, str | None]:
     return model, None
 
 
-def to_trace(model: Model, prop: str | None, kind: str | None, path: Path) -> tuple[Trace | None, str | None]:
+def to_trace(model: Model, prop: str | None, kind: str | None, path: SolverPath) -> tuple[Trace | None, str | None]:
     m, note = fit_model(model, path)
     if not _fits(m, path):
         return None, "the trace exceeds every parameter's range, so it cannot be packed for replay"
@@ -487,8 +496,8 @@ def to_trace(model: Model, prop: str | None, kind: str | None, path: Path) -> tu
     return build(m, prop, kind, initial, ks), note
 
 
-def path_from(sys_: System, m: z3.ModelRef, states: list, choices: list) -> Path:
-    return Path([sys_.values(m, S) for S in states],
+def path_from(sys_: System, m: z3.ModelRef, states: list, choices: list) -> SolverPath:
+    return SolverPath([sys_.values(m, S) for S in states],
                 [_chosen(m, c) for c in choices])
 
 
@@ -642,7 +651,7 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
                     continue
             else:
                 m2 = m
-            res.found[p] = Counterexample(p, sy.kind(p), path_from(sy, m2, states, choices))
+            res.found[p] = solver_counterexample(p, sy.kind(p), path_from(sy, m2, states, choices))
             pending.remove(p)
         return True
 
@@ -669,8 +678,8 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
     except _Widen:
         extra.append(_snapshot(s))   # the statistics of this encoding count too
         raise
-    for p, cx in res.found.items():
-        cx.trace, cx.note = to_trace(model, p, cx.kind, cx.path)
+    for cx in res.found.values():
+        decode(model, cx)
     res.stats = sy.stats
     return res
 
@@ -816,7 +825,7 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
                 res.status = "proved"
                 return _done(res, sy, t0)
             path = path_from(sy, s.model(), ind.states, ind.choices)
-            res.counterexample = Counterexample(prop, kind, path)
+            res.counterexample = solver_counterexample(prop, kind, path)
             res.cti_action = model.instances[path.steps[-1]].label
             res.status = "not-inductive"
             if k < k_max:
@@ -834,7 +843,7 @@ def _merge_stats(total: dict, more: dict):
 def _done(res: ProofResult, sy: System, t0: float) -> ProofResult:
     cx = res.counterexample
     if cx is not None and cx.trace is None:
-        cx.trace, cx.note = to_trace(res.model, cx.property, cx.kind, cx.path)
+        decode(res.model, cx)
     res.elapsed_s = time.perf_counter() - t0
     res.stats = sy.stats
     return res

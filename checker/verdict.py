@@ -47,13 +47,21 @@ class Counterexample:
     """A counterexample of any engine: the packed initial state and the action instance indices
     taken from it. For a lasso (a progress property), the behaviour repeats steps[loop_index:]
     for ever (loop_index == len(steps): it stops for ever), and trigger_index is the state where
-    P holds and Q does not."""
+    P holds and Q does not.
+
+    A solver (bmc, prove) finds a path of raw field values (``path``, a symbolic.SolverPath) that
+    need not pack into the explicit encoding of the model asked: then ``initial`` is None, and
+    ``trace`` (when a bound parameter raised just enough makes it pack) or ``note`` says what
+    became of it. Explicit engines leave the last three unset."""
     property: str
     kind: str                          # 'invariant', 'transition', 'deadlock', 'lasso'
-    initial: tuple
+    initial: tuple | None
     steps: list[int]
     loop_index: int | None = None
     trigger_index: int | None = None
+    path: Any = None                   # the solver's raw path (symbolic.SolverPath)
+    trace: Any = None                  # the replayable checker.trace.Trace built from it
+    note: str | None = None            # e.g. the parameter raised so that the trace replays
 
     @property
     def is_lasso(self) -> bool:
