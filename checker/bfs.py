@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from checker import explore
 from checker.compile import Compiled
 from checker.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
+from checker.layout import initial_words, layout_of
 from checker.verdict import Counterexample, sometimes_status
 from spec.lang import Model
 
@@ -80,7 +81,7 @@ class SearchResult:
         """How states were told apart, as the statistics line prints it."""
         if self.stored_as is not None:
             return self.stored_as
-        return storage_kind(1) if self.model.layout.words == 1 else "64-bit fingerprints"
+        return storage_kind(1) if layout_of(self.model).words == 1 else "64-bit fingerprints"
 
     @property
     def interrupted(self) -> bool:
@@ -132,7 +133,7 @@ class SearchResult:
         are stored exactly (``storage``)."""
         if self.storage.startswith("exact"):
             return 0.0
-        n, t = self.distinct_states, self.transitions + len(self.model.initial_words)
+        n, t = self.distinct_states, self.transitions + len(initial_words(self.model))
         return n * max(0, t - n) / 2.0 ** (128 if self.storage.startswith("128") else 64)
 
 
@@ -162,7 +163,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     comp = Compiled(model, props)
     check_deadlock = spec.check_deadlock if deadlock is None else deadlock
     res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
-                       deadlock_checked=check_deadlock, stored_as=storage_kind(model.layout.words))
+                       deadlock_checked=check_deadlock, stored_as=storage_kind(layout_of(model).words))
     t0 = time.perf_counter()
     from checker import symmetry as symmetry_
     sym = symmetry_.prepare(model, comp, res, symmetry, checkpoint)
@@ -187,7 +188,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
         t0 -= saved.elapsed_s
         res.resumed_from = ex.depth
     else:
-        fp0 = ex.start(initial if initial is not None else model.initial_words)
+        fp0 = ex.start(initial if initial is not None else initial_words(model))
         if sym is not None:
             res.unreduced_states = int(sym.orbit_sizes(ex.frontier).sum())
         if on_level is not None:
