@@ -46,6 +46,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from checker.compile import Compiled, fingerprint
+from checker.layout import layout_of
 
 DEADLOCK = "deadlock"
 BLOCK = 1 << 15           # states expanded at once
@@ -570,7 +571,7 @@ class Explorer:
                  canonical: Callable | None = None, block: int = BLOCK,
                  counterexample=Violation, successors: Callable | None = None):
         self.model, self.comp, self.block = model, comp, block
-        words = model.layout.words
+        words = layout_of(model).words
         self.keyed = keyed and words > 1
         self.visited = Visited((words if words <= EXACT_WORDS else 1) if self.keyed else 0)
         self.canonical, self.successors = canonical, successors
@@ -597,7 +598,7 @@ class Explorer:
     def start(self, initial) -> np.ndarray:
         """Level 0 from the initial states (packed words, a list of tuples); -> its sorted
         fingerprints. Invariants are checked on it."""
-        W = self.model.layout.words
+        W = layout_of(self.model).words
         init = np.array(initial, dtype=np.uint64).reshape(-1, W).T.copy()
         if self.canonical is not None:
             init = self.canonical(init)
