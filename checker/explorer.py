@@ -18,6 +18,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from checker.layout import initial_words, layout_of
 from checker.reference import evaluate
 from checker.trace import Executor, TraceError, shown_values
 from spec.lang import Expr, SpecError
@@ -76,7 +77,7 @@ class Session:
     def _use(self, model):
         self.model = model
         self.ex = Executor(model)
-        self.initial = model.initial_words[0]
+        self.initial = initial_words(model)[0]
         self.path: list[tuple[int, tuple, object]] = []   # (instance, state after, outcome)
         self.plan: list[int] | None = None                 # a loaded trace's instances, of this model
         self.plan_name: str | None = None
@@ -86,7 +87,7 @@ class Session:
         return self.path[-1][1] if self.path else self.initial
 
     def _flat(self, words) -> list:
-        return shown_values(self.model, self.model.layout.unpack_flat(words))
+        return shown_values(self.model, layout_of(self.model).unpack_flat(words))
 
     def take(self, k: int):
         if not 0 <= k < len(self.model.instances):
@@ -104,7 +105,7 @@ class Session:
             self.path.pop()
 
     def reset(self, i: int = 0):
-        inits = self.model.initial_words
+        inits = initial_words(self.model)
         if not 0 <= i < len(inits):
             raise ValueError(f"no initial state {i}; there are {len(inits)}")
         self.initial, self.path = inits[i], []
@@ -120,9 +121,9 @@ class Session:
             raise ValueError(f"{name} is a trace of spec {ref!r}, not of {spec.name}")
         model = spec.instantiate(doc.get("variant") or self.model.variant, doc.get("params") or {})
         if doc.get("state"):
-            initial = tuple(model.layout.pack(doc["state"]))
+            initial = tuple(layout_of(model).pack(doc["state"]))
         else:
-            initial = model.initial_words[0]
+            initial = initial_words(model)[0]
         plan = [model.instance(st["action"], st.get("args", {})).index for st in doc["steps"]]
         self._use(model)
         self.initial, self.plan, self.plan_name = initial, plan, name
@@ -139,7 +140,7 @@ class Session:
 
     # -- what the page shows --------------------------------------------------------------
     def view(self) -> dict:
-        m, lay = self.model, self.model.layout
+        m, lay = self.model, layout_of(self.model)
         words = self.words
         flat = lay.unpack_flat(words)
         now = self._flat(words)
@@ -170,7 +171,7 @@ class Session:
         n = len(self.path)
         on_plan = self.plan is not None and [k for k, _, _ in self.path] == self.plan[:n]
         return {"spec": m.spec.name, "variant": m.variant, "variants": list(m.spec.variants),
-                "parameters": m.params.as_dict(), "initial_states": len(m.initial_words),
+                "parameters": m.params.as_dict(), "initial_states": len(initial_words(m)),
                 "state": state, "actions": actions, "properties": props,
                 "path": [{"label": m.instances[k].label, "outcome": _json(o)} for k, _, o in self.path],
                 "trace": None if self.plan is None else
