@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from checker import ci_outputs
+from checker.layout import layout_of
 from checker.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
                              model_options, out_dir, params, positive, property_option,
                              save_options)
@@ -100,7 +101,7 @@ def run_progress(spec, variant, params_, args):
 
 
 def _graph_line(sg) -> str:
-    bounds = sorted({f.base for f in sg.model.layout.fields if f.type.search_bound})
+    bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
     cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
            f"counted as enabled for fairness" if sg.cut_by_bounds else "")
     return (f"state graph: {sg.states:,} states, {sg.edges:,} edges "
