@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from checker.layout import layout_of
 from spec.lang import And, Expr, Model, Not, Or, SpecError
 
 
@@ -273,7 +274,7 @@ def _compile_conditions(model: Model, conditions: list[Expr]):
     """One generated function returning every candidate's blocked-dependents mask (reads shared,
     as the guards are)."""
     from checker.compile import _Gen
-    g = _Gen(model.layout, {"pre": "S"})
+    g = _Gen(layout_of(model), {"pre": "S"})
     outs = [g.expr(c) for c in conditions]
     src = "def blocked(S):\n" + "\n".join(g.lines) + f"\n    return [{', '.join(outs) or ''}]\n"
     ns = {"np": np}
