@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from checker.bfs import SearchResult
+from checker.layout import layout_of
 from checker.trace import Trace
 from checker.verdict import cell, differs_from_record
 
@@ -58,7 +59,7 @@ def stats_line(r: SearchResult) -> str:
                  }.get(r.stop_reason, r.stop_reason or "")
     cut = ""
     if r.cut_by_bounds:
-        bounds = sorted({f.base for f in m.layout.fields if f.type.search_bound})
+        bounds = sorted({f.base for f in layout_of(m).fields if f.type.search_bound})
         cut = f"; {r.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)})"
     coll = r.storage if r.storage.startswith("exact") else \
         f"{r.collision_probability:.1e} ({r.storage}; optimistic, as TLC)"
