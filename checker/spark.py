@@ -61,6 +61,7 @@ from checker import bfs, explore
 from checker.bfs import DEADLOCK, Found, SearchResult
 from checker.compile import Compiled, fingerprint
 from checker.explore import BLOCK
+from checker.layout import initial_words
 from spec.lang import Model, SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -379,7 +380,7 @@ def _frontier(model: Model, comp: Compiled, want: int, max_depth: int | None,
     (columns), path of each frontier state, fingerprints per level). A path is (initial words,
     action instances)."""
     ex = explore.Explorer(model, comp, [], False, keyed=False, block=block)
-    levels_fp = [ex.start(model.initial_words)]
+    levels_fp = [ex.start(initial_words(model))]
     ex.run(max_depth, until=lambda: ex.frontier.shape[1] >= want,
            on_level=lambda depth, fp: levels_fp.append(fp))
     level, depth = ex.frontier, ex.depth
