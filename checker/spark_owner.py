@@ -54,6 +54,7 @@ from checker import explore, spark
 from checker.bfs import DEADLOCK, Found, SearchResult
 from checker.compile import Compiled, fingerprint
 from checker.explore import BLOCK
+from checker.layout import initial_words
 from spec.lang import Model
 
 # a frontier below this many states is expanded in the driver: measured on this machine, one
@@ -360,7 +361,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     res, pre = srch.res, srch.prefix
 
     # level 0, and the prefix, in the driver: the core's loop, one owner
-    prefix_fp = [pre.start(model.initial_words)]
+    prefix_fp = [pre.start(initial_words(model))]
     srch.levels.append(len(prefix_fp[0]))
 
     def level_added(depth, fp):
