@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from checker import ci_outputs
+from checker.layout import layout_of
 from checker.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
                              json_option, model_options, out_dir, params, positive, property_option,
                              save_options)
@@ -220,7 +221,7 @@ class SolverStop:
 def _named_states(model, cx) -> list[dict]:
     """The solver's states with the spec's field names and readable values, also where a value
     lies outside the parameters' ranges (then no trace can be packed, but the state can be read)."""
-    return [model.layout.show(list(st)) for st in cx.path.states]
+    return [layout_of(model).show(list(st)) for st in cx.path.states]
 
 
 def _save_states(model, prop: str, kind: str, cx, out: str) -> str:
