@@ -29,6 +29,7 @@ from itertools import permutations, product
 
 import numpy as np
 
+from checker.layout import initial_words, layout_of
 from spec.lang import Model, SpecError
 
 CHUNK = 1 << 15          # columns canonicalised at once (a field row per column: bounded memory)
@@ -53,7 +54,7 @@ class Symmetry:
     """The symmetry group a model's declarations generate, as operations on packed blocks."""
 
     def __init__(self, model: Model):
-        lay = model.layout
+        lay = layout_of(model)
         p = model.params
         self.layout = lay
         nf = len(lay.fields)
@@ -234,8 +235,8 @@ def verify(model: Model, comp, sym: Symmetry, sample: int = SAMPLE_STATES,
     """Checks the declared symmetry on the initial states and on up to ``sample`` reachable
     states (breadth-first, unreduced, at most ``depth`` steps deep); raises SymmetryError on
     the first disagreement. Returns the number of states examined."""
-    words = model.layout.words
-    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, words).T.copy()
+    words = layout_of(model).words
+    init = np.array(initial_words(model), dtype=np.uint64).reshape(-1, words).T.copy()
     init_set = {tuple(c) for c in init.T.tolist()}
     for e in sym.group[1:]:
         img = sym.apply(e, init)
@@ -257,8 +258,8 @@ def verify(model: Model, comp, sym: Symmetry, sample: int = SAMPLE_STATES,
 def sample_states(model: Model, comp, sample: int, depth: int) -> np.ndarray:
     """The initial states and, breadth-first (unreduced), reachable states up to ``sample`` in
     all and ``depth`` steps deep: the states a soundness check examines."""
-    words = model.layout.words
-    init = np.array(model.initial_words, dtype=np.uint64).reshape(-1, words).T.copy()
+    words = layout_of(model).words
+    init = np.array(initial_words(model), dtype=np.uint64).reshape(-1, words).T.copy()
     states = [init]
     seen = {tuple(c) for c in init.T.tolist()}
     frontier = init
@@ -347,7 +348,7 @@ def _sorted_rows(R):
 
 
 def _show(model, words) -> str:
-    st = model.layout.show(model.layout.unpack_flat([int(w) for w in words]))
+    st = layout_of(model).show(layout_of(model).unpack_flat([int(w) for w in words]))
     return "{" + ", ".join(f"{k}={v}" for k, v in st.items()) + "}"
 
 
@@ -360,7 +361,7 @@ def concretise(model: Model, comp, sym: Symmetry, found):
     successor has the next representative's orbit (for a transition property's last step, the
     lowest one that breaks the property)."""
     from checker.bfs import Found
-    words = model.layout.words
+    words = layout_of(model).words
     rep = np.array(found.initial, dtype=np.uint64).reshape(words, 1)
     cur = rep.copy()
     steps = []
