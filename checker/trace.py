@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from checker.compile import Compiled, fingerprint
+from checker.layout import initial_words, layout_of
 from spec.lang import EnumValue, Model, SpecError
 
 FORMAT = 1
@@ -48,11 +49,11 @@ class Trace:
 
     @property
     def initial_state(self) -> dict:
-        return self.model.layout.show(self.model.layout.unpack_flat(self.initial))
+        return layout_of(self.model).show(layout_of(self.model).unpack_flat(self.initial))
 
 
 def shown_values(model: Model, flat: list[int]) -> list:
-    return [f.type.show(v) for f, v in zip(model.layout.fields, flat)]
+    return [f.type.show(v) for f, v in zip(layout_of(model).fields, flat)]
 
 
 def _arg_json(v):
@@ -104,7 +105,7 @@ def build(model: Model, prop: str | None, kind: str | None, initial: tuple, step
           executor: Executor | None = None, loop_index: int | None = None) -> Trace:
     """Replays instance indices from ``initial`` to produce a readable trace."""
     ex = executor or Executor(model)
-    lay = model.layout
+    lay = layout_of(model)
     tr = Trace(model, prop, kind, tuple(initial), loop_index=loop_index)
     words = tuple(initial)
     before = shown_values(model, lay.unpack_flat(words))
@@ -378,7 +379,7 @@ def _same(shown, expected) -> bool:
 
 
 def replay(model: Model, doc: dict) -> ReplayResult:
-    lay = model.layout
+    lay = layout_of(model)
     ex = Executor(model)
     if doc.get("state"):
         try:
@@ -386,10 +387,10 @@ def replay(model: Model, doc: dict) -> ReplayResult:
         except SpecError as e:
             raise TraceError(f"initial state: {e}") from None
     else:
-        if len(model.initial_words) != 1:
-            raise TraceError(f"spec {model.spec.name} has {len(model.initial_words)} initial states "
+        if len(initial_words(model)) != 1:
+            raise TraceError(f"spec {model.spec.name} has {len(initial_words(model))} initial states "
                              f"for these parameters: the trace must give 'state'")
-        words = model.initial_words[0]
+        words = initial_words(model)[0]
     initial = words
     ks: list[int] = []
     for i, st in enumerate(doc["steps"], start=1):
