@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from checker.layout import initial_words, layout_of
 from checker.trace import Executor, build, to_json
 
 
@@ -24,8 +25,8 @@ def random_walk(model, steps: int, seed: int, start=None, executor: Executor | N
     flat field names), e.g. to those a conformance adapter can drive from that state."""
     rng = random.Random(seed)
     ex = executor or Executor(model)
-    lay = model.layout
-    initials = [w for w in model.initial_words
+    lay = layout_of(model)
+    initials = [w for w in initial_words(model)
                 if start is None or start(lay.show(lay.unpack_flat(w)))]
     if not initials:
         raise ValueError(f"no initial state of {model.spec.name}/{model.variant} is allowed")
