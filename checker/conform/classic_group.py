@@ -45,6 +45,7 @@ import time
 from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
                                     register_adapter)
 from checker.conform.wire import error_name, ms
+from checker.layout import initial_words, layout_of
 
 SESSION_TIMEOUT_MS = 60_000      # no session expires during a trace unasked
 REBALANCE_TIMEOUT_MS = 60_000    # nor a rebalance
@@ -138,8 +139,8 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
     computes from these subscriptions ({member: (ownedPartitions, generation)}) and protocol."""
     from checker.conform.driver import _flat
     from checker.trace import Executor
-    lay, P = model.layout, model.params.partitions
-    st = lay.show(lay.unpack_flat(model.initial_words[0]))
+    lay, P = layout_of(model), model.params.partitions
+    st = lay.show(lay.unpack_flat(initial_words(model)[0]))
     M = model.params.members
     st.update(group_state="CompletingRebalance", generation=generation, protocol_name=protocol,
               leader=leader)
@@ -241,7 +242,7 @@ class ClassicGroupAdapter(Adapter):
         to be read, the subscriptions of that join phase as the state has them."""
         from spec.classic_group import spec
         model = spec.instantiate(None, params.as_dict())
-        fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+        fresh = layout_of(model).show(layout_of(model).unpack_flat(initial_words(model)[0]))
         diff = [k for k in fresh if state.get(k, fresh[k]) != fresh[k]]
         if not diff:
             return None
