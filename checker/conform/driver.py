@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# initial_words is also this module's name for a trace's initial state in a model
+from checker.layout import initial_words as model_initial_words, layout_of
 from checker.trace import Executor, TraceError, load
 from spec.lang import SpecError
 
@@ -56,7 +58,7 @@ class SpecStep:
 
 
 def _flat(model, words) -> dict:
-    lay = model.layout
+    lay = layout_of(model)
     return {f.name: f.type.show(v) for f, v in zip(lay.fields, lay.unpack_flat(words))}
 
 
@@ -84,9 +86,9 @@ def initial_words(model, doc: dict) -> tuple | None:
     """The trace's initial state in this model's layout (variants may add fields, as
     lost_responses adds previous_epoch); None when the state does not fit it."""
     if not doc.get("state"):
-        return model.initial_words[0]
+        return model_initial_words(model)[0]
     try:
-        return tuple(model.layout.pack(doc["state"]))
+        return tuple(layout_of(model).pack(doc["state"]))
     except SpecError:
         return None
 
@@ -338,8 +340,8 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         raise TraceError(f"{job.name}: {e}") from None
     n = len(doc["steps"])
     try:
-        initial = (tuple(model.layout.pack(doc["state"])) if doc.get("state")
-                   else model.initial_words[0])
+        initial = (tuple(layout_of(model).pack(doc["state"])) if doc.get("state")
+                   else model_initial_words(model)[0])
         prediction = predict(model, initial, doc["steps"])
     except SpecError as e:
         raise TraceError(f"{job.name}: {e}") from None
@@ -353,7 +355,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
             return Outcome(job.name, model.variant, n, NOT_DRIVABLE, pred.index,
                            f"the trace does not replay in the spec (step {pred.index}: outcome "
                            f"{pred.outcome}, the trace expects {want})")
-    initial_state = model.layout.show(model.layout.unpack_flat(initial))
+    initial_state = layout_of(model).show(layout_of(model).unpack_flat(initial))
     why = adapter.initial_reason(model.params, initial_state)
     if why:
         return Outcome(job.name, model.variant, n, NOT_DRIVABLE, None, why)
