@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from checker.bfs import search
+from checker.layout import layout_of
 from checker.loader import load_spec
 from checker.trace import load, replay
 from spec.lang import SpecError
@@ -221,7 +222,7 @@ def test_kafka_13419_rejoin_claims_the_moved_partition():
     assert late, "the delayed SyncGroup must be answered REBALANCE_IN_PROGRESS"
     rejoin = steps[late[0] + 1]
     assert rejoin.action == "JoinGroup" and rejoin.args == {"m": 1}
-    shown = spec.instantiate("kip792", doc["params"]).layout
+    shown = layout_of(spec.instantiate("kip792", doc["params"]))
     after = dict(zip((f.name for f in shown.fields), shown.unpack_flat(rejoin.words)))
     assert after["subscription_owned[5]"] == 1 and after["subscription_generation[1]"] == 2
 
