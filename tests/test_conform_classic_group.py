@@ -12,6 +12,7 @@ from checker.conform.classic_group import (CLIENT_SIDE, REQUESTS, ClassicGroupAd
                                            assignment_bytes, read_assignment, read_subscription,
                                            spec_assignment, subscription_bytes)
 from conftest_kafka import broker_for, kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
+from checker.layout import initial_words, layout_of
 from spec.classic_group import spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +84,7 @@ def test_leader_assignment_is_the_specs_assignor(name):
 def test_initial_state_reachable_only_when_new():
     a = ClassicGroupAdapter()
     model = spec.instantiate("kip792", {})
-    fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+    fresh = layout_of(model).show(layout_of(model).unpack_flat(initial_words(model)[0]))
     assert a.initial_reason(model.params, fresh) is None
     assert "mid-rebalance" in a.initial_reason(model.params, dict(fresh, generation=2))
 
@@ -107,7 +108,7 @@ def test_join_phase_is_never_held_open():
     leaves the group state out (Kafka is already CompletingRebalance)."""
     model = spec.instantiate("kip792", {"members": 2, "partitions": 2})
     a = ClassicGroupAdapter()
-    words = model.initial_words[0]
+    words = initial_words(model)[0]
     ex = driver.Executor(model)
     for action, args in [("StartConsumer", {"m": 0}), ("JoinGroup", {"m": 0})]:
         inst = model.instance(action, args)
