@@ -16,6 +16,7 @@ from checker.conform.consumer_group import ConsumerGroupAdapter
 from checker.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, Job,
                                     TraceRun, compare, predict, run_trace)
 from checker.conform.kafka import check_version
+from checker.layout import layout_of
 from checker.loader import load_spec
 from checker.trace import load, replay
 from checker.walk import random_walk
@@ -50,7 +51,7 @@ class SimulatedKafka(ConsumerGroupAdapter):
     def begin(self, run, initial):
         run.state["delta"] = 0
         model = SPEC.instantiate(self.kafka_variant, self.doc.get("params", {}))
-        words = tuple(model.layout.pack(self.doc["state"]))
+        words = tuple(layout_of(model).pack(self.doc["state"]))
         self.steps = predict(model, words, self.doc["steps"])
         self.k = 0
 
@@ -117,7 +118,7 @@ def test_compare_reports_only_keys_both_sides_give():
 def test_the_adapters_view_of_the_zombie_trace():
     doc = load(ZOMBIE)
     model = SPEC.instantiate(doc["variant"], doc["params"])
-    steps = predict(model, tuple(model.layout.pack(doc["state"])), doc["steps"])
+    steps = predict(model, tuple(layout_of(model).pack(doc["state"])), doc["steps"])
     run = TraceRun(_NoBroker(), "t", model.params, state={"describes_pending": True})
     ad = ConsumerGroupAdapter()
     join = ad.view(run, steps[0])          # Join(m=1, target=01)
