@@ -12,6 +12,7 @@ from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, REQUESTS, Clien
                                       ProducerAdapter, complete_batch,
                                       describe_transactions_response, read_batches, record_batch,
                                       spec_outcome_of_produce)
+from checker.layout import initial_words, layout_of
 from checker.trace import Executor
 from conftest_kafka import kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
 from spec.producer import spec
@@ -82,7 +83,7 @@ def test_action_reasons():
 def test_initial_state_reachable_only_when_fresh():
     a = ProducerAdapter()
     model = spec.instantiate("kip360", {})
-    fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+    fresh = layout_of(model).show(layout_of(model).unpack_flat(initial_words(model)[0]))
     assert a.initial_reason(model.params, fresh) is None
     assert "txn_epoch=2" in a.initial_reason(model.params, dict(fresh, txn_epoch=2))
     assert "producer state" in a.initial_reason(model.params, dict(fresh, producer_epoch=[0, -1]))
@@ -95,7 +96,7 @@ def test_several_in_flight_are_driven_and_kafka_2_3_is_not():
     for params in ({"max_in_flight": 2, "transactional": 0},
                    {"max_in_flight": 5, "records": 5, "transactional": 0}):
         model = spec.instantiate("kip360", params)
-        fresh = model.layout.show(model.layout.unpack_flat(model.initial_words[0]))
+        fresh = layout_of(model).show(layout_of(model).unpack_flat(initial_words(model)[0]))
         assert a.initial_reason(model.params, fresh) is None
     path = ROOT / "counterexamples" / "producer" / "kafka-8483" / "new-records-in-order.json"
     model = spec.instantiate("kafka-8483")
@@ -166,7 +167,7 @@ def test_view_leaves_the_partition_out_while_markers_are_in_flight():
     """While the spec's coordinator prepares, Kafka may already have written its marker: only
     the outcome and the coordinator's epoch are compared."""
     model = spec.instantiate("kip360", {})
-    words = model.initial_words[0]
+    words = initial_words(model)[0]
     run = driver.TraceRun(None, "t", model.params, model=model)
     for action, args in [("InitProducerId", {}), ("BeginTransaction", {}), ("Send", {"t": 0}),
                          ("ProduceRequest", {"t": 0}), ("Produce", {"t": 0, "r": 0, "lost": False}),
