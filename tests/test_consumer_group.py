@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from checker.bfs import search
+from checker.layout import layout_of
 from checker.loader import load_spec
 from checker.trace import TraceError, build, load, replay
 
@@ -32,7 +33,7 @@ def test_names_are_the_issues():
                ("lost_responses", "subscription_changes", "partition_epochs", "metadata_changes",
                 "unsubscribes"))
     assert SPEC.params["max_epoch"] and any(
-        f.type.search_bound for f in SPEC.instantiate().layout.fields if f.base == "group_epoch")
+        f.type.search_bound for f in layout_of(SPEC.instantiate()).fields if f.base == "group_epoch")
     # the commit decision is a named rule with a replacement per commit-rule variant
     assert set(SPEC.rules["offset-commit"]) == {None, "strict", "no-lower-bound", "revocation-epoch"}
     for name in ("no-zombie-commit", "no-spurious-fencing"):
