@@ -17,6 +17,7 @@ import pytest
 from checker import explore
 from checker.bfs import search
 from checker.compile import Compiled, fingerprint
+from checker.layout import initial_words, layout_of
 from checker.loader import load_spec
 from checker.reference import evaluate
 from spec import SHIPPED
@@ -35,7 +36,7 @@ def summary(r):
 def unpack(model, S):
     """The field values of each packed state in S (columns), as the reference interpreter reads
     them."""
-    lay = model.layout
+    lay = layout_of(model)
     out = []
     for i in range(S.shape[1]):
         vals = []
@@ -49,7 +50,7 @@ def unpack(model, S):
 def reachable_sample(model, n=400):
     """Up to n reachable states (packed columns): the first levels' frontier."""
     comp = Compiled(model)
-    S = np.array(model.initial_words, dtype=np.uint64).reshape(-1, model.layout.words).T
+    S = np.array(initial_words(model), dtype=np.uint64).reshape(-1, layout_of(model).words).T
     seen = [S]
     while sum(s.shape[1] for s in seen) < n:
         nxt = [T for _, _, _, T, _, ok in comp.successors(S)]
@@ -95,7 +96,7 @@ def test_a_shared_fingerprint_loses_no_state(monkeypatch):
     """With a fingerprint that collides all the time, states stored whole keep every distinct
     state: the same counts, verdicts and trace lengths as with the real fingerprint."""
     model = load_spec(str(SPECS / "wide.py")).instantiate(None, {"limit": 5})
-    assert model.layout.words == 2
+    assert layout_of(model).words == 2
     real = search(model)
     monkeypatch.setattr(explore, "fingerprint", lambda S, seed=SEED: fingerprint(S, seed) & np.uint64(7))
     weak = search(model)
