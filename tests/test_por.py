@@ -14,6 +14,7 @@ import pytest
 from checker import por
 from checker.bfs import search
 from checker.compile import Compiled
+from checker.layout import initial_words, layout_of
 from checker.loader import load_spec
 from checker.trace import build, replay, to_json
 
@@ -25,8 +26,8 @@ def reduced_search(model, props=None, enabled=True):
     reported under "deadlock" when the spec checks them."""
     comp = Compiled(model, props)
     red = por.Reduction(model, comp) if enabled else None
-    words = model.layout.words
-    level = np.array(model.initial_words, dtype=np.uint64).reshape(-1, words).T.copy()
+    words = layout_of(model).words
+    level = np.array(initial_words(model), dtype=np.uint64).reshape(-1, words).T.copy()
     seen = {tuple(c) for c in level.T.tolist()}
     found: dict[str, int] = {}
     depth = 0
