@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from checker.bfs import search
+from checker.layout import initial_words, layout_of
 from checker.trace import TraceError, load, replay
 from spec.producer import spec
 
@@ -473,7 +474,7 @@ def test_kafka_8483_heap_is_javas_priority_queue():
     from checker.trace import Executor, shown_values
     # five records: a fifth batch offered after a removal makes the right child the smaller one
     model = spec.instantiate("kafka-8483", {"records": 5})
-    ex, lay = Executor(model), model.layout
+    ex, lay = Executor(model), layout_of(model)
     names = [f.name for f in lay.fields]
 
     def shown(words):
@@ -508,7 +509,7 @@ def test_kafka_8483_heap_is_javas_priority_queue():
     # directed: four drained ([0,1,2,3]), batch 0's response lost, batch 1 acknowledged
     # (removeAt(1): [0,3,2]), batch 0 re-sent, batch 4 drained ([0,3,2,4]), batch 0 expires:
     # removeAt(0) sifts 4 down past the smaller right child, 2 ([2,3,4])
-    words = model.initial_words[0]
+    words = initial_words(model)[0]
     path = [("InitProducerId", {})] + [("Send", {"t": 0}), ("ProduceRequest", {"t": 0})] * 4 + [
         ("Produce", {"t": 0, "r": 0, "lost": True}), ("Produce", {"t": 0, "r": 0, "lost": False}),
         ("Send", {"t": 0}), ("ProduceRequest", {"t": 0}), ("ProduceRequest", {"t": 0}),
@@ -521,7 +522,7 @@ def test_kafka_8483_heap_is_javas_priority_queue():
 
     rng, removals = random.Random(8483), 0
     for _ in range(60):
-        words = model.initial_words[0]
+        words = initial_words(model)[0]
         for _ in range(40):
             guards = ex.comp.guards(np.array(words, dtype=np.uint64).reshape(-1, 1))
             enabled = [k for k, g in enumerate(guards) if bool(np.broadcast_to(g, (1,))[0])]
