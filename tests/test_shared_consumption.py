@@ -10,6 +10,7 @@ import pytest
 
 from checker.bfs import DEADLOCK, search
 from checker.cli import compare_record, main
+from checker.layout import layout_of
 from checker.trace import load, replay
 from spec.shared_consumption import (LONG_MAX, key_range_range, key_range_round_robin,
                                      split_key_space, spec)
@@ -231,4 +232,4 @@ def test_range_caps_livelock_every_enabled_step_changes_nothing():
                     seen.add(nxt)
                     todo.append(nxt)
     assert 1 < len(seen) < 10
-    assert {model.layout.show(model.layout.unpack_flat(w))["stable_offset"] for w in seen} == {0}
+    assert {layout_of(model).show(layout_of(model).unpack_flat(w))["stable_offset"] for w in seen} == {0}
