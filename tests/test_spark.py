@@ -13,6 +13,7 @@ import pytest
 
 from checker import bfs, spark
 from checker.cli import main
+from checker.layout import initial_words
 from checker.loader import load_spec
 from checker.trace import Executor, load, replay
 from spark_support import MASTER, sc, test_bounds  # noqa: F401 (sc is a fixture)
@@ -143,7 +144,7 @@ def test_initial_states_partitioned_and_spec_by_path(sc, tmp_path):
     path = tmp_path / "counters.py"
     path.write_text(MANY_INITIAL)
     model = load_spec(str(path)).instantiate(None, {"top": 8})
-    assert len(model.initial_words) == 4
+    assert len(initial_words(model)) == 4
     dist = spark.check(model, master=MASTER, slices=2)
     assert dist.distribution.frontier_depth == 0 and dist.distribution.slices == 2
     assert_same(model, bfs.search(model), dist)
