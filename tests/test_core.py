@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from checker.bfs import search
+from checker.layout import layout_of
 from checker.loader import load_spec
 from checker.reference import explore
 from checker.trace import build, load, replay, to_json
@@ -143,7 +144,7 @@ def test_record_difference_exits_1(tmp_path):
 
 def test_wide_state_uses_two_words_and_reports_cut_and_collision():
     m = load_spec(str(SPECS / "wide.py")).instantiate(None, {})
-    assert m.layout.words == 2
+    assert layout_of(m).words == 2
     r = search(m)
     assert r.exhaustive and r.distinct_states == 27 * 3
     assert r.cut_by_bounds == 27          # Bump from epoch 2 is cut in every counter state
