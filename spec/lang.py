@@ -1217,18 +1217,6 @@ class Model:
         if spec._terminal_fn is not None:
             self.terminal = _as_bool(spec._terminal_fn(StateView(self.fields), params))
 
-    # Transition: the explicit engine's packing lives in checker/layout.py; engines written
-    # before the move read it through the model. New code: checker.layout.layout_of(model).
-    @property
-    def layout(self):
-        from checker.layout import layout_of
-        return layout_of(self)
-
-    @property
-    def initial_words(self) -> list[tuple[int, ...]]:
-        from checker.layout import initial_words
-        return initial_words(self)
-
     def _arg_combinations(self, action: Action):
         names = list(action.args)
         domains = []
