@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from checker.options import BadInput, positive
+from checker.verdict import print_json
 from checker.conform import driver
 from checker.conform.driver import BROKER_UNAVAILABLE
 
@@ -195,12 +196,7 @@ def cmd_conform(args, console) -> int:
             cluster.stop()
 
     if args.json:
-        doc = json.loads(driver.to_json(outcomes, version))
-        if args.which_variant:
-            doc["variants"] = [{"variant": n, "change": d, "siding_with_default": a,
-                                "siding_with_change": b, "kafka": v}
-                               for n, d, a, b, v in variant_verdicts(spec, outcomes)]
-        print(json.dumps(doc, indent=2))
+        print_json(conform_document(spec, outcomes, version, args.which_variant), "conform")
     else:
         _print_table(console, spec, version, outcomes)
         if args.which_variant:
@@ -247,6 +243,17 @@ def _print_table(console, spec, version, outcomes) -> None:
     counts = driver.summary(outcomes)
     console.print(", ".join(f"{n} {k}" for k, n in counts.items()) + f" ({len(outcomes)} traces, "
                   f"{sum(o.seconds for o in outcomes):.1f}s)", markup=False)
+
+
+def conform_document(spec, outcomes, version: str, which_variant: bool) -> dict:
+    """What `conform --json` prints (the schema's "conform"): each trace's outcome and, with
+    --which-variant, the rule-by-rule verdicts."""
+    doc = json.loads(driver.to_json(outcomes, version))
+    if which_variant:
+        doc["variants"] = [{"variant": n, "change": d, "siding_with_default": a,
+                            "siding_with_change": b, "kafka": v}
+                           for n, d, a, b, v in variant_verdicts(spec, outcomes)]
+    return doc
 
 
 def variant_verdicts(spec, outcomes) -> list[tuple[str, str, int, int, str]]:

@@ -56,9 +56,10 @@ def random_walk(model, steps: int, seed: int, start=None, executor: Executor | N
 
 
 def register(sub) -> dict:
-    from checker.options import model_options, positive
+    from checker.options import json_option, model_options, positive
     w = sub.add_parser("walk", help="a seeded random walk over a spec, saved as a trace",
-                       parents=model_options())
+                       parents=model_options() + [json_option("print the walk as a trace file "
+                                                              "(JSON) instead of a table")])
     w.add_argument("--steps", type=positive("--steps"), default=20)
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("-o", "--output", metavar="FILE", help="save the trace here (JSON)")
@@ -79,6 +80,10 @@ def cmd_walk(args, console) -> int:
             raise BadInput(f"cannot write {args.output}: {e.strerror}") from None
         doc = load(args.output)
     r = replay(model, doc)
+    if args.json:
+        from checker.verdict import print_json
+        print_json(doc, "walk")
+        return OK
     console.print(trace_table(r.trace, f"{model.spec.name}/{model.variant}: walk of "
                                        f"{len(doc['steps'])} steps, seed {args.seed}"))
     if args.output:

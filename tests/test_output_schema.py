@@ -12,6 +12,7 @@ from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, main
 from checker.verdict import (OUTPUT_SCHEMA, OutputSchemaError, Verdict, cell, check_output,
                              differs_from_record, exit_code, record_differences)
 from spec import SHIPPED  # noqa: F401  (the shipped specs load)
+from checker.layout import initial_words
 from checker.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -211,3 +212,63 @@ def test_the_spark_engines_answer_as_bfs(capsys, args, engine):
     assert doc["distinct_states"] == bfs["distinct_states"]
     assert {p: (v["status"], v["trace_length"]) for p, v in doc["properties"].items()} == \
         {p: (v["status"], v["trace_length"]) for p, v in bfs["properties"].items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# conform and walk documents, and one counterexample type across engines
+
+def test_conform_document_follows_the_schema():
+    """`conform --json` without a broker: the document built from the driver's outcomes."""
+    from checker.conform import driver
+    from checker.conform_cli import conform_document
+    spec = load_spec("consumer_group")
+    default = spec.default_variant
+    other = next(v for v in spec.variants if v != default)
+    outcomes = [driver.Outcome("tests/scenarios/a.json", default, 3, driver.CONFORMS,
+                               matches=[default], seconds=1.5),
+                driver.Outcome("walk seed=1", default, 4, driver.DIVERGES, step=2,
+                               detail="spec said NONE, Kafka said FENCED_MEMBER_EPOCH",
+                               matches=[other], wire_log="w.txt"),
+                driver.Outcome("b.json", default, 2, driver.NOT_DRIVABLE, step=1, detail="no adapter")]
+    doc = conform_document(spec, outcomes, "4.3.1", which_variant=True)
+    check_output(doc, "conform")
+    assert [t["outcome"] for t in doc["traces"]] == ["conforms", "diverges", "not drivable"]
+    row = next(r for r in doc["variants"] if r["variant"] == other)
+    assert (row["siding_with_default"], row["siding_with_change"]) == (1, 1)
+    with pytest.raises(OutputSchemaError, match="outcome"):
+        check_output({**doc, "traces": [{**doc["traces"][0], "outcome": "conform"}]}, "conform")
+
+
+def test_walk_prints_the_trace_it_saves(capsys, tmp_path):
+    out = tmp_path / "walk.json"
+    code, doc = run_json(capsys, "walk", "two_phase", "--steps", "4", "--seed", "3", "-o", out, "--json")
+    assert code == OK and doc == json.loads(out.read_text())
+    check_output(doc, "walk")
+    assert len(doc["steps"]) == 4 and doc.get("property") is None   # a walk breaks nothing
+    code, again = run_json(capsys, "walk", "two_phase", "--steps", "4", "--seed", "3", "--json")
+    assert again == doc                       # seeded: the same walk
+
+
+def test_a_lasso_is_the_one_counterexample_type():
+    from checker.graph import build_graph, check_progress
+    from checker.verdict import Counterexample
+    spec = load_spec(str(ROOT / "tests" / "specs" / "clients.py"))
+    model = spec.instantiate(None, {})
+    r = check_progress(build_graph(model), spec.progress["served-unfair"])
+    assert r.status == "violated" and type(r.lasso) is Counterexample
+    assert (r.lasso.property, r.lasso.kind, len(r.lasso.steps), r.lasso.loop_index,
+            r.lasso.trigger_index) == ("served-unfair", "lasso", 1, 1, 1)
+    assert r.lasso.is_lasso and r.lasso.initial in [tuple(w) for w in initial_words(model)]
+
+
+@pytest.mark.z3
+def test_a_solver_counterexample_is_the_one_counterexample_type():
+    from checker.bfs import search
+    from checker.symbolic import SolverPath, bmc
+    from checker.verdict import Counterexample
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {})
+    cx = bmc(model, ["consistent"], depth=6).found["consistent"]
+    found = search(model, ["consistent"]).found["consistent"]
+    assert type(cx) is Counterexample and isinstance(cx.path, SolverPath)
+    assert cx.steps == cx.path.steps and len(cx.steps) == len(found.steps) == len(cx.trace.steps)
+    assert cx.initial in [tuple(w) for w in initial_words(model)] and cx.note is None
