@@ -18,7 +18,10 @@ from checker.compile import Compiled, fingerprint
 from checker.layout import initial_words, layout_of
 from spec.lang import EnumValue, Model, SpecError
 
-FORMAT = 1
+# 2: traces chosen by the explicit-state core's parent rule, the least (action instance,
+# parent) whatever the blocks (docs/design.md, "The core's parent rule"); the fields are those
+# of version 1, whose files (chosen by the earliest block) still replay as they are
+FORMAT = 2
 
 
 class TraceError(SpecError):
@@ -241,7 +244,7 @@ def save_all(traces: dict, out: str | Path | None) -> tuple[dict, str | None]:
 
 # The format's versions that kcheck reads, each with its JSON Schema (checker/trace_schema.json
 # is the current one); a file of another version is refused rather than half-read.
-SUPPORTED_FORMATS = {1: "trace_schema.json"}
+SUPPORTED_FORMATS = {1: "trace_schema_v1.json", 2: "trace_schema.json"}
 _SCHEMAS: dict[int, Any] = {}
 
 

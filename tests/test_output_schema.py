@@ -52,7 +52,7 @@ def test_a_violation_carries_its_trace_as_a_trace_file(capsys):
     code, doc = run_json(capsys, "check", "two_phase", "--variant", "commit-without-prepares", "--json")
     assert code == VIOLATED
     bad = {p: v for p, v in doc["properties"].items() if v["status"] == "violated"}
-    assert bad and all(v["trace"]["kcheck_trace"] == 1 and v["trace_length"] == len(v["trace"]["steps"])
+    assert bad and all(v["trace"]["kcheck_trace"] == 2 and v["trace_length"] == len(v["trace"]["steps"])
                        for v in bad.values())
 
 

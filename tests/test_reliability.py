@@ -77,7 +77,7 @@ def test_unknown_keys_anywhere_are_errors(trace, tmp_path, capsys, where):
     assert code == BAD_INPUT and "'colour'" in one_line_error(err)
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", True, None])
+@pytest.mark.parametrize("version", [3, 0, "1", True, None])
 def test_unknown_format_versions_are_refused(trace, tmp_path, capsys, version):
     _, doc = trace
     doc["kcheck_trace"] = version
