@@ -13,6 +13,7 @@ from checker.verdict import (OUTPUT_SCHEMA, OutputSchemaError, Verdict, cell, ch
                              differs_from_record, exit_code, record_differences)
 from spec import SHIPPED  # noqa: F401  (the shipped specs load)
 from checker.layout import initial_words
+from checker.trace import FORMAT
 from checker.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +53,7 @@ def test_a_violation_carries_its_trace_as_a_trace_file(capsys):
     code, doc = run_json(capsys, "check", "two_phase", "--variant", "commit-without-prepares", "--json")
     assert code == VIOLATED
     bad = {p: v for p, v in doc["properties"].items() if v["status"] == "violated"}
-    assert bad and all(v["trace"]["kcheck_trace"] == 2 and v["trace_length"] == len(v["trace"]["steps"])
+    assert bad and all(v["trace"]["kcheck_trace"] == FORMAT and v["trace_length"] == len(v["trace"]["steps"])
                        for v in bad.values())
 
 
