@@ -4,6 +4,7 @@ checker/cli.py."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,8 +16,8 @@ from checker.layout import layout_of
 from checker.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
                              model_options, out_dir, params, positive, property_option,
                              save_options)
-from checker.verdict import (cell, differs_from_record, from_graph, print_json,
-                             record_differences, unrecorded_bounded)
+from checker.verdict import (VALIDATE_ENV, cell, check_output, differs_from_record, from_graph,
+                             print_json, record_differences, unrecorded_bounded)
 from spec import SHIPPED
 
 
@@ -45,6 +46,11 @@ def cmd_graph(args, console) -> int:
     from checker.loader import load_spec
     model = load_spec(args.spec).instantiate(args.variant, params(args.param))
     sg = build_graph(model, args.max_nodes)
+    if args.format == "json" and not args.output:
+        print_json(to_json(sg), "graph", indent=1)
+        return OK
+    if args.format == "json" and os.environ.get(VALIDATE_ENV):
+        check_output(to_json(sg), "graph")
     text = {"dot": to_dot, "graphml": to_graphml,
             "json": lambda g: json.dumps(to_json(g), indent=1) + "\n"}[args.format](sg)
     if args.output:

@@ -273,3 +273,14 @@ def test_a_solver_counterexample_is_the_one_counterexample_type():
     assert type(cx) is Counterexample and isinstance(cx.path, SolverPath)
     assert cx.steps == cx.path.steps and len(cx.steps) == len(found.steps) == len(cx.trace.steps)
     assert cx.initial in [tuple(w) for w in initial_words(model)] and cx.note is None
+
+
+def test_graph_export_follows_the_schema(capsys, tmp_path):
+    code, doc = run_json(capsys, "graph", "two_phase", "--format", "json")
+    assert code == OK
+    check_output(doc, "graph")
+    assert doc["states"] == len(doc["nodes"]) == 288 and doc["edges"] == len(doc["links"]) == 886
+    assert sum(n["initial"] for n in doc["nodes"]) == 1
+    out = tmp_path / "g.json"
+    assert main(["graph", "two_phase", "--format", "json", "-o", str(out)]) == OK
+    assert json.loads(out.read_text()) == doc           # the file and stdout are one document
