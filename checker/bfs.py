@@ -32,7 +32,7 @@ from checker import explore
 from checker.compile import Compiled
 from checker.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
 from checker.layout import initial_words, layout_of
-from checker.verdict import Counterexample, sometimes_status
+from checker.verdict import Counterexample, RunResult, sometimes_status
 from spec.lang import Model
 
 
@@ -47,7 +47,9 @@ Found = Counterexample
 
 
 @dataclass
-class SearchResult:
+class SearchResult(RunResult):
+    """A search's run (verdict.RunResult): also what Spark's engines return."""
+    engine = "bfs"                   # not a field: Spark's engines name themselves (cli)
     model: Model
     properties: list[str]
     exhaustive: bool = False
@@ -122,6 +124,18 @@ class SearchResult:
                 "terminated": "the search was terminated (SIGTERM)",
                 "all-violated": "the search stopped once every other property was violated",
                 }.get(self.stop_reason or "", self.stop_reason)
+
+    @property
+    def statistics(self) -> dict:
+        """The figures of the run, as check's JSON names them (computed when asked)."""
+        # never_fired is None when the search stopped early: an action may not have had its turn
+        return {"exhaustive": self.exhaustive, "stop_reason": self.stop_reason,
+                "stop_detail": self.stop_detail, "distinct_states": self.distinct_states,
+                "transitions": self.transitions, "depth": self.depth,
+                "elapsed_s": round(self.elapsed_s, 3), "cut_by_search_bounds": self.cut_by_bounds,
+                "collision_probability": self.collision_probability,
+                "never_fired": self.never_fired() if self.fired and self.exhaustive else None,
+                "disabled_actions": self.disabled()}
 
     @property
     def states_per_s(self) -> float:

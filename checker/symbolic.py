@@ -28,7 +28,7 @@ import z3
 from checker.layout import layout_of
 from checker.ops import OPS
 from checker.trace import Trace, build
-from checker.verdict import Counterexample, sometimes_status
+from checker.verdict import Counterexample, RunResult, sometimes_status
 from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
 DEADLOCK = "deadlock"
@@ -511,7 +511,9 @@ def _chosen(m: z3.ModelRef, c) -> int:
 # Bounded model checking
 
 @dataclass
-class BmcResult:
+class BmcResult(RunResult):
+    """A bounded model check's run (verdict.RunResult)."""
+    engine = "z3-bmc"                 # not a field
     model: Model
     properties: list[str]
     depth: int                        # the depth explored
@@ -522,6 +524,8 @@ class BmcResult:
     stats: dict = field(default_factory=dict)
     width: int | None = None          # the bit-width of integer terms
     cap: int | None = None            # the cap on lifted search bounds (None: the bounds kept)
+    requested_depth: int | None = None
+    search_bounds_kept: bool = False
 
     def status(self, prop: str) -> str:
         if prop in self.found:
@@ -531,6 +535,33 @@ class BmcResult:
         else:
             st = "holds" if self.exhaustive else "bounded"
         return sometimes_status(self.model.spec, prop, st)   # a witness of a sometimes: reached
+
+    def reason(self, prop: str) -> str | None:
+        return self.inconclusive if self.status(prop) == "unknown" else None
+
+    def kind(self, prop: str) -> str:
+        return self.found[prop].kind if prop in self.found else super().kind(prop)
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the unrolling stopped before every path ended: 'interrupted' (Ctrl-C or SIGTERM
+        stopped a solver call), 'solver' (it gave up), 'all-violated', 'max-depth'; None when
+        no path is longer than the depth explored."""
+        if self.inconclusive:
+            cancelled = "interrupted from keyboard" in self.inconclusive or "cancel" in self.inconclusive
+            return "interrupted" if cancelled else "solver"
+        if self.exhaustive:
+            return None
+        return "all-violated" if self.properties and len(self.found) == len(self.properties) else "max-depth"
+
+    @property
+    def statistics(self) -> dict:
+        """The figures of the run, as bmc's JSON names them."""
+        return {"depth": self.depth, "requested_depth": self.requested_depth,
+                "search_bounds": "kept" if self.search_bounds_kept else "lifted",
+                "encoding": {"integer_bits": self.width, "lifted_bound_cap": self.cap},
+                "exhaustive": self.exhaustive, "inconclusive": self.inconclusive,
+                "elapsed_s": round(self.elapsed_s, 3), "solver": self.stats}
 
 
 def default_properties(model: Model) -> list[str]:
@@ -578,6 +609,7 @@ def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
         except _Widen:
             cap = 4 * cap + 1
     res.elapsed_s = time.perf_counter() - t0
+    res.requested_depth, res.search_bounds_kept = depth, keep_search_bounds
     return res
 
 

@@ -24,7 +24,7 @@ from checker.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, Bad
                              json_option, model_options, out_dir, params, positive, property_option,
                              save_options)
 from checker.trace import save
-from checker.verdict import PropertyResult, RunResult, Verdict, cell, print_json
+from checker.verdict import RunReport, cell, print_json
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
 
@@ -268,27 +268,22 @@ def _print_trace(console, cx, title, saved=None, model=None):
         console.print(f"saved: {saved}", markup=False)
 
 
-def bmc_run(res, args) -> RunResult:
-    """A bmc result in the result model (engine 'z3-bmc'); a path the explicit encoding cannot
-    pack keeps its length, its raw states and steps, and its named states."""
+def bmc_run(res) -> RunReport:
+    """A bmc run's report (engine 'z3-bmc'); a path the explicit encoding cannot pack keeps its
+    length, its raw states and steps, and its named states."""
     model = res.model
-    props = {}
+    traces, details = {}, {}
     for p in res.properties:
         cx = res.found.get(p)
-        kind = cx.kind if cx is not None else model.spec.properties[p].kind \
-            if p in model.spec.properties else "deadlock"
-        details: dict = {"note": cx.note if cx is not None else None}
-        if cx is not None and cx.trace is None:
-            details.update(trace_length=len(cx.path.steps), trace=_trace_doc(cx),
-                           states=_named_states(model, cx))
-        props[p] = PropertyResult(p, Verdict(res.status(p)), kind, cx.trace if cx else None,
-                                  res.inconclusive if res.status(p) == "unknown" else None, details)
-    stats = {"depth": res.depth, "requested_depth": args.depth,
-             "search_bounds": "kept" if args.keep_search_bounds else "lifted",
-             "encoding": {"integer_bits": res.width, "lifted_bound_cap": res.cap},
-             "exhaustive": res.exhaustive, "inconclusive": res.inconclusive,
-             "elapsed_s": round(res.elapsed_s, 3), "solver": res.stats}
-    return RunResult("z3-bmc", model, props, stats)
+        details[p] = {"note": cx.note if cx is not None else None}
+        if cx is None:
+            continue
+        if cx.trace is None:
+            details[p].update(trace_length=len(cx.path.steps), trace=_trace_doc(cx),
+                              states=_named_states(model, cx))
+        else:
+            traces[p] = cx.trace
+    return res.report(traces, details)
 
 
 def _header(console, m, what):
@@ -317,7 +312,7 @@ def cmd_bmc(args, console) -> int:
              f"bounded: depth {res.depth}")
     bounds = "search bounds kept" if args.keep_search_bounds else "search bounds lifted"
     if args.json:
-        print_json(bmc_run(res, args).to_json(), "run")
+        print_json(bmc_run(res).to_json(), "run")
     else:
         _header(console, model, f"bmc to depth {args.depth}, {bounds}")
         console.print(f"{scope}; {res.elapsed_s:.2f}s, {_stats_str(res.stats)}", markup=False)

@@ -2,11 +2,12 @@
 result becomes a verdict cell, a comparison with the spec's record, a JSON document, an exit code
 or a saved trace (docs/design.md, "The result model").
 
-An engine returns its own statistics (a search counts states, a solver counts conflicts), but
-every property gets a ``Verdict``, and every counterexample, whether a path to a bad state, a
-path to a deadlock or a lasso, is a ``Counterexample``: an initial state and the action instances
-taken from it, with the index where the loop starts for a lasso. ``RunResult`` is what a command
-prints: the engine, the model, a ``PropertyResult`` per property, and the measured figures.
+Every engine's run returns a ``RunResult`` (its own statistics: a search counts states, a solver
+counts conflicts), every property gets a ``Verdict``, and every counterexample, whether a path
+to a bad state, a path to a deadlock or a lasso, is a ``Counterexample``: an initial state and
+the action instances taken from it, with the index where the loop starts for a lasso.
+``RunReport`` is what a command prints: the engine, the model, a ``PropertyResult`` (verdict and
+trace) per property, and the measured figures.
 """
 from __future__ import annotations
 
@@ -172,11 +173,51 @@ class PropertyResult:
         return out
 
 
-@dataclass
 class RunResult:
-    """What a command prints about one run: the engine, the model, the verdicts, and the figures
-    the engine measured (``statistics``, named as the JSON output names them)."""
-    engine: str                         # 'bfs', 'spark-slices', 'spark-ownership', 'state-graph', 'z3-bmc'
+    """What a run of an engine returns, whatever the engine: the ``model``, the ``properties``
+    checked (names), a verdict per property (``status(p)``, ``verdicts``), the counterexamples
+    found (``found``: property -> Counterexample), why it stopped early (``stop_reason``, None
+    when it ran to its end) and the figures it measured (``statistics``, named as the JSON
+    output names them). The engines' results are ones: bfs.SearchResult (also from Spark) and
+    symbolic.BmcResult, each adding its own fields. ``report`` pairs it with the traces built
+    from its counterexamples: what a command prints. ``statistics`` is built when asked, once at
+    the end, so the search loop pays nothing for it."""
+    engine: str = "engine"              # 'bfs', 'spark-slices', 'spark-ownership', 'z3-bmc'
+
+    def status(self, prop: str) -> str:
+        raise NotImplementedError
+
+    def reason(self, prop: str) -> str | None:
+        """Why a verdict is bounded or unknown, in one sentence (None otherwise)."""
+        return None
+
+    @property
+    def statistics(self) -> dict:
+        raise NotImplementedError
+
+    @property
+    def verdicts(self) -> dict[str, Verdict]:
+        return {p: Verdict(self.status(p)) for p in self.properties}
+
+    def kind(self, prop: str) -> str:
+        props = self.model.spec.properties
+        return props[prop].kind if prop in props else "deadlock"
+
+    def report(self, traces: dict, details: dict | None = None,
+               engine: str | None = None) -> RunReport:
+        """The run as printed: each verdict with its trace (``traces``, by property) and the
+        engine's extra JSON fields (``details``, by property)."""
+        props = {p: PropertyResult(p, v, self.kind(p), traces.get(p), self.reason(p),
+                                   (details or {}).get(p, {}))
+                 for p, v in self.verdicts.items()}
+        return RunReport(engine or self.engine, self.model, props, self.statistics)
+
+
+@dataclass
+class RunReport:
+    """What a command prints about one run: the engine, the model, the verdicts with their
+    traces, and the figures the engine measured (``statistics``)."""
+    engine: str                         # a RunResult's engine, or 'state-graph'
     model: Any                          # spec.lang.Model
     properties: dict[str, PropertyResult]
     statistics: dict = field(default_factory=dict)
@@ -199,29 +240,13 @@ class RunResult:
                 "properties": {n: p.to_json() for n, p in self.properties.items()}}
 
 
-def from_search(res, traces: dict, engine: str = "bfs") -> RunResult:
-    """The run of an explicit-state search (bfs.SearchResult, also from Spark)."""
-    props = {}
-    for p in res.properties:
-        kind = ("deadlock" if p not in res.model.spec.properties else res.model.spec.properties[p].kind)
-        props[p] = PropertyResult(p, Verdict(res.status(p)), kind, traces.get(p),
-                                  res.reason(p) if hasattr(res, "reason") else None)
-    fired = bool(getattr(res, "fired", None)) and res.exhaustive
-    stats = {"exhaustive": res.exhaustive, "stop_reason": res.stop_reason,
-             "stop_detail": getattr(res, "stop_detail", None),
-             "distinct_states": res.distinct_states, "transitions": res.transitions,
-             "depth": res.depth, "elapsed_s": round(res.elapsed_s, 3),
-             "cut_by_search_bounds": res.cut_by_bounds,
-             "collision_probability": res.collision_probability,
-             # None when the engine did not count, or stopped early (an action may simply not
-             # have had its turn)
-             "never_fired": res.never_fired() if fired else None,
-             "disabled_actions": res.disabled() if hasattr(res, "disabled") else None}
-    return RunResult(engine, res.model, props, stats)
+def from_search(res, traces: dict, engine: str | None = None) -> RunReport:
+    """The report of an explicit-state search (bfs.SearchResult, also from Spark)."""
+    return res.report(traces, engine=engine)
 
 
-def from_graph(sg, verdicts: dict, traces: dict) -> RunResult:
-    """The run of the state graph's progress check (graph_cli: verdict dicts per property)."""
+def from_graph(sg, verdicts: dict, traces: dict) -> RunReport:
+    """The report of the state graph's progress check (graph_cli: verdict dicts per property)."""
     props = {}
     for n, v in verdicts.items():
         props[n] = PropertyResult(n, Verdict(v["status"]), v["kind"], traces.get(n), v.get("reason"),
@@ -229,7 +254,7 @@ def from_graph(sg, verdicts: dict, traces: dict) -> RunResult:
     stats = {"states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
              "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
              "elapsed_s": round(sg.elapsed_s, 3)}
-    return RunResult("state-graph", sg.model, props, stats)
+    return RunReport("state-graph", sg.model, props, stats)
 
 
 def exit_code(statuses: dict[str, str], complete: bool, stop_reason: str | None = None) -> int:

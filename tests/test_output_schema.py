@@ -284,3 +284,31 @@ def test_graph_export_follows_the_schema(capsys, tmp_path):
     out = tmp_path / "g.json"
     assert main(["graph", "two_phase", "--format", "json", "-o", str(out)]) == OK
     assert json.loads(out.read_text()) == doc           # the file and stdout are one document
+
+
+def test_a_search_returns_a_run_result():
+    from checker.bfs import search
+    from checker.verdict import RunResult
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {})
+    r = search(model)
+    assert isinstance(r, RunResult) and r.engine == "bfs" and r.stop_reason is None
+    assert r.statistics["distinct_states"] == r.distinct_states == 623
+    assert {p for p, v in r.verdicts.items() if v is Verdict.VIOLATED} == {"consistent", "commit-after-all-prepared"}
+    cut = search(model, max_depth=2)
+    assert cut.stop_reason == "max-depth" and cut.statistics["exhaustive"] is False
+    assert cut.verdicts["consistent"] is Verdict.BOUNDED and cut.report({}).properties["consistent"].reason
+    # the report is what check --json prints
+    assert r.report({}).to_json()["distinct_states"] == 623
+
+
+@pytest.mark.z3
+def test_bmc_returns_a_run_result():
+    from checker.symbolic import bmc
+    from checker.verdict import RunResult
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {})
+    r = bmc(model, depth=4)
+    assert isinstance(r, RunResult) and r.engine == "z3-bmc" and r.stop_reason == "max-depth"
+    assert r.statistics["requested_depth"] == 4 and r.statistics["search_bounds"] == "lifted"
+    assert r.verdicts["consistent"] is Verdict.VIOLATED and r.verdicts["deadlock"] is Verdict.BOUNDED
+    both = bmc(model, ["consistent"], depth=6)
+    assert both.stop_reason == "all-violated"
