@@ -38,7 +38,7 @@ ASSIGNOR_CLASS = "kcheck.ScriptedAssignor"
 ASSIGNOR_NAME = "kcheck-scripted"      # ScriptedAssignor.NAME
 _ASSIGNOR_SOURCE = Path(__file__).parent / "assignor" / "ScriptedAssignor.java"
 START_TIMEOUT_S = 120.0          # one node; a cluster's three share the machine: three times this
-STOP_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0           # then the nodes still running are killed
 
 # What every conformance broker runs with (printed with every run). Adapters may add settings of
 # their own (Broker(extra_settings=...)); these are the ones the consumer_group adapter relies on.
@@ -149,10 +149,12 @@ def _below(offset: int | None, target: int | None) -> bool:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: a broker whose kcheck is killed outright (kill -9, a crashed test
-    run) gets SIGTERM instead of living on (Linux prctl PR_SET_PDEATHSIG; elsewhere a no-op)."""
+    """In the child before exec: a broker whose kcheck is gone (killed outright, a crashed test
+    run, an exit that cut the stop short) is killed instead of living on (Linux prctl
+    PR_SET_PDEATHSIG; elsewhere a no-op). SIGKILL, not SIGTERM: a node of a cluster whose
+    quorum is gone hangs in its controlled shutdown, and the data is thrown away anyway."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     except OSError:
         pass
 
@@ -345,8 +347,19 @@ class Broker:
         records, self.coordinator_records = getattr(self, "coordinator_records", None), None
         if records is not None:
             records.close()
-        for n in getattr(self, "nodes", []):
-            self._stop_node(n)
+        # every node at once: one by one, the last would lose its quorum and hang in its
+        # controlled shutdown until killed
+        running = [(n, n.process) for n in getattr(self, "nodes", []) if n.running()]
+        for n, p in running:
+            n.process = None
+            p.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for _, p in running:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=10)
 
     @staticmethod
     def _stop_node(n: Node) -> None:
