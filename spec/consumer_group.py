@@ -1049,6 +1049,22 @@ def no_spurious_fencing(pre, post, action, args, outcome, p):
     return Not(And(outcome != Error.NONE, pre.commit_owner[args["c"]]))
 
 
+# The scenarios the two commit properties judge (sometimes: a "holds" above is not vacuous)
+
+@spec.sometimes("zombie-commit-in-flight")
+def zombie_commit_in_flight(s, p):
+    """A member has an offset commit in flight for a partition that has since been assigned to another member (the commit no-zombie-commit judges)."""
+    return Exists(_commit_slots(p), lambda c: And(s.commit_request[c] != Request.NONE, s.commit_zombie[c]))
+
+
+@spec.sometimes("owner-commit-behind-member-epoch")
+def owner_commit_behind_member_epoch(s, p):
+    """A member that has held a partition without interruption has a commit for it in flight at an epoch below its current member epoch (KAFKA-20066's commit, which no-spurious-fencing judges)."""
+    return Exists(_commit_slots(p), lambda c: Exists(_members(p), lambda m: And(
+        s.commit_request[c] != Request.NONE, s.commit_owner[c], s.commit_member[c] == m,
+        s.commit_epoch[c] < s.member_epoch[m])))
+
+
 @spec.transition_property("join-accepted", actions=["Join", "JoinFenced"])
 def join_accepted(pre, post, action, args, outcome, p):
     """A ConsumerGroupHeartbeat with member epoch 0 (a join, KIP-848) is never answered FENCED_MEMBER_EPOCH."""
