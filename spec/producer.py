@@ -1252,6 +1252,13 @@ def no_duplicate(s, p):
     return And(*[s.appended[k] <= 1 for k in range(p.records)])
 
 
+@spec.sometimes("duplicate-in-flight")
+def duplicate_in_flight(s, p):
+    """A produce request for a record already in the log is in flight (the retried batch whose rejection no-duplicate judges)."""
+    return Or(*[s.request[t] & Or(*[(s.request_record[t] == k) & (s.appended[k] >= 1)
+                                    for k in range(p.records)]) for t in range(p.partitions)])
+
+
 @spec.transition_property("in-order", actions=["Produce"])
 def in_order(pre, post, action, args, outcome, p):
     """A producer's records are appended to a partition in the order it sent them."""
