@@ -571,22 +571,42 @@ def Bounce(s, p, m, to):
 # ---------------------------------------------------------------------------------------------
 # Variants
 
+# Where a sometimes property is recorded as not reached (violates=[...] of a sometimes means
+# "known not reached"), and why: measured by the search at each variant's parameters.
+STALE_CLAIM_UNREACHED = (
+    "not reached, so stale-claim-never-wins holds vacuously here: with this client a member that "
+    "lost its member id or generation gives its partitions up as lost in onJoinPrepare "
+    "(ConsumerCoordinator.onJoinPrepare) before it rejoins, so it claims nothing, and a member "
+    "whose SyncGroup is answered REBALANCE_IN_PROGRESS keeps its generation (KAFKA-13891), so no "
+    "claim is older than another (the likely reason, not traced further). Measured: not reached "
+    "at the default parameters, nor at members=2, max_generation=2 with timeouts=1. The round is "
+    "reached with the client before KAFKA-12983 (kafka-12983 and pre-kip792-kafka-12983, 17 "
+    "steps) and with the older subscription generation (kafka-14639, 36 steps)")
+EAGER_REVOKES_FIRST = (
+    "not reached: every consumer is EAGER and revokes everything it owns in onJoinPrepare before "
+    "it rejoins, so none owns a partition while its generation is behind the group's")
+
 spec.variant("kip792", "every consumer on [cooperative-sticky] (COOPERATIVE); the generation in "
              "the subscription: the higher generation keeps a partition, equal ones both lose it",
-             default=True)
+             default=True, violates=["stale-claim-at-sync"],
+             findings={"stale-claim-at-sync": STALE_CLAIM_UNREACHED})
 spec.variant("pre-kip792", "no generation: ownedPartitions are trusted as sent (the first claim "
-             "read keeps a partition claimed twice)")
+             "read keeps a partition claimed twice)", violates=["stale-claim-at-sync"],
+             findings={"stale-claim-at-sync": STALE_CLAIM_UNREACHED})
 spec.variant("double-bounce", "the KIP-429 upgrade: [range] -> [cooperative-sticky, range] -> "
-             "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule")
+             "[cooperative-sticky], one rolling bounce each, with the kip792 claim rule",
+             violates=["stale-claim-at-sync"], findings={"stale-claim-at-sync": STALE_CLAIM_UNREACHED})
 spec.variant("single-bounce", "one rolling bounce [range] -> [cooperative-sticky], protocol "
-             "fixed at start-up")
+             "fixed at start-up", violates=["stale-claim-at-sync"],
+             findings={"stale-claim-at-sync": STALE_CLAIM_UNREACHED})
 # lemmas of the other variants' proofs that KIP-726's dynamic selection breaks
 KIP726_LEMMAS = ["assignment-respects-owners", "joined-subscription-is-owned",
                  "protocol-fixed-by-assignors", "range-round-members-own-nothing"]
 spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-sticky, range] with "
              "KIP-726's dynamic protocol selection (onPartitionsLost when an EAGER assignor is "
              "chosen)", violates=["single-owner", "revoke-before-assign",
-                                  "revoked-before-reassigned"] + KIP726_LEMMAS, findings={
+                                  "revoked-before-reassigned", "stale-claim-at-sync"] + KIP726_LEMMAS,
+             findings={"stale-claim-at-sync": STALE_CLAIM_UNREACHED,
                  "protocol-fixed-by-assignors": "KIP-726 by design: a [cooperative-sticky, range] "
                  "consumer turns COOPERATIVE once the group chose cooperative-sticky",
                  "range-round-members-own-nothing": "a COOPERATIVE member keeps its partitions "
@@ -611,12 +631,16 @@ spec.variant("kip726-dynamic", "one rolling bounce [range] -> [cooperative-stick
                  "no-double-commit still holds, because a member that is rebalancing cannot "
                  "commit (generationIfStable), which is KIP-726's own argument"})
 spec.variant("shipped-default", "every consumer on Kafka's default list [range, "
-             "cooperative-sticky], protocol fixed at start-up (so EAGER)")
+             "cooperative-sticky], protocol fixed at start-up (so EAGER)",
+             violates=["stale-claim-at-sync", "owner-left-behind"],
+             findings={"stale-claim-at-sync": STALE_CLAIM_UNREACHED, "owner-left-behind": EAGER_REVOKES_FIRST})
 spec.variant("kip726-downgrade", "every consumer on [cooperative-sticky, range] with KIP-726's "
              "dynamic protocol selection; one may restart with [range] alone (a downgrade, or a "
              "consumer started with only RangeAssignor)", params={"max_generation": 3},
-             violates=["single-owner", "revoke-before-assign", "revoked-before-reassigned"] + KIP726_LEMMAS,
+             violates=["single-owner", "revoke-before-assign", "revoked-before-reassigned",
+                       "stale-claim-at-sync"] + KIP726_LEMMAS,
              findings={
+                 "stale-claim-at-sync": STALE_CLAIM_UNREACHED,
                  "single-owner": "the group runs COOPERATIVE under cooperative-sticky; a member "
                  "restarts with [range] alone, range is chosen, and a member still holding the "
                  "partitions it kept has not yet processed its JoinGroup response (and so not yet "
@@ -685,8 +709,9 @@ spec.variant("kafka-14639", "the claim rule before PR #13550: only claims at the
 spec.variant("kafka-14016", "KAFKA-13891's reset put back: a SyncGroup answered "
              "REBALANCE_IN_PROGRESS resets the generation, so the member declares everything it "
              "owns lost at its next JoinGroup",
-             violates=["cooperative-keeps-owned", "owners-have-a-generation"],
+             violates=["cooperative-keeps-owned", "owners-have-a-generation", "stale-claim-at-sync"],
              findings={
+                 "stale-claim-at-sync": STALE_CLAIM_UNREACHED,
                  "owners-have-a-generation": "the lemma form: the late member still owns its "
                  "partitions after the reset took its generation",
                  "cooperative-keeps-owned": "a member's SyncGroup arrives after the next rebalance "
@@ -810,6 +835,26 @@ def stale_claim_never_wins(pre, post, action, args, outcome, p):
         (pre.subscription_generation[j] < pre.subscription_generation[k]) &
         post.assignment[mp(p, j, q)])))
     return Implies(round_done, Not(stale_wins))
+
+
+# The scenarios the ownership properties judge (sometimes: a "holds" above is not vacuous)
+
+@spec.sometimes("stale-claim-at-sync")
+def stale_claim_at_sync(s, p):
+    """While the leader's assignment is awaited, two members of the group claim one partition and one claim carries an older generation (the round stale-claim-never-wins judges)."""
+    return (s.group_state == CR) & Exists(parts(p), lambda q: Exists(members(p), lambda j: Exists(
+        [k for k in members(p) if k != j], lambda k:
+        s.in_group[j] & s.subscription_owned[mp(p, j, q)] & s.in_group[k] &
+        s.subscription_owned[mp(p, k, q)] &
+        (s.subscription_generation[j] < s.subscription_generation[k]))))
+
+
+@spec.sometimes("owner-left-behind")
+def owner_left_behind(s, p):
+    """A consumer owns a partition while its generation is behind the group's (the window in which single-owner and revoked-before-reassigned can break)."""
+    return Exists(members(p), lambda j: (s.member_generation[j] >= 0) &
+                  (s.member_generation[j] < s.generation) &
+                  Exists(parts(p), lambda q: s.owned[mp(p, j, q)]))
 
 
 @spec.invariant("no-double-commit")

@@ -40,6 +40,21 @@ DEFAULT_VIOLATED = {
                     "assignment-respects-owners"},
     "kafka-14016": {"cooperative-keeps-owned", "owners-have-a-generation"},
 }
+# The scenarios (sometimes properties) and the length of each one's shortest witness, as measured;
+# absent: not reached, which the record states (violates= of a sometimes is "known not reached").
+# stale-claim-at-sync needs a member that can fall out of a generation (timeouts=1) or the older
+# clients' subscription generation (kafka-14639): elsewhere stale-claim-never-wins holds vacuously.
+SOMETIMES = {n for n, p in spec.properties.items() if p.kind == "sometimes"}
+SCENARIO_STEPS = {
+    "kip792": {"owner-left-behind": 8}, "pre-kip792": {"owner-left-behind": 8},
+    "double-bounce": {"owner-left-behind": 10}, "single-bounce": {"owner-left-behind": 9},
+    "kip726-dynamic": {"owner-left-behind": 9}, "shipped-default": {},
+    "kip726-downgrade": {"owner-left-behind": 8},
+    "pre-kip792-kafka-12983": {"owner-left-behind": 6, "stale-claim-at-sync": 17},
+    "kafka-12983": {"owner-left-behind": 6, "stale-claim-at-sync": 17},
+    "kafka-14639": {"owner-left-behind": 8, "stale-claim-at-sync": 36},
+    "kafka-14016": {"owner-left-behind": 8},
+}
 DEFAULT_TRACE_LENGTH = {("kip726-dynamic", "single-owner"): 20,
                         ("kip726-dynamic", "revoke-before-assign"): 13,
                         ("kip726-dynamic", "revoked-before-reassigned"): 20,
@@ -98,12 +113,18 @@ def test_default_verdicts(default_results, variant):
     res = default_results[variant]
     assert res.exhaustive and res.cut_by_bounds > 0
     assert res.distinct_states == DEFAULT_STATES[variant]
-    assert set(res.found) == DEFAULT_VIOLATED[variant]
+    assert set(res.found) - SOMETIMES == DEFAULT_VIOLATED[variant]
+    reached = SCENARIO_STEPS[variant]
+    for prop in SOMETIMES:
+        assert res.status(prop) == ("reached" if prop in reached else "not-reached")
+        if prop in reached:
+            assert len(res.found[prop].steps) == reached[prop]
     # the record may also name progress properties, which 'kcheck progress' judges
     record = spec.variants[variant].expected_violations
-    assert {p for p in record if p in spec.properties} == DEFAULT_VIOLATED[variant]
+    assert {p for p in record if p in spec.properties} - SOMETIMES == DEFAULT_VIOLATED[variant]
+    assert record & SOMETIMES == SOMETIMES - set(reached)
     assert record <= set(spec.properties) | set(spec.progress)
-    for prop in spec.properties:
+    for prop in set(spec.properties) - SOMETIMES:
         assert res.status(prop) == ("violated" if prop in DEFAULT_VIOLATED[variant] else "holds")
     for (v, prop), n in DEFAULT_TRACE_LENGTH.items():
         if v == variant:
@@ -139,8 +160,14 @@ def test_state_counts_small(variant, timeouts):
     res = search(spec.instantiate(variant, {"members": 2, "max_generation": 2, "timeouts": timeouts}))
     assert res.exhaustive
     assert res.distinct_states == SMALL_COUNTS[variant, timeouts]
-    found = set(res.found)
+    found = set(res.found) - SOMETIMES
     assert found == SMALL_VIOLATED.get((variant, timeouts), set())
+    # the fixed client gives up what it holds before a rejoin, so no claim is ever stale (even
+    # with a member that can time out): stale-claim-never-wins is judged only by the older clients
+    assert res.status("stale-claim-at-sync") == "not-reached"
+    # ... and an EAGER group revokes before it rejoins: no owner is left behind without timeouts
+    assert res.status("owner-left-behind") == (
+        "not-reached" if (variant, timeouts) == ("shipped-default", 0) else "reached")
     # with timeouts a member that fell out keeps its partitions until its next request: two
     # owners in every variant, yet never two committers (its commits are rejected)
     if timeouts:
@@ -161,7 +188,7 @@ def test_zombie_trace_is_a_timeout():
 def test_two_members_hide_the_kip726_race():
     # the race needs a follower slower than another member; with two the leader is the old member
     res = search(spec.instantiate("kip726-dynamic", {"members": 2}), ["single-owner"])
-    assert res.exhaustive and not res.found
+    assert res.exhaustive and not set(res.found) - SOMETIMES
 
 
 SAVED = sorted((ROOT / "counterexamples" / "classic_group").rglob("*.json"))
@@ -170,7 +197,9 @@ SAVED = sorted((ROOT / "counterexamples" / "classic_group").rglob("*.json"))
 def test_every_violation_is_saved():
     names = {(p.parent.name, p.stem) for p in SAVED}
     assert names == {(v, prop) for v, props in DEFAULT_VIOLATED.items() for prop in props}
-    assert names == {(v.name, prop) for v in spec.variants.values() for prop in v.expected_violations}
+    # a sometimes property in the record is one known not to be reached: it has no witness
+    assert names == {(v.name, prop) for v in spec.variants.values() for prop in v.expected_violations
+                     if prop not in SOMETIMES}
 
 
 @pytest.mark.parametrize("path", SAVED, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -286,4 +315,4 @@ def test_kafka_14639_needs_the_older_subscription_generation():
     # with KIP-792's subscription generation (the JoinGroup generation) a member that missed a
     # SyncGroup claims at the same generation as everyone else, so the old rule drops nothing
     res = search(spec.instantiate("kafka-14639", {"generation_from_assignment": 0}))
-    assert res.exhaustive and not res.found and res.distinct_states == 87146
+    assert res.exhaustive and not set(res.found) - SOMETIMES and res.distinct_states == 87146
