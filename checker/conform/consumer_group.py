@@ -38,6 +38,7 @@ from checker.conform.wire import WireError, error_name, ms, schema
 LEFT, STATIC_LEFT = -1, -2
 REBALANCE_TIMEOUT_MS = 60_000        # long: no rebalance timer fires during a replay
 TRANSACTION_TIMEOUT_MS = 60_000
+MOVE_CATCH_UP_S = 10.0               # bound on a new coordinator catching up with the old one
 
 HB = schema("consumer_group_heartbeat", 1)
 DESCRIBE = schema("consumer_group_describe", 0)
@@ -501,10 +502,22 @@ class ConsumerGroupAdapter(Adapter):
         if not hasattr(run.broker, "move_coordinator"):
             raise NotDrivable("moving the group coordinator needs a cluster of three nodes "
                               "(kcheck starts one; a broker given by --bootstrap is one node)")
+        self._describe_raw(run)
+        before = _summary(st.get("described"))
         after = run.broker.move_coordinator(st["group"], 0)
         st["coordinator"] = run.connect(run.broker.node(after["leader"]).host_port)
         st["coordinator_moves"] = st.get("coordinator_moves", 0) + 1
         self._wait_loaded(run)
+        # The new coordinator reads at its own last committed offset, which follows the
+        # partition's high watermark a little after the move (docs/conformance.md, "A cluster of
+        # three"): wait (bounded) until it shows what the old one showed; if it never does, the
+        # step's comparison reports the difference.
+        deadline = time.monotonic() + MOVE_CATCH_UP_S
+        while time.monotonic() < deadline:
+            self._describe_raw(run)
+            if _summary(st.get("described")) == before:
+                break
+            time.sleep(0.05)   # polling the new coordinator's committed view, not an outcome
 
     def _wait_loaded(self, run) -> None:
         """Wait (bounded) while the coordinator loads the group's __consumer_offsets partition."""
@@ -688,6 +701,14 @@ class ConsumerGroupAdapter(Adapter):
     def _ok(self, r, what: str) -> None:
         if r.error_code != ErrorCode.none:
             raise RuntimeError(f"{what}: {error_name(r.error_code)} {r.error_message or ''}".strip())
+
+
+def _summary(described) -> tuple | None:
+    """What a ConsumerGroupDescribe answer says of a group, in a comparable form."""
+    if described is None:
+        return None
+    return (int(described.group_epoch), int(described.assignment_epoch),
+            tuple(sorted((m.member_id, int(m.member_epoch)) for m in described.members)))
 
 
 # MemberState's ids (org.apache.kafka.coordinator.group.modern.MemberState)
