@@ -61,7 +61,7 @@ def spec_step(model, action, args, words):
 
 def test_every_action_is_mapped_once():
     """Each spec action is a request, the client's own state, or not drivable (with a reason)."""
-    kinds = [set(REQUESTS), set(CLIENT_SIDE), set(NOT_DRIVABLE)]
+    kinds = [set(REQUESTS), set(CLIENT_SIDE), set(NOT_DRIVABLE), set(ProducerAdapter.replica_actions)]
     names = {a.name for a in spec.actions}
     for name in names:
         assert sum(name in k for k in kinds) == 1, name
@@ -74,7 +74,11 @@ def test_action_reasons():
     assert "KAFKA-7190" in a.action_reason("DeleteRecords", {"r": 0})
     assert "timer" in a.action_reason("ExpireProducer", {"r": 0})
     assert "replica 1" in a.action_reason("Produce", {"r": 1, "lost": False})
-    assert "coordinator epoch 1" in a.action_reason("WriteTxnMarker", {"c": 1})
+    # a coordinator failover is driven on the cluster (the trace needs it), so are its markers
+    assert a.action_reason("CoordinatorFailover", {}) is None
+    assert a.needs_cluster({"steps": [{"action": "CoordinatorFailover"}]})
+    assert not a.needs_cluster({"steps": [{"action": "EndTxn"}]})
+    assert a.action_reason("WriteTxnMarker", {"c": 1, "t": 0}) is None
     assert a.action_reason("Produce", {"r": 0, "lost": True}) is None
     assert a.action_reason("TxnMarkerArrives", {"c": 0, "r": 0}) is None
     assert a.action_reason("Send", {}) is None

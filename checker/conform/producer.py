@@ -10,13 +10,18 @@ version-2 EndTxn handed out, its sequences restart at 0 with each new epoch, a p
 puts on the wire carries the epoch and sequence of that moment. Kafka's producer id is the one
 the first InitProducerId returns (the spec has one transactional id and so one producer id).
 
-What a single broker cannot drive (said per trace, see NOT_DRIVABLE): the second replica
-(LeaderFailover, FollowerFetch, a step at replica 1), a coordinator failover, DeleteRecords (only
+A coordinator failover runs on the cluster of three (replica_actions): the transactional id's
+__transaction_state partition gets a new leader, and the adapter's requests follow
+FindCoordinator to it; requests go to the data partition's leader and the coordinator by address.
+
+What cannot be driven (said per trace, see NOT_DRIVABLE): the second replica
+(LeaderFailover, FollowerFetch, a step at replica 1), markers of a coordinator that moved away, DeleteRecords (only
 the pre-KIP-360 world moves producer state with the log start, and Kafka 2.3 cannot run here),
 producer-id expiry (a timer of hours), and any step that needs the coordinator held in
-PrepareCommit/PrepareAbort: Kafka's coordinator sends its markers by itself as soon as it has
-written the prepare (TransactionMarkerChannelManager), so the spec's WriteTxnMarker and
-TxnMarkerArrives are what the driver waits for, not what it causes.
+PrepareCommit/PrepareAbort (a failover during a prepare among them): Kafka's coordinator sends
+its markers by itself as soon as it has written the prepare (TransactionMarkerChannelManager), and
+min.insync.replicas above the replication factor does not hold them (see CANNOT_HOLD), so the
+spec's WriteTxnMarker and TxnMarkerArrives are what the driver waits for, not what it causes.
 """
 from __future__ import annotations
 
@@ -73,8 +78,6 @@ CLIENT_SIDE = {
                            "bumpIdempotentEpochAndResetIdIfNeeded): epoch + 1, sequences from 0",
 }
 NOT_DRIVABLE = {
-    "CoordinatorFailover": "moving the transaction coordinator (the __transaction_state "
-                           "partition's leader) needs a second broker; the conformance broker is one",
     "LeaderFailover": "the partition's second in-sync replica needs a second broker; the "
                       "conformance broker is one",
     "FollowerFetch": "the follower replica needs a second broker; the conformance broker is one",
@@ -90,6 +93,16 @@ KAFKA_2_3 = ("models Kafka 2.3 (before KIP-360: no epoch bumps, producer state d
 UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3,
                         "kafka-8483": KAFKA_2_3}
 PREPARE = ("PrepareCommit", "PrepareAbort")
+# Why the coordinator cannot be held in PrepareCommit/PrepareAbort on 4.x. Raising the data
+# topic's min.insync.replicas above its replication factor does not hold the markers: the leader
+# caps it at the replication factor (Partition.effectiveMinIsr: minInSyncReplicas.min(
+# remoteReplicasMap.size + 1)), so the markers' acks=-1 append goes through (measured on 4.2.2,
+# 4.3.1 and 4.4.0: with min.insync.replicas=2 on a topic of one replica, a produce with acks=-1
+# is never refused NOT_ENOUGH_REPLICAS within 15 s).
+CANNOT_HOLD = ("Kafka's coordinator sends its markers by itself as soon as the prepare is written "
+               "(TransactionMarkerChannelManager), and min.insync.replicas above the replication "
+               "factor does not hold them: the leader caps it at the replication factor "
+               "(Partition.effectiveMinIsr)")
 
 
 def tv2(variant: str) -> bool:
@@ -246,6 +259,16 @@ class ProducerAdapter(Adapter):
     # run with partition verification off, see VERIFICATION); pre-kip360 is Kafka 2.3. No release
     # is recorded as running another variant than the trace's.
     releases: list = []
+    # a trace with a coordinator failover runs on the cluster of three (broker.Cluster)
+    replica_actions = {
+        "CoordinatorFailover": "the __transaction_state partition of the transactional id gets a "
+                               "new leader (Cluster.move_coordinator: AlterPartitionReassignments "
+                               "and ElectLeaders); it loads the prepared transaction and sends "
+                               "its markers at coordinator epoch + 1 (TransactionStateManager."
+                               "loadTransactionsForTxnTopicPartition), the old one unloads it "
+                               "and drops its pending markers (TransactionMarkerChannelManager."
+                               "removeMarkersForTxnTopicPartition)",
+    }
     # KAFKA-20785's fix (PR #23204: a commit overtaken by the coordinator's own abort is
     # PRODUCER_FENCED) is in no release tested: 4.2.2, 4.3.1 and 4.4.0 answer INVALID_TXN_STATE,
     # as the kafka-20785 variant says (measured). A release record would also judge the version-1
@@ -268,9 +291,7 @@ class ProducerAdapter(Adapter):
         if args.get("r", 0) != 0:
             return (f"{action} at replica {args['r']}: the partition's second replica needs a "
                     f"second broker; the conformance broker is one")
-        if args.get("c", 0) != 0:
-            return f"{action} of coordinator epoch {args['c']} needs a coordinator failover"
-        if action not in REQUESTS and action not in CLIENT_SIDE:
+        if action not in REQUESTS and action not in self.replica_actions and action not in CLIENT_SIDE:
             return f"{action}: the producer adapter has no mapping for it"
         return None
 
@@ -323,11 +344,32 @@ class ProducerAdapter(Adapter):
         tp = args.get("t", 0)          # the partition of a partition's step
         obs: dict = {}
         if action in REQUESTS and action != "TxnMarkerArrives" and c.markers_pending:
-            raise NotDrivable(
-                f"{action} needs the coordinator held in PrepareCommit/PrepareAbort, but Kafka's "
-                f"coordinator sends its markers by itself as soon as the prepare is written "
-                f"(TransactionMarkerChannelManager), so the state cannot be held")
+            raise NotDrivable(f"{action} needs the coordinator held in PrepareCommit/PrepareAbort, "
+                              f"but {CANNOT_HOLD}")
         before = self._settled(run) if action in REQUESTS and c.transactional else None
+        if action == "CoordinatorFailover":
+            if not hasattr(run.broker, "move_coordinator"):
+                raise NotDrivable("CoordinatorFailover needs the cluster of three (broker.Cluster)")
+            # the spec moves the coordinator only while it prepares (the rest of its state is in
+            # the log): a move after Kafka completed the transaction would not be that step
+            now = self._describe_transaction(run)
+            if now is None or now["state"] not in PREPARE:
+                raise NotDrivable(
+                    f"CoordinatorFailover while the coordinator prepares, but Kafka's transaction "
+                    f"is {now['state'] if now else 'not started'}: {CANNOT_HOLD}")
+            run.broker.move_coordinator(run.name, 1)
+            run.state["coordinator"] = None           # FindCoordinator names the new leader
+            run.state["coordinator_epoch"] = run.state.get("coordinator_epoch", 0) + 1
+            return obs
+        if action == "TxnMarkerArrives" and args.get("c", 0) < run.state.get("coordinator_epoch", 0):
+            raise NotDrivable(
+                f"TxnMarkerArrives of coordinator epoch {args['c']} after the coordinator moved: the "
+                f"old coordinator drops its pending markers when it unloads the partition "
+                f"(TransactionMarkerChannelManager.removeMarkersForTxnTopicPartition), so they never "
+                f"arrive")
+        if action == "TxnMarkerArrives" and args.get("c", 0) > run.state.get("coordinator_epoch", 0):
+            raise NotDrivable(f"TxnMarkerArrives of coordinator epoch {args['c']} before that "
+                              f"coordinator exists")
         if action in ("InitProducerId", "SecondInstanceInitProducerId", "EpochBump",
                       "AbortTimedOutTransaction"):
             who = {"InitProducerId": "producer", "SecondInstanceInitProducerId": "second",
@@ -466,20 +508,38 @@ class ProducerAdapter(Adapter):
     def _version(self, run: TraceRun) -> int:
         return 2 if tv2(getattr(run, "variant", "kip360")) else 1
 
-    def _conn(self, run: TraceRun, who: str):
+    def _conn(self, run: TraceRun, who: str, at: tuple | None = None):
+        """The connection of `who` to `at` (a node's address; the bootstrap node if None)."""
         conns = run.state.setdefault("connections", {})
-        if who not in conns:
-            conns[who] = run.connect()
-        return conns[who]
+        if (who, at) not in conns:
+            conns[(who, at)] = run.connect(at)
+        return conns[(who, at)]
+
+    def _coordinator(self, run: TraceRun) -> tuple:
+        """The transaction coordinator's address (FindCoordinator; again after a move)."""
+        if run.state.get("coordinator") is None:
+            run.state["coordinator"] = tuple(self._conn(run, "bootstrap").find_coordinator(run.name, key_type=1))
+        return run.state["coordinator"]
+
+    def _leader(self, run: TraceRun, partition: int) -> tuple:
+        """The address of the data partition's leader (Metadata)."""
+        leaders = run.state.setdefault("leaders", {})
+        if partition not in leaders:
+            md = self._conn(run, "bootstrap").metadata([run.name])
+            nodes = {int(b.node_id): (b.host, int(b.port)) for b in md.brokers}
+            for q in md.topics[0].partitions:
+                leaders[int(q.partition_index)] = nodes[int(q.leader_id)]
+        return leaders[partition]
 
     def _coordinator_call(self, run: TraceRun, who: str, request):
         """A request to the transaction coordinator, retried while the coordinator is loading or
         moving, as the producer's client retries it (the spec does not model the loading)."""
         deadline = time.monotonic() + self.settle_timeout
         while True:
-            response = self._conn(run, who).send(request)
+            response = self._conn(run, who, self._coordinator(run)).send(request)
             if error_name(response.error_code) not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
                 return response
+            run.state["coordinator"] = None     # moved: ask FindCoordinator again
             time.sleep(0.05)   # the coordinator is loading its partition: poll again
 
     def _init_producer_id(self, run, who: str, producer_id: int, epoch: int):
@@ -502,7 +562,7 @@ class ProducerAdapter(Adapter):
             v3_and_below_producer_epoch=p.i16(c.epoch),
             v3_and_below_topics=(m.AddPartitionsToTxnTopic(name=t.TopicName(run.name),
                                                            partitions=(p.i32(partition),)),))
-        resp = self._conn(run, "producer").send(req)
+        resp = self._conn(run, "producer", self._coordinator(run)).send(req)
         return error_name(resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code)
 
     def _produce(self, run, c: Client, partition: int, record: int, epoch: int, seq: int):
@@ -518,7 +578,7 @@ class ProducerAdapter(Adapter):
                                    m.PartitionProduceData(index=p.i32(partition), records=p.Records(batch)),)),))
         deadline = time.monotonic() + self.settle_timeout
         while True:
-            part = self._conn(run, "producer").send(req).responses[0].partition_responses[0]
+            part = self._conn(run, "producer", self._leader(run, partition)).send(req).responses[0].partition_responses[0]
             err = error_name(part.error_code)
             # a new topic's leader may not serve yet: the client retries, nothing was appended
             if err not in LEADER_NOT_READY or time.monotonic() > deadline:
@@ -541,12 +601,13 @@ class ProducerAdapter(Adapter):
         m, t = k["dtxn"], k["types"]
         deadline = time.monotonic() + self.settle_timeout
         while True:
-            resp = self._conn(run, "admin").send(m.DescribeTransactionsRequest(
+            resp = self._conn(run, "admin", self._coordinator(run)).send(m.DescribeTransactionsRequest(
                 transactional_ids=(t.TransactionalId(run.name),)), self._describe)
             st = resp.transaction_states[0]
             err = error_name(st.error_code)
             if err not in COORDINATOR_NOT_READY or time.monotonic() > deadline:
                 break
+            run.state["coordinator"] = None     # moved: ask FindCoordinator again
             time.sleep(0.05)   # the coordinator is loading __transaction_state: poll again
         if err == "TRANSACTIONAL_ID_NOT_FOUND":
             return None
@@ -568,7 +629,7 @@ class ProducerAdapter(Adapter):
     def _describe_producer(self, run, c: Client, partition: int = 0) -> dict | None:
         k = _kio()
         m, p, t = k["dprod"], k["prim"], k["types"]
-        resp = self._conn(run, "admin").send(m.DescribeProducersRequest(topics=(m.TopicRequest(
+        resp = self._conn(run, "admin", self._leader(run, partition)).send(m.DescribeProducersRequest(topics=(m.TopicRequest(
             name=t.TopicName(run.name), partition_indexes=(p.i32(partition),)),)))
         for e in resp.topics[0].partitions[0].active_producers:
             if int(e.producer_id) == c.producer_id:
@@ -587,7 +648,7 @@ class ProducerAdapter(Adapter):
                                  m.FetchPartition(partition=p.i32(partition), fetch_offset=p.i64(0),
                                                   partition_max_bytes=p.i32(1 << 20)),)),),
                              forgotten_topics_data=())
-        data = self._conn(run, "admin").send(req).responses[0].partitions[0].records or b""
+        data = self._conn(run, "admin", self._leader(run, partition)).send(req).responses[0].partitions[0].records or b""
         counts: dict[int, int] = {}
         for b in read_batches(bytes(data)):
             if b.attributes & CONTROL_BATCH:
