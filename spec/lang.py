@@ -197,6 +197,13 @@ OPERATIONS = LEAVES + ("add", "sub", "mul", "eq", "ne", "lt", "le", "and", "or",
 _OPERATIONS = frozenset(OPERATIONS)
 
 
+def _caller_line() -> str:
+    """'file:line: ' of the innermost frame outside this module (the spec's own line), or ''."""
+    import traceback
+    frames = [f for f in traceback.extract_stack() if not f.filename.endswith("spec/lang.py")]
+    return f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+
+
 class Expr:
     """A node of an expression tree over state fields. ``op`` names the operation."""
     __slots__ = ("op", "args", "kind", "enum")
@@ -204,8 +211,8 @@ class Expr:
     def __init__(self, op: str, args: tuple, kind: str, enum: Enum | None = None):
         if op not in _OPERATIONS:
             # an operation no evaluator knows would fail only when an engine meets it
-            raise SpecError(f"'{op}' is not an operation of the language; operations: "
-                            f"{', '.join(OPERATIONS)}")
+            raise SpecError(f"{_caller_line()}'{op}' is not an operation of the language; "
+                            f"operations: {', '.join(OPERATIONS)}")
         self.op, self.args, self.kind, self.enum = op, args, kind, enum
 
     __hash__ = object.__hash__
