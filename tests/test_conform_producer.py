@@ -3,6 +3,7 @@ broker, then (marked `kafka`) every scenario and saved counterexample replayed o
 each release in conftest_kafka.RELEASES, a check that a rule Kafka does not run is reported as a
 divergence, and short seeded walks."""
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, REQUESTS, Clien
                                       spec_outcome_of_produce)
 from checker.layout import initial_words, layout_of
 from checker.trace import Executor
-from conftest_kafka import kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
+from conftest_kafka import cluster_for, kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
 from spec.producer import spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -243,3 +244,31 @@ def test_seeded_walk_conforms(kafka_broker, variant, params, seed):
     out = driver.run_trace(kafka_broker, adapter, spec, driver.Job(f"walk-{variant}-{seed}", doc),
                            kafka_broker.version)
     assert out.kind == driver.CONFORMS, out.text()
+
+
+FAILOVER_TRACES = [p for p in TRACES if any(st["action"] == "CoordinatorFailover"
+                                            for st in json.loads(p.read_text())["steps"])]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("path", FAILOVER_TRACES, ids=short)
+def test_coordinator_failover_runs_on_the_cluster(path):
+    """A trace with a CoordinatorFailover runs on the session's cluster of three (4.3.1): every
+    step before the failover is driven and conforms, none diverges, and what stops it is said
+    (Kafka completed the transaction before the move: its markers cannot be held; markers of the
+    old coordinator after the move; another action a 4.x broker cannot drive)."""
+    doc = json.loads(path.read_text())
+    adapter = ProducerAdapter()
+    assert adapter.needs_cluster(doc)
+    out = replay(cluster_for("4.3.1"), path, adapter, "4.3.1")
+    assert out.kind in (driver.NOT_DRIVABLE, driver.CONFORMS), out.text()
+    assert out.kind == driver.CONFORMS or out.detail
+    assert "needs the cluster" not in (out.detail or ""), out.text()
+    if doc.get("variant") not in ("pre-kip360", "pre-kip360-in-flight", "kafka-8483"):
+        first = next(i for i, st in enumerate(doc["steps"], 1) if st["action"] == "CoordinatorFailover")
+        assert out.kind == driver.CONFORMS or out.step >= first, out.text()
+
+
+def test_the_failover_traces_are_nine():
+    """The shipped traces with a coordinator failover (the cluster test above runs each)."""
+    assert len(FAILOVER_TRACES) == 9
