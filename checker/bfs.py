@@ -135,7 +135,9 @@ class SearchResult(RunResult):
                 "elapsed_s": round(self.elapsed_s, 3), "cut_by_search_bounds": self.cut_by_bounds,
                 "collision_probability": self.collision_probability,
                 "never_fired": self.never_fired() if self.fired and self.exhaustive else None,
-                "disabled_actions": self.disabled()}
+                "disabled_actions": self.disabled(),
+                "steps_per_action": (explore.fired_per_action(self.model, self.fired)
+                                     if self.fired else None)}
 
     @property
     def states_per_s(self) -> float:

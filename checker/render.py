@@ -92,6 +92,11 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
     console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
                   f"({params_str(m.params.as_dict())})")
     console.print(stats_line(r))
+    coverage = r.statistics.get("steps_per_action") if hasattr(r, "statistics") else None
+    if coverage:
+        # action coverage: an action with few steps is one a "holds" leans on lightly
+        console.print("steps per action: " + ", ".join(f"{a} {n:,}" for a, n in coverage.items()),
+                      markup=False)
     t = Table(show_header=True)
     t.add_column("property")
     t.add_column("verdict")
