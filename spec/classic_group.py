@@ -323,7 +323,8 @@ def select_protocol(s, p):
 
 def remove_member(s, p, m, cond):
     """The coordinator removes member m when cond holds (LeaveGroup or a timeout): a rebalance
-    starts; the last member leaving empties the group (generation + 1)."""
+    starts; the last member leaving empties the group (generation + 1); a leader leaving hands
+    the leadership to a remaining member at once."""
     def put(arr, i, v):
         arr[i] = If(cond, v, arr[i])
     put(s.in_group, m, False)
@@ -336,7 +337,13 @@ def remove_member(s, p, m, cond):
     s.group_state = If(cond, If(anyone_left, PR, GroupState.Empty), s.group_state)
     s.generation = If(cond & Not(anyone_left), s.generation + 1, s.generation)
     s.protocol_name = If(cond & Not(anyone_left), Assignor.none, s.protocol_name)
-    s.leader = If(cond & (s.leader == m), -1, s.leader)
+    # ClassicGroup.remove (GroupMetadata.remove before 4.0, the same rule): when the leader
+    # leaves, leaderId becomes the first key of members.keySet().iterator(), the first remaining
+    # member in the HashMap's order (member-id order, here the lowest slot), or none when the
+    # group empties. Setting -1 instead let the next joiner lead (classic_group_notes.md).
+    # Reads see the state before the step, so m itself is left out explicitly.
+    successor = first_index([s.in_group[j] if j != m else False for j in members(p)])
+    s.leader = If(cond & (s.leader == m), successor, s.leader)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,15 +21,9 @@ TRACES = sorted((ROOT / "tests" / "scenarios" / "classic_group").glob("*.json"))
 # Every trace is drivable: the driver plays each consumer (KIP-726's dynamic selection too, a
 # client rule no Kafka client shipped), a pending member holds each join phase open until the
 # trace's CompleteJoin, and a setup prefix builds a join phase that has just ended. Each conforms
-# on every release, except where the spec's leader rule departs from Kafka's:
-# ClassicGroup.remove makes the first remaining member the leader at once when the leader
-# leaves, the spec leaves the group without one and makes the next member to join its leader
-# (spec/classic_group.py remove_member; spec/classic_group_notes.md, "Conformance").
-LEADER_ON_REMOVAL = {
-    "classic_group/kip726-downgrade/assignment-respects-owners.json",
-    "classic_group/kip726-downgrade/revoked-before-reassigned.json",
-    "classic_group/kip726-downgrade/single-owner.json",
-}
+# on every release (the three kip726-downgrade traces where the leader leaves diverged at step
+# 16 until the spec took ClassicGroup.remove's leader rule: spec/classic_group_notes.md,
+# "Conformance", finding 2).
 
 
 def short(path: Path) -> str:
@@ -133,16 +127,11 @@ def replay(broker, path):
 @pytest.mark.parametrize("version", ["4.3.1", "4.2.2"])
 @pytest.mark.parametrize("path", TRACES, ids=short)
 def test_trace_on_kafka(version, path):
-    """Every scenario and saved counterexample conforms step by step, but for the spec's leader
-    rule on removal, which diverges where the spec says; on 4.3.1 and on 4.2.2, before KIP-1251
-    (4.4.0 runs the walks and the broken-client check below: the suite's time goes to the
-    releases the issue names)."""
+    """Every scenario and saved counterexample conforms step by step, on 4.3.1 and on 4.2.2,
+    before KIP-1251 (4.4.0 runs the walks and the broken-client check below: the suite's time
+    goes to the releases the issue names)."""
     out = replay(broker_for(version), path)
-    if short(path) in LEADER_ON_REMOVAL:
-        assert (out.kind, out.step) == (driver.DIVERGES, 16), out.text()
-        assert out.detail == "leader: spec said 2, Kafka said 1", out.text()
-    else:
-        assert out.kind == driver.CONFORMS, out.text()
+    assert out.kind == driver.CONFORMS, out.text()
 
 
 @pytest.mark.kafka
