@@ -64,6 +64,8 @@ def test_readme_matrix_agrees_with_the_record(name, block):
     for row in rows:
         record = spec.variants[row[0]].expected_violations
         for prop, cell in zip(props, row[1:1 + len(props)]):
-            assert cell.startswith("VIOLATED") == (prop in record), (row[0], prop, cell)
+            # the record lists a violated property, and a scenario (sometimes) known not to happen
+            departs = cell.startswith("VIOLATED") or cell.startswith("NOT REACHED")
+            assert departs == (prop in record), (row[0], prop, cell)
             assert "≠ record" not in cell
         assert not any("≠ record" in c for c in row)
