@@ -269,6 +269,6 @@ def test_coordinator_failover_runs_on_the_cluster(path):
         assert out.kind == driver.CONFORMS or out.step >= first, out.text()
 
 
-def test_the_failover_traces_are_nine():
+def test_the_failover_traces_are_ten():
     """The shipped traces with a coordinator failover (the cluster test above runs each)."""
-    assert len(FAILOVER_TRACES) == 9
+    assert len(FAILOVER_TRACES) == 10
