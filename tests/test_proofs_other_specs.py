@@ -116,7 +116,9 @@ def test_the_purgatory_deadlock_is_reported_violated_with_bmc():
 # tests and by `kcheck check --all-variants`.)
 VIOLATED = [(n, v, p) for n in SPECS for v, var in load_spec(n).variants.items()
             for p in sorted(var.expected_violations)
-            if p in load_spec(n).properties or p == "deadlock"]
+            # a scenario (sometimes) recorded as not reached is no property prove decides
+            if (p in load_spec(n).properties and load_spec(n).properties[p].kind != "sometimes")
+            or p == "deadlock"]
 
 
 @pytest.mark.parametrize("name,variant,prop", VIOLATED, ids=lambda x: str(x))
