@@ -28,7 +28,7 @@ def _domain_error(field, values, mask, lo, hi, action):
                       f"widen the field's Int range or guard the action")
 
 
-class _Gen:
+class CodeGen:
     """Emits source for one function; shares sub-expressions, both the same node reached twice
     (the trees are DAGs) and equal nodes built twice (by the code that computes them)."""
 
@@ -99,7 +99,7 @@ class Compiled:
         want = set(properties) if properties is not None else None
 
         # guards: one function so that field reads are shared by all instances
-        g = _Gen(lay, {"pre": "S"})
+        g = CodeGen(lay, {"pre": "S"})
         outs = [g.expr(inst.guard) for inst in model.instances]
         src.append("def guards(S):\n" + "\n".join(g.lines) + f"\n    return [{', '.join(outs)}]\n")
 
@@ -112,7 +112,7 @@ class Compiled:
             if want is not None and prop.name not in want:
                 continue
             e = model.invariant_expr(prop)
-            g = _Gen(lay, {"pre": "S"})
+            g = CodeGen(lay, {"pre": "S"})
             r = g.expr(e)
             src.append(f"def inv_{len(self.invariant_names)}(S):\n" + "\n".join(g.lines) + f"\n    return {r}\n")
             self.invariant_names.append(prop.name)
@@ -125,14 +125,14 @@ class Compiled:
                 e = model.transition_expr(prop, inst)
                 if e is None or (e.op == "const" and e.args[0]):
                     continue
-                g = _Gen(lay, {"pre": "S", "post": "T", "outcome": "O"})
+                g = CodeGen(lay, {"pre": "S", "post": "T", "outcome": "O"})
                 g.memo[id(inst.outcome)] = "O" if inst.outcome is not None else "0"
                 r = g.expr(e)
                 src.append(f"def tp_{len(self.tprop_keys)}(S, T, O):\n" + "\n".join(g.lines) + f"\n    return {r}\n")
                 self.tprop_keys.append((prop.name, inst.index))
 
         if model.terminal is not None:
-            g = _Gen(lay, {"pre": "S"})
+            g = CodeGen(lay, {"pre": "S"})
             r = g.expr(model.terminal)
             src.append("def terminal(S):\n" + "\n".join(g.lines) + f"\n    return {r}\n")
         self.source = "\n".join(src)
@@ -194,7 +194,7 @@ class Compiled:
 
     def _effect_source(self, inst: ActionInstance) -> str:
         lay = layout_of(self.model)
-        g = _Gen(lay, {"pre": "S"})
+        g = CodeGen(lay, {"pre": "S"})
         ok_terms: list[str] = []
         per_word: dict[int, list[str]] = {}
         clear: dict[int, int] = {}

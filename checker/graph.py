@@ -36,11 +36,11 @@ import networkx as nx
 import numpy as np
 
 from checker import explore
-from checker.compile import Compiled, _Gen
+from checker.compile import CodeGen, Compiled
 from checker.layout import initial_words, layout_of
 from checker.trace import Executor, Trace, build
 from checker.verdict import Counterexample
-from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, _call
+from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, call_spec
 
 DEADLOCK = "deadlock"
 
@@ -264,7 +264,7 @@ def _too_large(model: Model, n: int, max_nodes: int | None):
 
 def compile_condition(model: Model, expr, name: str):
     """A state condition (an Expr) as a function of a block of packed states -> bool mask."""
-    g = _Gen(layout_of(model), {"pre": "S"})
+    g = CodeGen(layout_of(model), {"pre": "S"})
     r = g.expr(expr)
     src = "def cond(S):\n" + "".join(line + "\n" for line in g.lines) + f"    return {r}\n"
     ns = {"np": np}
@@ -278,11 +278,11 @@ def progress_conditions(model: Model, prop: Progress):
     view = StateView(layout_of(model))
     where = f"progress property {prop.name}"
     if prop.kind == "leads-to":
-        pq = _call(where, prop.p, view, model.params)
+        pq = call_spec(where, prop.p, view, model.params)
         if not isinstance(pq, tuple) or len(pq) != 2:
             raise SpecError(f"{where}: a leads-to property returns (P, Q), got {pq!r}")
-        return _call(where, And, pq[0]), _call(where, And, pq[1])
-    return TRUE, _call(where, And, prop.q(view, model.params))
+        return call_spec(where, And, pq[0]), call_spec(where, And, pq[1])
+    return TRUE, call_spec(where, And, prop.q(view, model.params))
 
 
 def fair_mask(model: Model, prop: Progress) -> int:

@@ -273,8 +273,8 @@ def _join(a, b, na, nb, order):
 def _compile_conditions(model: Model, conditions: list[Expr]):
     """One generated function returning every candidate's blocked-dependents mask (reads shared,
     as the guards are)."""
-    from checker.compile import _Gen
-    g = _Gen(layout_of(model), {"pre": "S"})
+    from checker.compile import CodeGen
+    g = CodeGen(layout_of(model), {"pre": "S"})
     outs = [g.expr(c) for c in conditions]
     src = "def blocked(S):\n" + "\n".join(g.lines) + f"\n    return [{', '.join(outs) or ''}]\n"
     ns = {"np": np}

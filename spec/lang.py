@@ -1173,7 +1173,7 @@ def _doc(fn) -> str:
     return " ".join((fn.__doc__ or "").split())
 
 
-def _call(what: str, fn: Callable, *args, **kwargs):
+def call_spec(what: str, fn: Callable, *args, **kwargs):
     """Run spec code; any exception becomes a one-line SpecError naming the spec's line."""
     try:
         return fn(*args, **kwargs)
@@ -1195,12 +1195,12 @@ class Model:
         self.spec, self.variant, self.params = spec, variant, params
         if spec._state_fn is None or spec._init_fn is None:
             raise SpecError(f"spec {spec.name} declares no state or no initial states")
-        self.fields = _call("the state declaration", lambda: StateFields(spec._state_fn(params)))
+        self.fields = call_spec("the state declaration", lambda: StateFields(spec._state_fn(params)))
         # the initial states as flat field values, each once, in the order the spec yields them
         self.initial_states: list[tuple[int, ...]] = []
         seen = set()
-        for st in _call("the initial states", lambda: list(spec._init_fn(params))):
-            flat = tuple(_call("the initial states", self.fields.flatten, st))
+        for st in call_spec("the initial states", lambda: list(spec._init_fn(params))):
+            flat = tuple(call_spec("the initial states", self.fields.flatten, st))
             if flat not in seen:
                 seen.add(flat)
                 self.initial_states.append(flat)
@@ -1210,7 +1210,7 @@ class Model:
         for action in spec.actions:
             for args in self._arg_combinations(action):
                 t = Transition(self.fields, params, variant, spec)
-                _call(f"action {action.name}{args or ''}", action.fn, t, params, **args)
+                call_spec(f"action {action.name}{args or ''}", action.fn, t, params, **args)
                 guard = And(*t._guard)
                 if is_const(guard) and not guard.args[0]:
                     continue  # never enabled for these arguments
@@ -1229,7 +1229,7 @@ class Model:
         domains = []
         for n in names:
             d = action.args[n]
-            d = _call(f"the arguments of {action.name}", d, self.params) if callable(d) else d
+            d = call_spec(f"the arguments of {action.name}", d, self.params) if callable(d) else d
             domains.append(list(d))
         out = [{}]
         for n, d in zip(names, domains):
@@ -1239,7 +1239,7 @@ class Model:
     def invariant_expr(self, prop: Property) -> Expr:
         """The condition every reachable state must meet: an invariant's, or for a ``sometimes``
         property "never P", whose counterexample is the witness that P is reachable."""
-        e = _call(f"property {prop.name}", lambda: _as_bool(prop.fn(StateView(self.fields), self.params)))
+        e = call_spec(f"property {prop.name}", lambda: _as_bool(prop.fn(StateView(self.fields), self.params)))
         return Not(e) if prop.kind == "sometimes" else e
 
     def transition_expr(self, prop: Property, inst: ActionInstance) -> Expr | None:
@@ -1248,7 +1248,7 @@ class Model:
         pre = StateView(self.fields, "pre")
         post = StateView(self.fields, "post")
         outcome = inst.outcome if inst.outcome is not None else const(0)
-        return _call(f"property {prop.name}", lambda: _as_bool(
+        return call_spec(f"property {prop.name}", lambda: _as_bool(
             prop.fn(pre, post, inst.action.name, inst.args, outcome, self.params)))
 
     def instance(self, name: str, args: dict) -> ActionInstance:

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from checker.compile import _Gen
+from checker.compile import CodeGen
 from checker.layout import Layout, initial_words
 from checker.ops import EVALUATORS, OPS
 from checker.reference import evaluate as reference
@@ -64,7 +64,7 @@ def test_numpy_agrees_with_the_reference_on_every_state(op):
     states = _grid()
     words = np.array([lay.pack_flat(v) for v in states], dtype=np.uint64).T
     for e in _instances()[op]:
-        g = _Gen(lay, {"pre": "S"})
+        g = CodeGen(lay, {"pre": "S"})
         r = g.expr(e)
         ns = {"np": np}
         exec("def f(S):\n" + "\n".join(g.lines) + f"\n    return {r}\n", ns)
