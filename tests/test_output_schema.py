@@ -160,14 +160,14 @@ def test_engine_bfs_is_the_default(capsys):
 
 COMMAND_MODULES = ["cli", "graph_cli", "symbolic_cli", "spark_cli", "bugs_cli", "conform_cli",
                    "report", "walk", "explorer", "scaffold", "options", "verdict", "ci_outputs",
-                   "render", "trace"]
+                   "render", "trace", "graph"]
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)
 def test_command_modules_import_no_private_names(name):
     tree = ast.parse((ROOT / "checker" / f"{name}.py").read_text())
     private = [f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-               and n.module and n.module.startswith("checker") for a in n.names
+               and n.module and n.module.startswith(("checker", "spec")) for a in n.names
                if a.name.startswith("_")]
     assert not private, f"checker/{name}.py imports private names: {private}"
 
