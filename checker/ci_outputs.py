@@ -160,16 +160,16 @@ def record_check(args, res, traces, against_record: bool) -> None:
     _cases(args).extend(cases)
 
 
-def record_progress(args, sg, verdicts, traces, against_record: bool) -> None:
-    """One case per progress property (and deadlock) of a `progress` run."""
+def record_progress(args, res, traces, against_record: bool) -> None:
+    """One case per progress property (and deadlock) of a `progress` run (graph.ProgressResult)."""
     if not (getattr(args, "junit", None) or getattr(args, "sarif", None)):
         return
-    spec, v = sg.model.spec, sg.model.variant
+    spec, v = res.model.spec, res.model.variant
     exp = _expected(spec, v)
     _cases(args).extend(
-        _case("progress", spec, v, name, verdict["kind"], verdict["status"], verdict["doc"],
-              traces.get(name), name in exp, against_record, sg.elapsed_s, note=verdict.get("reason"))
-        for name, verdict in verdicts.items())
+        _case("progress", spec, v, name, res.kind(name), res.status(name), res.doc(name),
+              traces.get(name), name in exp, against_record, res.elapsed_s, note=res.reason(name))
+        for name in res.properties)
 
 
 def record_prove(args, model, results) -> None:
@@ -180,14 +180,15 @@ def record_prove(args, model, results) -> None:
     for r in results:
         prop = spec.properties.get(r.property)
         cx = r.counterexample
-        trace = cx.trace if cx is not None and r.status == "violated" else None
-        note = r.reason
+        status = r.status(r.property)
+        trace = cx.trace if cx is not None and status == "violated" else None
+        note = r.reason(r.property)
         if r.lemmas_used:
             note = (note + "; " if note else "") + "lemmas assumed: " + ", ".join(r.lemmas_used)
-        if r.status == "not-inductive" and r.cti_action:
+        if status == "not-inductive" and r.cti_action:
             note = (note + "; " if note else "") + f"counterexample to induction ends with {r.cti_action}"
         _cases(args).append(_case("prove", spec, model.variant, r.property,
-                                  prop.kind if prop else "deadlock", r.status,
+                                  prop.kind if prop else "deadlock", status,
                                   prop.doc if prop else "no reachable state without a successor",
                                   trace, False, False, r.elapsed_s, r.elapsed_s, note))
 

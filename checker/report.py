@@ -40,7 +40,7 @@ class VariantRun:
     params: dict
     search: object                     # checker.bfs.SearchResult
     traces: dict[str, Trace]           # safety property -> shortest counterexample
-    progress: dict = field(default_factory=dict)         # name -> verdict dict (graph_cli._run)
+    progress: object | None = None     # checker.graph.ProgressResult, when progress was checked
     progress_traces: dict[str, Trace] = field(default_factory=dict)
     graph: object | None = None        # checker.graph.StateGraph, when progress was checked
     proofs: list = field(default_factory=list)           # checker.symbolic.ProofResult
@@ -76,7 +76,6 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
     from checker.bfs import search
     from checker.trace import traces_of
     from checker.verdict import search_differences as compare_record
-    from checker.graph_cli import compare_record as compare_progress
     from checker.graph_cli import run_progress
     t0 = time.perf_counter()
     runs = []
@@ -90,8 +89,9 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
         run.diffs = compare_record(spec, res)
         if progress and (spec.progress or spec.check_deadlock):
             opts = SimpleNamespace(property=None, max_nodes=max_nodes, deadlock=False)
-            run.graph, run.progress, run.progress_traces = run_progress(spec, model.variant, params, opts)
-            run.diffs += compare_progress(spec, model.variant, run.progress)
+            run.progress, run.progress_traces = run_progress(spec, model.variant, params, opts)
+            run.graph = run.progress.graph
+            run.diffs += compare_record(spec, run.progress)
         if prove:
             from checker.symbolic import prove as prove_one
             for p in spec.properties:
@@ -167,10 +167,10 @@ def _matrix(rep: SpecReport) -> str:
     lemmas = [p for p in safety if p in spec.properties and spec.properties[p].lemma]
     safety = [p for p in safety if p not in lemmas]
     # the search checks deadlock too when the spec declares terminal states: one column for it
-    prog = [p for p in runs[0].progress if p not in safety] if runs else []
+    prog = [p for p in runs[0].progress.properties if p not in safety] if runs and runs[0].progress else []
     head = "".join(f'<th title="{_e(spec.properties[p].doc if p in spec.properties else "")}">{_e(p)}</th>'
                    for p in safety)
-    head += "".join(f'<th class="progress" title="{_e(runs[0].progress[p]["doc"])}">{_e(p)}</th>'
+    head += "".join(f'<th class="progress" title="{_e(runs[0].progress.doc(p))}">{_e(p)}</th>'
                     for p in prog)
     if lemmas:
         head += f"<th>lemmas ({len(lemmas)})</th>"
@@ -178,8 +178,8 @@ def _matrix(rep: SpecReport) -> str:
     for r in runs:
         exp = spec.variants[r.variant].expected_violations if spec.variants else set()
         cells = [_cell(r.search.status(p), r.traces.get(p), spec, r.variant, p) for p in safety]
-        cells += [_cell(r.progress[p]["status"], r.progress_traces.get(p), spec, r.variant, p,
-                        r.progress[p].get("reason")) for p in prog]
+        cells += [_cell(r.progress.status(p), r.progress_traces.get(p), spec, r.variant, p,
+                        r.progress.reason(p)) for p in prog]
         if lemmas:
             broken = [p for p in lemmas if r.search.status(p) == "violated"]
             bad = [p for p in broken if p not in exp]
@@ -204,9 +204,9 @@ def _matrix(rep: SpecReport) -> str:
 def _properties(spec: Spec, runs: list[VariantRun]) -> str:
     rows = [f"<tr><td>{_e(p.name)}</td><td>{_e(p.kind)}{' (lemma)' if p.lemma else ''}</td><td>{_e(p.doc)}</td></tr>"
             for p in spec.properties.values()]
-    prog = runs[0].progress if runs else {}
-    rows += [f"<tr><td>{_e(n)}</td><td>{_e(v['kind'])}; fair: {_e(', '.join(v['fair']) or '-')}</td>"
-             f"<td>{_e(v['doc'])}</td></tr>" for n, v in prog.items()]
+    prog = runs[0].progress if runs else None
+    rows += [f"<tr><td>{_e(n)}</td><td>{_e(prog.kind(n))}; fair: {_e(', '.join(prog.fair(n)) or '-')}</td>"
+             f"<td>{_e(prog.doc(n))}</td></tr>" for n in (prog.properties if prog else [])]
     return ("<table><thead><tr><th>property</th><th>kind</th><th>meaning</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
@@ -313,9 +313,9 @@ def _spec_arg(spec: Spec) -> str:
         return str(path)
 
 
-def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, verdict: dict | None = None) -> str:
+def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, progress=None) -> str:
     doc = (spec.properties[prop].doc if prop in spec.properties else
-           verdict["doc"] if verdict else "no reachable state without a successor")
+           progress.doc(prop) if progress else "no reachable state without a successor")
     v = spec.variants.get(variant)
     finding = v.findings.get(prop) if v else None
     recorded = v is not None and prop in v.expected_violations
@@ -345,20 +345,22 @@ def _counterexamples(rep: SpecReport) -> str:
         for p, tr in r.traces.items():
             out.append(_counterexample(rep.spec, r.variant, p, tr))
         for p, tr in r.progress_traces.items():
-            out.append(_counterexample(rep.spec, r.variant, p, tr, r.progress.get(p)))
+            out.append(_counterexample(rep.spec, r.variant, p, tr, r.progress))
     return "".join(out) or "<p>No property is violated in any variant.</p>"
 
 
 def _proofs(rep: SpecReport) -> str:
     rows = []
     for r in rep.runs:
-        for pr in r.proofs:
-            why = pr.reason or ""
-            if pr.status == "not-inductive" and pr.cti_action:
+        for pr in r.proofs:      # symbolic.ProofResult: a verdict.RunResult of one property
+            from checker.verdict import cell
+            status = pr.status(pr.property)
+            why = pr.reason(pr.property) or ""
+            if status == "not-inductive" and pr.cti_action:
                 why = (why + "; " if why else "") + f"counterexample to induction ends with {pr.cti_action}"
             rows.append(f'<tr data-variant="{_e(r.variant)}" data-property="{_e(pr.property)}">'
                         f'<td>{_e(r.variant)}</td><td>{_e(pr.property)}</td>'
-                        f'<td class="verdict {_e(pr.status)}">{_e(pr.status.upper())}</td><td>{pr.k}</td>'
+                        f'<td class="verdict {_e(status)}">{_e(cell(status))}</td><td>{pr.k}</td>'
                         f'<td>{_e(", ".join(pr.lemmas_used) or "-")}</td><td>{_e(why)}</td>'
                         f'<td>{pr.elapsed_s:.2f}s</td></tr>')
     if not rows:
@@ -381,7 +383,8 @@ def _known_bugs(rep: SpecReport) -> str:
             r = by_variant.get(b.variant)
             st = None
             if r is not None:
-                st = r.progress[b.property]["status"] if b.property in r.progress else r.search.status(b.property)
+                st = (r.progress.status(b.property) if r.progress and b.property in r.progress.properties
+                      else r.search.status(b.property))
             seen = {"violated": f"rediscovered: {b.property} is violated in {b.variant}",
                     "holds": f"NOT rediscovered: {b.property} holds in {b.variant}",
                     "bounded": f"not rediscovered within the bounds in {b.variant}"}.get(st, "not checked")

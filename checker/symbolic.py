@@ -28,7 +28,7 @@ import z3
 from checker.layout import layout_of
 from checker.ops import OPS
 from checker.trace import Trace, build
-from checker.verdict import Counterexample, RunResult, sometimes_status
+from checker.verdict import Counterexample, RunResult, Verdict, sometimes_status
 from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
 DEADLOCK = "deadlock"
@@ -225,7 +225,7 @@ class System:
         """Solver statistics summed over every solver this system used (memory: the peak)."""
         out: dict = {"checks": self._checks}
         for snap in list(self._solvers.values()) + self._extra:
-            _merge_stats(out, snap)
+            merge_stats(out, snap)
         return out
 
     def solver(self) -> z3.Solver:
@@ -720,18 +720,54 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
 # k-induction with lemmas
 
 @dataclass
-class ProofResult:
+class ProofResult(RunResult):
+    """One property's k-induction run (verdict.RunResult, engine 'z3-k-induction'): its
+    ``verdict`` (proved, violated, not-inductive or unknown), the k that decided it, the lemmas
+    assumed and dropped, and its ``counterexample``: a reachable violation, or the counterexample
+    to induction, a verdict.Counterexample whose first state is concrete (it satisfies the
+    property and the lemmas) though maybe unreachable; ``cti_action`` is the instance that
+    breaks the property there. ``why`` says in one sentence how the verdict was reached when the
+    k-induction alone did not (bmc after the induction step failed, the solver gave up)."""
+    engine = "z3-k-induction"          # not a field
     model: Model
     property: str
-    status: str                        # 'proved', 'violated', 'not-inductive', 'unknown'
+    verdict: Verdict
     k: int                             # the k that proved it, or the largest tried
     lemmas_used: list[str] = field(default_factory=list)
     lemmas_dropped: dict[str, str] = field(default_factory=dict)   # name -> 'violated'/'not inductive'
     counterexample: Counterexample | None = None   # a violation, or the counterexample to induction
     cti_action: str | None = None
-    reason: str | None = None
+    why: str | None = None
     elapsed_s: float = 0.0
     stats: dict = field(default_factory=dict)
+    k_max: int = 1
+
+    @property
+    def properties(self) -> list[str]:
+        return [self.property]
+
+    @property
+    def found(self) -> dict[str, Counterexample]:
+        """The reachable violation (a counterexample to induction is not one)."""
+        cx = self.counterexample
+        return {self.property: cx} if cx is not None and self.verdict is Verdict.VIOLATED else {}
+
+    def status(self, prop: str) -> str:
+        return self.verdict.value
+
+    def reason(self, prop: str) -> str | None:
+        return self.why
+
+    @property
+    def stop_reason(self) -> str | None:
+        return "solver" if self.verdict is Verdict.UNKNOWN else None
+
+    @property
+    def statistics(self) -> dict:
+        """The figures of the proof, as prove's JSON names them (per property)."""
+        return {"k": self.k, "k_max": self.k_max, "lemmas_used": list(self.lemmas_used),
+                "lemmas_dropped": dict(self.lemmas_dropped), "cti_action": self.cti_action,
+                "elapsed_s": round(self.elapsed_s, 3), "solver": self.stats}
 
 
 class _Induction:
@@ -774,19 +810,19 @@ def prove(model: Model, prop: str, k_max: int = 3, use_lemmas: bool = True,
     for k = 1..k_max, assuming the spec's lemmas that are proved first. When it is not
     inductive, bmc looks ``bmc_depth`` steps deep for a real violation before saying so."""
     res = _prove(model, prop, k_max, use_lemmas, timeout_s)
-    if res.status == "not-inductive" and bmc_depth > k_max - 1:
+    if res.verdict is Verdict.NOT_INDUCTIVE and bmc_depth > k_max - 1:
         b = bmc(model, [prop], bmc_depth, timeout_s=timeout_s)
         res.stats = dict(res.stats)
-        _merge_stats(res.stats, b.stats)
+        merge_stats(res.stats, b.stats)
         res.elapsed_s += b.elapsed_s
         if prop in b.found:
-            res.status, res.counterexample, res.cti_action = "violated", b.found[prop], None
-            res.reason = f"not inductive, and bmc finds a violation in {len(b.found[prop].path.steps)} steps"
+            res.verdict, res.counterexample, res.cti_action = Verdict.VIOLATED, b.found[prop], None
+            res.why = f"not inductive, and bmc finds a violation in {len(b.found[prop].path.steps)} steps"
         elif b.exhaustive:
-            res.status, res.counterexample, res.cti_action = "proved", None, None
-            res.reason = f"bmc covers every behaviour (none is longer than {b.depth} steps)"
+            res.verdict, res.counterexample, res.cti_action = Verdict.PROVED, None, None
+            res.why = f"bmc covers every behaviour (none is longer than {b.depth} steps)"
         else:
-            res.reason = f"bmc finds no violation up to depth {b.depth} either"
+            res.why = f"bmc finds no violation up to depth {b.depth} either"
     return res
 
 
@@ -806,7 +842,7 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
                         f"{', '.join(provable_properties(model))}")
     sy = System(model, False, timeout_s)
     t0 = time.perf_counter()
-    res = ProofResult(model, prop, "unknown", 0)
+    res = ProofResult(model, prop, Verdict.UNKNOWN, 0, k_max=k_max)
     kind = sy.kind(prop)
     lemmas = [p.name for p in model.invariants if p.lemma and p.name != prop] if use_lemmas else []
     try:
@@ -819,11 +855,11 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
             if l in base.found:
                 res.lemmas_dropped[l] = "violated"
         if prop in base.found:
-            res.status, res.counterexample = "violated", base.found[prop]
+            res.verdict, res.counterexample = Verdict.VIOLATED, base.found[prop]
             res.k = len(base.found[prop].path.steps)
             return _done(res, sy, t0)
         if base.exhaustive:
-            res.status, res.k, res.reason = "proved", base.depth, "every behaviour ends within the base case"
+            res.verdict, res.k, res.why = Verdict.PROVED, base.depth, "every behaviour ends within the base case"
             return _done(res, sy, t0)
         lemmas = [l for l in lemmas if l not in res.lemmas_dropped]
         for k in range(1, k_max + 1):
@@ -832,7 +868,7 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
             joint = lemmas + ([prop] if kind != "transition" else [])
             live = _houdini(sy, k, joint, dropped)
             if prop in live:
-                res.status, res.k = "proved", k
+                res.verdict, res.k = Verdict.PROVED, k
                 res.lemmas_used = [l for l in live if l != prop]
                 res.lemmas_dropped.update(dropped)
                 return _done(res, sy, t0)
@@ -854,20 +890,20 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
             res.k, res.lemmas_used = k, live
             res.lemmas_dropped.update(dropped)
             if not sy.check(s, bad):
-                res.status = "proved"
+                res.verdict = Verdict.PROVED
                 return _done(res, sy, t0)
             path = path_from(sy, s.model(), ind.states, ind.choices)
             res.counterexample = solver_counterexample(prop, kind, path)
             res.cti_action = model.instances[path.steps[-1]].label
-            res.status = "not-inductive"
+            res.verdict = Verdict.NOT_INDUCTIVE
             if k < k_max:
                 res.lemmas_dropped = {l: r for l, r in res.lemmas_dropped.items() if r == "violated"}
     except Inconclusive as e:
-        res.status, res.reason = "unknown", f"solver: {e}"
+        res.verdict, res.why = Verdict.UNKNOWN, f"solver: {e}"
     return _done(res, sy, t0)
 
 
-def _merge_stats(total: dict, more: dict):
+def merge_stats(total: dict, more: dict):
     for k, v in more.items():
         total[k] = max(total.get(k, 0), v) if k == "max memory MB" else total.get(k, 0) + v
 
@@ -921,9 +957,20 @@ class Difference:
     result_a: object
     result_b: object
 
+    def to_json(self, variants: tuple[str, str]) -> dict:
+        return {"state": self.state, "args": self.args,
+                "results": {variants[0]: self.result_a, variants[1]: self.result_b}}
+
 
 @dataclass
-class CompareResult:
+class CompareResult(RunResult):
+    """A rule compared across two variants (verdict.RunResult, engine 'z3-compare'). Three
+    questions, each answered over every state satisfying the assumed invariants: whether A
+    accepts every request B accepts, the converse, and whether the two decide alike. Each is
+    PROVED, VIOLATED with a ``Difference`` as its witness, or UNKNOWN when the solver gave up
+    (``inconclusive``); ``relation`` sums them up. ``model`` is variant A's."""
+    engine = "z3-compare"             # not a field
+    model: Model
     rule: str
     variants: tuple[str, str]
     assumed: list[str]
@@ -935,6 +982,34 @@ class CompareResult:
     inconclusive: str | None = None
     elapsed_s: float = 0.0
     stats: dict = field(default_factory=dict)
+    lifted: list[str] = field(default_factory=list)
+
+    @property
+    def witnesses(self) -> dict[str, Difference | None]:
+        """Each question by its name, with the witness that answers it no (None: none found)."""
+        a, b = self.variants
+        return {f"{a}-accepts-what-{b}-accepts": self.a_rejects_b_accepts,
+                f"{b}-accepts-what-{a}-accepts": self.b_rejects_a_accepts,
+                "same-decisions": self.decisions_differ}
+
+    @property
+    def properties(self) -> list[str]:
+        return list(self.witnesses)
+
+    def status(self, prop: str) -> str:
+        if self.witnesses[prop] is not None:
+            return Verdict.VIOLATED.value
+        return Verdict.UNKNOWN.value if self.inconclusive else Verdict.PROVED.value
+
+    def reason(self, prop: str) -> str | None:
+        return self.inconclusive if self.status(prop) == Verdict.UNKNOWN else None
+
+    def kind(self, prop: str) -> str:
+        return "rule-decisions" if prop == "same-decisions" else "rule-acceptance"
+
+    @property
+    def stop_reason(self) -> str | None:
+        return "solver" if self.inconclusive else None
 
     @property
     def relation(self) -> str:
@@ -949,6 +1024,15 @@ class CompareResult:
         if y:
             return f"{b} accepts strictly more than {a}"
         return "incomparable"
+
+    @property
+    def statistics(self) -> dict:
+        """The figures of the comparison, as compare's JSON names them."""
+        return {"rule": self.rule, "variants": list(self.variants), "relation": self.relation,
+                "accept_value": self.accept_value, "assumed_invariants": list(self.assumed),
+                "call_sites": self.call_sites, "lifted": list(self.lifted),
+                "inconclusive": self.inconclusive, "elapsed_s": round(self.elapsed_s, 3),
+                "solver": self.stats}
 
 
 def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None = None,
@@ -989,7 +1073,7 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
                 bad |= spec.variants[v].expected_violations
         assumed = [p.name for p in ma.invariants if (p.lemma or assume == "invariants") and p.name not in bad]
     arg_vars = {n: z3.Int(f"arg.{n}") for n in lift}
-    res = CompareResult(rule, (ma.variant, mb.variant), assumed, len(sites), None)
+    res = CompareResult(ma, rule, (ma.variant, mb.variant), assumed, len(sites), None, lifted=lift)
     S = sy.state("s")
     s = sy.solver()
     s.add(*sy.in_range(S))

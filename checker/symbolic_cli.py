@@ -24,7 +24,7 @@ from checker.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, Bad
                              json_option, model_options, out_dir, params, positive, property_option,
                              save_options)
 from checker.trace import save
-from checker.verdict import RunReport, cell, print_json
+from checker.verdict import RunReport, Verdict, cell, print_json
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
 
@@ -268,14 +268,15 @@ def _print_trace(console, cx, title, saved=None, model=None):
         console.print(f"saved: {saved}", markup=False)
 
 
-def bmc_run(res) -> RunReport:
-    """A bmc run's report (engine 'z3-bmc'); a path the explicit encoding cannot pack keeps its
-    length, its raw states and steps, and its named states."""
+def _solver_report(res, counterexamples: dict, details: dict) -> RunReport:
+    """The report of a solver's run (bmc, prove): each counterexample's trace; a path the
+    explicit encoding cannot pack keeps its length, its raw states and steps, and its named
+    states (in the property's JSON, beside ``details``)."""
     model = res.model
-    traces, details = {}, {}
+    traces = {}
     for p in res.properties:
-        cx = res.found.get(p)
-        details[p] = {"note": cx.note if cx is not None else None}
+        cx = counterexamples.get(p)
+        details.setdefault(p, {})["note"] = cx.note if cx is not None else None
         if cx is None:
             continue
         if cx.trace is None:
@@ -284,6 +285,38 @@ def bmc_run(res) -> RunReport:
         else:
             traces[p] = cx.trace
     return res.report(traces, details)
+
+
+def bmc_run(res) -> RunReport:
+    """A bmc run's report (engine 'z3-bmc')."""
+    return _solver_report(res, res.found, {})
+
+
+def prove_run(model, results: list, saved: dict) -> RunReport:
+    """A prove command's report (engine 'z3-k-induction'): one property per proof, each with
+    its figures (k, lemmas, time, solver counters) and its counterexample, a violation or the
+    counterexample to induction (``saved``: where it was saved, by property)."""
+    props = {}
+    for r in results:
+        cx = r.counterexample if r.verdict in (Verdict.VIOLATED, Verdict.NOT_INDUCTIVE) else None
+        details = {r.property: {**r.statistics, "saved": saved.get(r.property)}}
+        del details[r.property]["k_max"]
+        props.update(_solver_report(r, {r.property: cx} if cx else {}, details).properties)
+    from checker.symbolic import merge_stats
+    solver: dict = {}
+    for r in results:
+        merge_stats(solver, r.stats)
+    k_max = results[0].k_max if results else 1
+    return RunReport("z3-k-induction", model, props,
+                     {"k_max": k_max, "elapsed_s": round(sum(r.elapsed_s for r in results), 3),
+                      "solver": solver})
+
+
+def compare_run(r) -> RunReport:
+    """A compare command's report (engine 'z3-compare'): each question with its witness."""
+    details = {p: {"witness": d.to_json(r.variants) if d is not None else None}
+               for p, d in r.witnesses.items()}
+    return r.report({}, details)
 
 
 def _header(console, m, what):
@@ -358,67 +391,60 @@ def cmd_prove(args, console) -> int:
         for p in props:
             # after SIGTERM each property still gets its line: its first solver call is stopped
             results.append(prove(model, p, args.k, not args.no_lemmas, args.timeout, args.bmc_depth))
-            if stop.terminated.is_set() and results[-1].status == "unknown":
-                results[-1].reason = "solver: stopped by SIGTERM"
+            if stop.terminated.is_set() and results[-1].verdict is Verdict.UNKNOWN:
+                results[-1].why = "solver: stopped by SIGTERM"
     ci_outputs.record_prove(args, model, results)
-    docs = []
-    codes = []
-    to_save = []
+    to_save, saved = [], {}
     for r in results:
         cx = r.counterexample
-        saved = None
-        if out is not None and cx is not None and r.status in ("violated", "not-inductive"):
-            where = out if r.status == "violated" else f"{out}/induction"
+        if out is not None and cx is not None and r.verdict in (Verdict.VIOLATED, Verdict.NOT_INDUCTIVE):
+            where = out if r.verdict is Verdict.VIOLATED else f"{out}/induction"
             to_save.append((r, cx, where))
-            saved = str(Path(where) / spec.name / model.variant / f"{r.property}.json")
-        codes.append(OK if r.status == "proved" else VIOLATED if r.status == "violated" else BOUNDED)
-        docs.append({"property": r.property, "status": r.status, "k": r.k,
-                     "lemmas_used": r.lemmas_used, "lemmas_dropped": r.lemmas_dropped,
-                     "reason": r.reason, "elapsed_s": round(r.elapsed_s, 3), "solver": r.stats,
-                     "counterexample_to_induction": _trace_doc(cx) if r.status == "not-inductive" else None,
-                     "counterexample_states": _named_states(model, cx) if cx is not None else None,
-                     "cti_action": r.cti_action,
-                     "trace": _trace_doc(cx) if r.status == "violated" else None,
-                     "note": cx.note if cx is not None else None, "saved": saved})
-        if args.json:
-            continue
-        verdict = {"proved": "PROVED", "violated": "VIOLATED", "not-inductive": "NOT INDUCTIVE",
-                   "unknown": "UNKNOWN"}[r.status]
+            saved[r.property] = str(Path(where) / spec.name / model.variant / f"{r.property}.json")
+    run = prove_run(model, results, saved)
+    differences = run.record_differences()
+    if args.json:
+        print_json({**run.to_json(), "record": {"matches": not differences, "differences": differences}},
+                   "run")
+    for r in ([] if args.json else results):
         _header(console, model, f"prove {r.property}")
-        line = f"{verdict}"
-        if r.status == "proved":
-            line += (f" (k={r.k}: every reachable state, search bounds lifted)" if not r.reason
-                     else f" ({r.reason})")
-        elif r.status == "not-inductive":
-            line += (f" at k=1..{r.k}" if r.k > 1 else " at k=1") + (f"; {r.reason}" if r.reason else "")
-        elif r.reason:
-            line += f": {r.reason}"
+        # unknown reads as compare's does: the word, then the solver's reason
+        line = "UNKNOWN" if r.verdict is Verdict.UNKNOWN else cell(r.verdict)
+        if r.verdict is Verdict.PROVED:
+            line += (f" (k={r.k}: every reachable state, search bounds lifted)" if not r.why
+                     else f" ({r.why})")
+        elif r.verdict is Verdict.NOT_INDUCTIVE:
+            line += (f" at k=1..{r.k}" if r.k > 1 else " at k=1") + (f"; {r.why}" if r.why else "")
+        elif r.why:
+            line += f": {r.why}"
         console.print(line, markup=False)
         if r.lemmas_used:
             console.print(f"lemmas assumed (proved inductive): {', '.join(r.lemmas_used)}", markup=False)
         for l, why in r.lemmas_dropped.items():
             console.print(f"lemma {l} not used: {why}", markup=False)
         console.print(f"benchmark: {r.property}: {r.elapsed_s:.2f}s, {_stats_str(r.stats)}", markup=False)
-        if r.status == "violated":
+        cx = r.counterexample
+        if r.verdict is Verdict.VIOLATED:
             _print_trace(console, cx, f"Counterexample for {r.property} ({len(cx.path.steps)} steps)",
                          None, model)
-        elif r.status == "not-inductive" and cx is not None:
+        elif r.verdict is Verdict.NOT_INDUCTIVE and cx is not None:
             _print_trace(console, cx, f"Counterexample to induction for {r.property}: from a state "
                                       f"satisfying it{' and the lemmas' if r.lemmas_used else ''}, "
                                       f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})",
                          None, model)
-    if args.json:
-        print_json({"spec": spec.name, "variant": model.variant,
-                    "parameters": model.params.as_dict(), "engine": "z3-k-induction",
-                    "k_max": args.k, "results": docs}, "prove")
+    if differences and not args.json:
+        for d in differences:
+            console.print(f"differs from the record: {d}", markup=False)
     # saved after the results are printed, so a failed save loses nothing
     for r, cx, where in to_save:
         path = (save(cx.trace, where) if cx.trace is not None else
-                _save_states(model, r.property, r.status, cx, where))
+                _save_states(model, r.property, r.verdict.value, cx, where))
         if not args.json:
             console.print(f"saved: {path}", markup=False)
-    return stop.code(INTERRUPTED if any(_cancelled(r.reason) for r in results) else
-                     VIOLATED if VIOLATED in codes else BOUNDED if BOUNDED in codes else OK)
+    verdicts = [r.verdict for r in results]
+    return stop.code(INTERRUPTED if any(_cancelled(r.why) for r in results) else
+                     VIOLATED if Verdict.VIOLATED in verdicts else
+                     OK if all(v is Verdict.PROVED for v in verdicts) else BOUNDED)
 
 
 def cmd_compare(args, console) -> int:
@@ -431,22 +457,9 @@ def cmd_compare(args, console) -> int:
                     args.timeout)
     if stop.terminated.is_set() and r.inconclusive:
         r.inconclusive = "solver: stopped by SIGTERM"
-
-    def diff(d):
-        return None if d is None else {"state": d.state, "args": d.args, f"result_{a}": d.result_a,
-                                        f"result_{b}": d.result_b}
-
     if args.json:
-        print_json({"spec": spec.name, "rule": r.rule, "variants": [a, b],
-                          "relation": r.relation, "accept_value": r.accept_value,
-                          "assumed_invariants": r.assumed, "call_sites": r.call_sites,
-                          "lifted": args.lift, "inconclusive": r.inconclusive,
-                          f"{a}_accepts_all_{b}_accepts": r.a_rejects_b_accepts is None,
-                          f"{b}_accepts_all_{a}_accepts": r.b_rejects_a_accepts is None,
-                          f"{a}_rejects_{b}_accepts": diff(r.a_rejects_b_accepts),
-                          f"{b}_rejects_{a}_accepts": diff(r.b_rejects_a_accepts),
-                          "decisions_differ": diff(r.decisions_differ),
-                          "elapsed_s": round(r.elapsed_s, 3), "solver": r.stats}, "compare")
+        # two variants: the run's own variant field stays empty, "variants" names them
+        print_json({**compare_run(r).to_json(), "variant": None}, "run")
     else:
         console.print(f"[bold]{spec.name}[/bold] rule [bold]{r.rule}[/bold]: {a} vs {b} "
                       f"({r.call_sites} request shape(s); accepted = {r.accept_value or 'true'}; "
@@ -471,4 +484,4 @@ def cmd_compare(args, console) -> int:
     return stop.code(INTERRUPTED if _cancelled(r.inconclusive) else BOUNDED if r.inconclusive else OK)
 
 
-__all__ = ["register", "SolverStop", "bmc_run"]
+__all__ = ["register", "SolverStop", "bmc_run", "prove_run", "compare_run"]

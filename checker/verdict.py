@@ -118,6 +118,8 @@ def differs_from_record(spec, variant: str | None, prop: str, status: str) -> st
         return f"{where} is violated but the record says it holds (a regression, or a new finding to record)"
     if status is Verdict.HOLDS and expected:
         return f"{where} holds but the record says it is violated"
+    if status is Verdict.PROVED and expected:
+        return f"{where} is proved but the record says it is violated"
     if status is Verdict.BOUNDED and expected:
         return f"{where} not violated within the bounds but the record says it is violated"
     bounded = getattr(v, "expected_bounded", {}) or {}
@@ -178,8 +180,9 @@ class RunResult:
     checked (names), a verdict per property (``status(p)``, ``verdicts``), the counterexamples
     found (``found``: property -> Counterexample), why it stopped early (``stop_reason``, None
     when it ran to its end) and the figures it measured (``statistics``, named as the JSON
-    output names them). The engines' results are ones: bfs.SearchResult (also from Spark) and
-    symbolic.BmcResult, each adding its own fields. ``report`` pairs it with the traces built
+    output names them). The engines' results are ones: bfs.SearchResult (also from Spark),
+    symbolic.BmcResult, symbolic.ProofResult (one property's k-induction) and
+    symbolic.CompareResult (a rule's three questions), each adding its own fields. ``report`` pairs it with the traces built
     from its counterexamples: what a command prints. ``statistics`` is built when asked, once at
     the end, so the search loop pays nothing for it."""
     engine: str = "engine"              # 'bfs', 'spark-slices', 'spark-ownership', 'z3-bmc'
@@ -243,18 +246,6 @@ class RunReport:
 def from_search(res, traces: dict, engine: str | None = None) -> RunReport:
     """The report of an explicit-state search (bfs.SearchResult, also from Spark)."""
     return res.report(traces, engine=engine)
-
-
-def from_graph(sg, verdicts: dict, traces: dict) -> RunReport:
-    """The report of the state graph's progress check (graph_cli: verdict dicts per property)."""
-    props = {}
-    for n, v in verdicts.items():
-        props[n] = PropertyResult(n, Verdict(v["status"]), v["kind"], traces.get(n), v.get("reason"),
-                                  {"fair": list(v["fair"])})
-    stats = {"states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
-             "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
-             "elapsed_s": round(sg.elapsed_s, 3)}
-    return RunReport("state-graph", sg.model, props, stats)
 
 
 def exit_code(statuses: dict[str, str], complete: bool, stop_reason: str | None = None) -> int:

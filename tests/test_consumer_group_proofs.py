@@ -32,7 +32,7 @@ def test_record_lists_what_kip1251_violates():
 @pytest.mark.parametrize("prop", HOLDING)
 def test_kip1251_holding_property_is_proved(prop):
     pr = prove(KIP1251, prop, k_max=1, bmc_depth=0)
-    assert pr.status == "proved" and pr.k == 1, (prop, pr.status, pr.lemmas_dropped)
+    assert pr.verdict == "proved" and pr.k == 1, (prop, pr.verdict, pr.lemmas_dropped)
     # every lemma true in kip1251 survives (Houdini keeps it); the two that KAFKA-19974 breaks
     # are dropped, and the proof does not rest on them
     assert set(pr.lemmas_used) == LEMMAS - BROKEN_BY_19974
@@ -43,14 +43,14 @@ def test_kip1251_holding_property_is_proved(prop):
 def test_kip1251_proofs_need_the_lemmas():
     for prop in ("epoch-order", "no-spurious-fencing"):
         pr = prove(KIP1251, prop, k_max=1, use_lemmas=False, bmc_depth=0)
-        assert pr.status == "not-inductive", (prop, pr.status)
+        assert pr.verdict == "not-inductive", (prop, pr.verdict)
         assert len(pr.counterexample.path.steps) == 1 and pr.cti_action
 
 
 def test_kip1251_unrevoked_has_pending_is_violated_not_proved():
     # KAFKA-20641: a static member that leaves with -2 in UNREVOKED_PARTITIONS (4 steps)
     pr = prove(KIP1251, "unrevoked-has-pending", k_max=1, bmc_depth=4)
-    assert pr.status == "violated"
+    assert pr.verdict == "violated"
     cx = pr.counterexample
     assert len(cx.path.steps) == 4 and replays(cx)
     assert [s.action for s in cx.trace.steps][-1] == "Leave"
@@ -61,7 +61,7 @@ def test_kip1251_no_zombie_commit_is_never_proved():
     # the search's counterexample is 11 steps (too deep for bmc here): k-induction must fail, and
     # the search's trace is a real violation of the same model
     pr = prove(KIP1251, "no-zombie-commit", k_max=1, bmc_depth=0)
-    assert pr.status == "not-inductive" and pr.cti_action.startswith("HandleCommit")
+    assert pr.verdict == "not-inductive" and pr.cti_action.startswith("HandleCommit")
     assert BROKEN_BY_19974 <= set(pr.lemmas_dropped)
     r = search(KIP1251)
     assert len(r.found["no-zombie-commit"].steps) == 11
@@ -71,23 +71,23 @@ def test_kip1251_lemma_broken_by_19974_is_not_proved():
     # proved as a target on its own, the lemma fails induction in kip1251 (the search finds it
     # violated in 8 steps) and is proved in unrevoked-epoch-bump
     pr = prove(KIP1251, "released-partition-commit-is-stale", k_max=1, bmc_depth=0)
-    assert pr.status == "not-inductive"
+    assert pr.verdict == "not-inductive"
 
 
 def test_pre_19974_reconciliation_proves_no_zombie_commit():
     model = SPEC.instantiate("unrevoked-epoch-bump")
     pr = prove(model, "no-zombie-commit", k_max=1, bmc_depth=0)
-    assert pr.status == "proved" and pr.k == 1
+    assert pr.verdict == "proved" and pr.k == 1
     assert set(pr.lemmas_used) == LEMMAS and not pr.lemmas_dropped
     # without lemmas, induction fails
     pr = prove(model, "no-zombie-commit", k_max=1, bmc_depth=0, use_lemmas=False)
-    assert pr.status == "not-inductive"
+    assert pr.verdict == "not-inductive"
 
 
 def test_strict_no_spurious_fencing_is_violated_not_proved():
     # KAFKA-20066 under the pre-KIP-1251 check: the racing owner's commit is fenced (4 steps)
     pr = prove(SPEC.instantiate("strict"), "no-spurious-fencing", k_max=1, bmc_depth=4)
-    assert pr.status == "violated" and len(pr.counterexample.path.steps) == 4
+    assert pr.verdict == "violated" and len(pr.counterexample.path.steps) == 4
     assert replays(pr.counterexample)
 
 
@@ -98,4 +98,4 @@ def test_kip1251_known_bug_properties_are_proved(prop):
     # hold in kip1251 for every epoch, not only up to the search bound
     assert prop not in SPEC.variants["kip1251"].expected_violations
     pr = prove(KIP1251, prop, k_max=1, bmc_depth=0)
-    assert pr.status == "proved" and pr.k == 1, (prop, pr.status)
+    assert pr.verdict == "proved" and pr.k == 1, (prop, pr.verdict)

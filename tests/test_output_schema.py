@@ -75,7 +75,28 @@ def test_bmc_and_prove_documents(capsys):
     assert code == VIOLATED and doc["engine"] == "z3-bmc"
     check_output(doc, "run")
     code, doc = run_json(capsys, "prove", "two_phase", "--property", "consistent", "--json")
-    check_output(doc, "prove")
+    check_output(doc, "run")
+    assert code == OK and doc["properties"]["consistent"]["status"] == "proved"
+    code, doc = run_json(capsys, "compare", "consumer_group", "--rule", "offset-commit", "--variants",
+                         "kip1251", "strict", "--json")
+    check_output(doc, "run")
+    assert doc["engine"] == "z3-compare" and len(doc["properties"]) == 3
+
+
+@pytest.mark.z3
+def test_prove_and_compare_return_run_results():
+    from checker.symbolic import compare, prove
+    from checker.verdict import RunResult
+    spec = load_spec("two_phase")
+    pr = prove(spec.instantiate("commit-without-prepares", {}), "consistent", k_max=1, bmc_depth=4)
+    assert isinstance(pr, RunResult) and pr.engine == "z3-k-induction"
+    assert pr.verdicts == {"consistent": Verdict.VIOLATED} and len(pr.found["consistent"].steps) == 3
+    # the record says consistent is violated there: a proof of it would be a difference
+    assert differs_from_record(spec, "commit-without-prepares", "consistent", "proved")
+    cti = prove(spec.instantiate("lamport", {}), "consistent", k_max=1, use_lemmas=False, bmc_depth=0)
+    assert cti.verdicts == {"consistent": Verdict.NOT_INDUCTIVE} and cti.found == {}
+    assert cti.counterexample.initial is not None     # its first state is concrete and packs
+    assert cti.report({"consistent": cti.counterexample.trace}).properties["consistent"].trace
 
 
 def test_a_document_the_schema_does_not_describe_is_refused():

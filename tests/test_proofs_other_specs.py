@@ -70,7 +70,7 @@ def test_every_lemma_holds_in_the_default_search(name, default_searches):
     spec, res = load_spec(name), default_searches[name]
     assert res.exhaustive
     for lemma in lemmas(spec):
-        assert res.status(lemma) == "holds", lemma
+        assert res.verdict(lemma) == "holds", lemma
     # and what the search finds violated is the variant's record
     # (a sometimes property's witness is a scenario reached, not a violation)
     scenarios = {p for p, q in spec.properties.items() if q.kind == "sometimes"}
@@ -81,8 +81,8 @@ def test_every_lemma_holds_in_the_default_search(name, default_searches):
 def test_default_variant_verdict(name, prop, default_searches):
     spec = load_spec(name)
     res = symbolic.prove(spec.instantiate(DEFAULT[name]), prop, k_max=1, bmc_depth=0)
-    assert res.status == VERDICTS[name][prop], res.reason
-    if res.status == "proved":
+    assert res.verdict == VERDICTS[name][prop], res.why
+    if res.verdict == "proved":
         # every lemma is proved inductive with it: none dropped in the default variant
         assert res.lemmas_dropped == {}
         assert set(res.lemmas_used) == set(lemmas(spec)) - {prop}
@@ -101,13 +101,13 @@ def test_the_lemmas_are_what_makes_the_central_properties_inductive():
                        ("classic_group", "no-double-commit")]:
         model = load_spec(name).instantiate(DEFAULT[name])
         res = symbolic.prove(model, prop, k_max=1, use_lemmas=False, bmc_depth=0)
-        assert res.status == "not-inductive", (name, prop)
+        assert res.verdict == "not-inductive", (name, prop)
 
 
 def test_the_purgatory_deadlock_is_reported_violated_with_bmc():
     model = load_spec("shared_consumption").instantiate("draft")
     res = symbolic.prove(model, "deadlock", k_max=1, bmc_depth=8)
-    assert res.status == "violated"
+    assert res.verdict == "violated"
     assert len(res.counterexample.path.steps) == 8
 
 
@@ -125,7 +125,7 @@ VIOLATED = [(n, v, p) for n in SPECS for v, var in load_spec(n).variants.items()
 def test_a_violated_property_is_never_proved(name, variant, prop):
     model = load_spec(name).instantiate(variant)
     res = symbolic.prove(model, prop, k_max=1, bmc_depth=0)
-    assert res.status != "proved"
+    assert res.verdict != "proved"
 
 
 # The other variants: every property the search finds holding is proved at k=1 as well, except
@@ -161,4 +161,4 @@ def test_other_variant_verdict(name, variant, prop):
     # a property not inductive in the default has no lemmas to prove it in any variant
     want = "not-inductive" if prop in NOT_INDUCTIVE_ELSEWHERE.get((name, variant), ()) or \
         VERDICTS[name][prop] == "not-inductive" else "proved"
-    assert res.status == want
+    assert res.verdict == want

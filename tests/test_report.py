@@ -130,7 +130,7 @@ def test_proofs_are_shown_with_their_lemmas():
     rep = collect(spec, progress=False, prove=True, saved_dir=None)
     lamport = next(r for r in rep.runs if r.variant == "lamport")
     proof = next(p for p in lamport.proofs if p.property == "consistent")
-    assert proof.status == "proved"
+    assert proof.verdict == "proved"
     page = render_html(rep)
     row = re.search(r'<tr data-variant="lamport" data-property="consistent">.*?</tr>', page, re.S).group(0)
     assert "PROVED" in row and proof.lemmas_used and proof.lemmas_used[0] in row

@@ -51,7 +51,7 @@ def test_sigterm_during_prove_json_prints_the_document():
     code, out, err = _terminate(p)
     assert code == TERMINATED, err
     doc = json.loads(out)
-    [r] = doc["results"]
+    [r] = doc["properties"].values()
     assert r["status"] == "unknown" and r["reason"] == "solver: stopped by SIGTERM"
 
 

@@ -96,7 +96,7 @@ def test_prove_never_contradicts_the_search(name, variant):
         if p in spec.properties and spec.properties[p].kind == "sometimes":
             continue   # a scenario's witness, not a violation: prove does not take it
         pr = prove(model, p, k_max=1, timeout_s=TIMEOUT_S, bmc_depth=0)
-        assert pr.status in ("violated", "not-inductive"), (p, pr.status)
+        assert pr.verdict in ("violated", "not-inductive"), (p, pr.verdict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,11 +106,11 @@ def test_two_phase_every_property_proved_with_lemmas():
     model = load_spec("two_phase").instantiate("lamport", {"N": 3})
     for p in model.spec.properties:
         pr = prove(model, p, k_max=1)
-        assert pr.status == "proved" and pr.k == 1, (p, pr.status, pr.lemmas_dropped)
+        assert pr.verdict == "proved" and pr.k == 1, (p, pr.verdict, pr.lemmas_dropped)
     # deadlock freedom would need the converse lemmas too (a TM that has aborted has sent Abort):
     # from a state where it has not, nothing is enabled
     pr = prove(model, "deadlock", k_max=1, bmc_depth=0)
-    assert pr.status == "not-inductive" and replays(pr.counterexample)
+    assert pr.verdict == "not-inductive" and replays(pr.counterexample)
     pr = prove(model, "consistent", k_max=1)
     assert set(pr.lemmas_used) == {p.name for p in model.invariants if p.lemma}
 
@@ -118,7 +118,7 @@ def test_two_phase_every_property_proved_with_lemmas():
 def test_two_phase_consistent_not_inductive_without_lemmas():
     model = load_spec("two_phase").instantiate("lamport", {"N": 3})
     pr = prove(model, "consistent", k_max=2, use_lemmas=False, bmc_depth=6)
-    assert pr.status == "not-inductive" and pr.k == 2
+    assert pr.verdict == "not-inductive" and pr.k == 2
     cx = pr.counterexample
     assert len(cx.path.steps) == 2 and pr.cti_action == cx.trace.steps[-1].label
     # the counterexample to induction replays from its (unreachable) first state and ends in a
@@ -131,11 +131,11 @@ def test_two_phase_consistent_not_inductive_without_lemmas():
 def test_two_phase_broken_variant_violated_and_lemma_dropped():
     model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 3})
     pr = prove(model, "consistent", k_max=2, bmc_depth=5)   # the base case sees 1-step violations
-    assert pr.status == "violated" and len(pr.counterexample.path.steps) == 3
+    assert pr.verdict == "violated" and len(pr.counterexample.path.steps) == 3
     assert sorted(s.action for s in pr.counterexample.trace.steps) == \
         ["RMChooseToAbort", "RMRcvCommitMsg", "TMCommit"]
     assert pr.lemmas_dropped.get("commit-after-all-prepared") == "violated"
-    assert prove(model, "commit-after-all-prepared", k_max=1).status == "violated"
+    assert prove(model, "commit-after-all-prepared", k_max=1).verdict == "violated"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,12 +267,12 @@ def test_fit_model_keeps_a_model_that_fits(epochs):
 def test_epoch_invariants_proved_for_every_epoch(epochs):
     m = load_spec(str(epochs)).instantiate("strict", {})
     for p in ("member-behind-group", "client-behind-member", "commit-at-member-epoch"):
-        assert prove(m, p, k_max=1).status == "proved", p
+        assert prove(m, p, k_max=1).verdict == "proved", p
     pr = prove(m, "group-epoch-below-three", k_max=2, bmc_depth=3)
-    assert pr.status == "violated" and len(pr.counterexample.path.steps) == 2
+    assert pr.verdict == "violated" and len(pr.counterexample.path.steps) == 2
     # lenient: commit-at-member-epoch fails once the client lags its member
     pr = prove(load_spec(str(epochs)).instantiate("lenient", {}), "commit-at-member-epoch", k_max=1)
-    assert pr.status == "violated" and replays(pr.counterexample)
+    assert pr.verdict == "violated" and replays(pr.counterexample)
 
 
 def test_compare_finds_the_lenient_rule_accepts_strictly_more(epochs):
@@ -346,8 +346,13 @@ def test_cli_prove_output_and_codes(epochs):
     p = kcheck("prove", "two_phase", "--property", "consistent", "--no-lemmas", "--k", "1",
                "--bmc-depth", "3", "--json")
     assert p.returncode == 3
-    res = json.loads(p.stdout)["results"][0]
-    assert res["status"] == "not-inductive" and res["counterexample_to_induction"]["steps"]
+    doc = json.loads(p.stdout)
+    res = doc["properties"]["consistent"]
+    # one run document, like check's: the counterexample to induction is the property's trace
+    assert doc["engine"] == "z3-k-induction" and doc["record"]["matches"] is True
+    assert res["status"] == "not-inductive" and res["trace"]["steps"] and res["trace_length"] == 1
+    assert res["cti_action"] == res["trace"]["steps"][-1]["action"] + "(rm=" + \
+        str(res["trace"]["steps"][-1]["args"]["rm"]) + ")"
     p = kcheck("prove", str(epochs), "--property", "group-epoch-below-three", "--k", "1")
     assert p.returncode == 1 and "VIOLATED" in p.stdout and "max_epoch=3" in p.stdout
 
@@ -358,8 +363,14 @@ def test_cli_compare(epochs):
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["relation"] == "lenient accepts strictly more than strict"
-    assert doc["strict_accepts_all_lenient_accepts"] is False
-    assert doc["lenient_accepts_all_strict_accepts"] is True
+    assert doc["engine"] == "z3-compare" and doc["variants"] == ["strict", "lenient"]
+    props = doc["properties"]
+    assert props["strict-accepts-what-lenient-accepts"]["status"] == "violated"
+    assert props["strict-accepts-what-lenient-accepts"]["witness"]["results"] == {
+        "strict": "STALE_MEMBER_EPOCH", "lenient": "NONE"}
+    assert props["lenient-accepts-what-strict-accepts"] == {
+        "status": "proved", "kind": "rule-acceptance", "trace_length": None, "loop_index": None,
+        "trace": None, "witness": None}
 
 
 @pytest.mark.parametrize("args,needle", [
