@@ -50,6 +50,15 @@ class _Element:
     parts: tuple = ()                # a product's factors, applied in turn
 
 
+def _value_fields(lay, name: str) -> list:
+    """The flat fields a symmetry's ``values`` entry names: a scalar, an array, or one member of
+    an array of records ("commit.member": that member of every element)."""
+    base, _, member = name.partition(".")
+    if member:
+        return [f for f in lay.arrays.get(base, ()) if member in f.path]
+    return lay.arrays.get(name) or ([lay.scalars[name]] if name in lay.scalars else [])
+
+
 class Symmetry:
     """The symmetry group a model's declarations generate, as operations on packed blocks."""
 
@@ -121,8 +130,7 @@ class Symmetry:
                 src[elems[k].index] = elems[j].index
         luts = {}
         for name in decl.values:
-            fields = lay.arrays.get(name) or ([lay.scalars[name]] if name in lay.scalars else [])
-            for f in fields:
+            for f in _value_fields(lay, name):
                 lo, width = f.type.lo, lay.width[f.index]
                 table = np.arange(1 << width, dtype=np.uint64)
                 for raw in range(1 << width):
