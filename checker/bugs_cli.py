@@ -32,7 +32,7 @@ def _verdict(model, prop: str):
         from checker.graph import build_graph, check_progress
         sg = build_graph(model)
         r = check_progress(sg, model.spec.progress[prop])
-        return r.status, len(r.lasso.steps) if r.lasso else None, sg.states
+        return r.status(prop), len(r.found[prop].steps) if prop in r.found else None, sg.states
     res = search(model, [prop] if prop in model.spec.properties else [],
                  deadlock=True if prop == "deadlock" else None)
     length = len(res.found[prop].steps) if prop in res.found else None

@@ -36,10 +36,11 @@ import networkx as nx
 import numpy as np
 
 from checker import explore
-from checker.compile import CodeGen, Compiled
+from checker import symmetry as symmetry_
+from checker.compile import CodeGen, Compiled, fingerprint
 from checker.layout import initial_words, layout_of
 from checker.trace import Executor, Trace, build
-from checker.verdict import Counterexample
+from checker.verdict import Counterexample, RunResult, Verdict
 from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, call_spec
 
 DEADLOCK = "deadlock"
@@ -74,7 +75,17 @@ class StateGraph:
     cut_bits: np.ndarray | None = None   # per state: packed bits of the instances whose step
                                          # there leaves a search bound (cut from the graph)
     cut_only: np.ndarray | None = None   # per state: some step is enabled, and every one is cut
+    # symmetry reduction (checker/symmetry.py): the graph is the quotient over canonical states
+    # (``symmetry``, the group; None: every state), ``symmetry_used`` says what it was as the
+    # statistics say it ("off", "none", the declarations, or None when the spec declares none),
+    # ``moved`` per edge whether its step changes the state (a quotient's self-loop may be a
+    # step to another state of the orbit), ``unreduced_states`` the orbits' sizes summed
+    symmetry: symmetry_.Symmetry | None = None
+    symmetry_used: str | None = None
+    moved: np.ndarray | None = None
+    unreduced_states: int = 0
     _offsets: np.ndarray | None = field(default=None, repr=False)
+    _by_fp: np.ndarray | None = field(default=None, repr=False)
     _graph: nx.DiGraph | None = field(default=None, repr=False)
 
     @property
@@ -142,6 +153,29 @@ class StateGraph:
         steps.reverse()
         return self.state_words(i), steps
 
+    def index_of(self, S: np.ndarray):
+        """The index of each state (column) of S in the graph, -1 for one that is not in it; for
+        a single column, the index or None."""
+        if self._by_fp is None:
+            self._by_fp = np.argsort(self.fps, kind="stable")
+        f = fingerprint(S)
+        sorted_fp = self.fps[self._by_fp]
+        pos = np.searchsorted(sorted_fp, f)
+        pos[pos == len(sorted_fp)] = 0
+        out = np.where(sorted_fp[pos] == f, self._by_fp[pos], -1) if len(sorted_fp) else \
+            np.full(len(f), -1)
+        if S.shape[1] == 1:
+            return None if out[0] < 0 else int(out[0])
+        return out
+
+    def concrete(self, cx: Counterexample) -> Counterexample:
+        """A path of the graph (from ``trace_to``, the quotient's instances under symmetry) as a
+        concrete one of the same length that replays through the unreduced spec
+        (symmetry.concretise); the path itself without symmetry."""
+        if self.symmetry is None:
+            return cx
+        return symmetry_.concretise(self.model, self.compiled, self.symmetry, cx)
+
     def deadlock(self) -> tuple[tuple, list[int]] | None:
         """The shortest trace to a deadlock (the first in level-then-fingerprint order)."""
         bad = np.flatnonzero(self.deadlocked)
@@ -150,18 +184,36 @@ class StateGraph:
 
 def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | None = None,
                 block: int = explore.BLOCK, compiled: Compiled | None = None,
-                progress=None) -> StateGraph:
+                progress=None, symmetry: bool = False) -> StateGraph:
     """Explore ``model`` breadth-first and keep every state and transition. Deadlocks are
     marked when the spec declares terminal states, or when ``deadlock`` says so.
     ``progress(depth, distinct, left)`` is called per block when given, as the search does.
     The level loop, the order and the parent rule are the core's (checker/explore.py); a state
-    is known by its 64-bit fingerprint (the graph's node)."""
+    is known by its 64-bit fingerprint (the graph's node). ``symmetry``: keep one state per
+    orbit of the spec's declared symmetry, checked first (checker/symmetry.py): the quotient
+    graph, whose edges are the steps from each representative, each to its target's
+    representative, labelled with the instance taken from the representative."""
     t0 = time.perf_counter()
     from checker.memory import watch
     memory = watch()
     comp = compiled or Compiled(model, [])
     K = len(model.instances)
-    ex = explore.Explorer(model, comp, [], False, keyed=False, block=block)
+    sym, used = None, None
+    if model.spec.symmetries:
+        used = "off"
+        if symmetry:
+            sym = symmetry_.for_model(model)
+            used = "none" if sym is None else sym.description
+            if sym is not None:
+                symmetry_.verify(model, comp, sym)
+    pre: dict = {}
+
+    def canonical(T):
+        pre["T"] = T      # the block before canonicalisation: which steps moved (on_block)
+        return sym.canonical(T)
+
+    ex = explore.Explorer(model, comp, [], False, keyed=False, block=block,
+                          canonical=None if sym is None else canonical)
     level_fp = [ex.start(initial_words(model))]
     level_S = [ex.frontier]
     en_rows: list[np.ndarray] = []
@@ -169,7 +221,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     only_cut: list[np.ndarray] = []
     any_guard: list[np.ndarray] = []
     terminal: list[np.ndarray] = []
-    e_src, e_dfp, e_act = [], [], []
+    e_src, e_dfp, e_act, e_moved = [], [], [], []
     _too_large(model, ex.visited.n, max_nodes)
     # per block: which instances can take a step at each state (a step that changes the state,
     # or one that leaves a search bound), which leave a bound, and whether any guard holds
@@ -194,6 +246,9 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
 
     def on_block(start, T, parent, action, fp):
         cur["inside"][parent] = True
+        if sym is not None:
+            # a step to another state of the parent's orbit is a self-loop of the quotient
+            e_moved.append((pre["T"] != ex.frontier[:, start + parent]).any(axis=0))
         e_src.append(parent + cur["base"])
         e_dfp.append(fp.copy())
         e_act.append(action.astype(np.int32))
@@ -240,17 +295,22 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     dst = by_fp[np.searchsorted(fps[by_fp], dfp)]
     order = np.lexsort((act, dst, src))
     src, dst, act = src[order], dst[order], act[order]
+    moved = np.concatenate(e_moved)[order] if sym is not None and e_moved else None
+    if sym is not None and moved is None:
+        moved = np.zeros(0, dtype=bool)
     # the BFS tree: a state's parent as an index into every level, -1 for an initial state
     starts = np.cumsum([0] + [len(f) for f in level_fp])
     parents = [ex.parents[0].astype(np.int64)] + [p.astype(np.int64) + starts[d - 1]
                                                   for d, p in enumerate(ex.parents) if d]
     vias = [np.full(len(level_fp[0]), -1, dtype=np.int32)] + [a.astype(np.int32)
                                                              for a in ex.actions[1:]]
+    unreduced = int(sym.orbit_sizes(words).sum()) if sym is not None else len(fps)
     return StateGraph(model, comp, fps, words, depth, np.concatenate(parents),
                       np.concatenate(vias), bits, stuck, src, dst, act, ex.transitions, ex.cut,
                       time.perf_counter() - t0, len(level_fp[0]),
                       np.concatenate(cut_rows, axis=0) if cut_rows else np.zeros_like(bits),
-                      np.concatenate(only_cut) if only_cut else np.zeros(len(fps), dtype=bool))
+                      np.concatenate(only_cut) if only_cut else np.zeros(len(fps), dtype=bool),
+                      sym, used, moved, unreduced)
 
 
 def _too_large(model: Model, n: int, max_nodes: int | None):
@@ -336,86 +396,252 @@ def fair_components(H: nx.DiGraph, enabled, fair: int, out_actions=None) -> list
     return out
 
 
+DEADLOCK_DOC = "no reachable state without a successor"
+
+
 @dataclass
-class ProgressResult:
-    property: str
-    kind: str
-    status: str                        # 'holds', 'violated' or 'bounded'
-    # a verdict.Counterexample of kind 'lasso': the loop is steps[loop_index:] (== len(steps):
-    # it stutters for ever); trigger_index is the state where P holds and Q does not
-    lasso: Counterexample | None = None
-    fair_components: int = 0
-    not_q_states: int = 0
-    reason: str | None = None          # why 'bounded'
+class ProgressResult(RunResult):
+    """A progress check on a state graph (verdict.RunResult): a verdict per property (the
+    progress properties asked, and 'deadlock' when it was checked), the lassos and the deadlock
+    found (``found``: property -> Counterexample, concrete even when the graph is a quotient),
+    why a verdict is bounded (``reasons``), and the graph's figures (``statistics``). The graph
+    is built whole or refused (GraphTooLarge), so ``stop_reason`` is None."""
+    engine = "state-graph"
+    model: Model
+    properties: list[str]
+    graph: StateGraph
+    found: dict[str, Counterexample] = field(default_factory=dict)
+    verdict_of: dict[str, Verdict] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    elapsed_s: float = 0.0            # building the graph and checking every property
+    stop_reason: str | None = None
+
+    def status(self, prop: str) -> str:
+        return self.verdict_of[prop].value
+
+    def reason(self, prop: str) -> str | None:
+        return self.reasons.get(prop)
+
+    def kind(self, prop: str) -> str:
+        p = self.model.spec.progress.get(prop)
+        return p.kind if p is not None else DEADLOCK
+
+    def fair(self, prop: str) -> list[str]:
+        p = self.model.spec.progress.get(prop)
+        return list(p.fair) if p is not None else []
+
+    def doc(self, prop: str) -> str:
+        p = self.model.spec.progress.get(prop)
+        return p.doc if p is not None else DEADLOCK_DOC
+
+    def lasso(self, prop: str) -> Counterexample | None:
+        f = self.found.get(prop)
+        return f if f is not None and f.is_lasso else None
+
+    # what the statistics line (checker/symmetry.py clause) reads
+    @property
+    def symmetry(self) -> str | None:
+        return self.graph.symmetry_used
+
+    @property
+    def distinct_states(self) -> int:
+        return self.graph.states
+
+    @property
+    def unreduced_states(self) -> int:
+        return self.graph.unreduced_states
+
+    @property
+    def statistics(self) -> dict:
+        sg = self.graph
+        return {"states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
+                "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
+                "elapsed_s": round(self.elapsed_s, 3), "stop_reason": self.stop_reason,
+                "symmetry": sg.symmetry_used,
+                "unreduced_states": sg.unreduced_states if sg.symmetry is not None else None}
+
+    def report(self, traces: dict, details: dict | None = None, engine: str | None = None):
+        """As every run's (verdict.RunResult.report), with each property's fair actions."""
+        extra = {p: {"fair": self.fair(p), **(details or {}).get(p, {})} for p in self.properties}
+        return super().report(traces, extra, engine)
 
 
-def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
-    """The verdict of a progress property on the graph. A step that leaves a search bound
-    counts as enabled (docs/progress.md), so a cycle that starves it is not fair; but then a
-    "holds" may rest on that step alone, and what follows it in the unbounded protocol was not
-    examined. The property is checked again with the cut steps counted as disabled: if that
-    finds a fair cycle, the verdict is 'bounded' (with the reason), not 'holds'."""
-    res = _check_progress(sg, prop)
-    if res.status != "holds" or sg.cut_bits is None or not sg.cut_bits.any():
-        return res
-    import dataclasses
-    relaxed = dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits,
-                                  _offsets=None, _graph=None)
-    alt = _check_progress(relaxed, prop)
-    if alt.status == "violated":
-        fair = fair_mask(sg.model, prop)
-        nbytes = sg.cut_bits.shape[1]
-        fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8)
-        cut_fair = int.from_bytes(np.bitwise_or.reduce(sg.cut_bits & fair_bytes, axis=0).tobytes(),
-                                  "little")
-        names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
-        bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
-        res.status = "bounded"
-        res.reason = (f"holds only because fair steps of {', '.join(names) or 'some action'} that "
-                      f"leave the search bound ({', '.join(bounds)}) count as enabled: counted as "
-                      f"disabled, a fair cycle violates it ({len(alt.lasso.steps)} steps); the "
-                      f"protocol beyond the bound was not examined")
+def check(sg: StateGraph, names: list[str] | None = None, deadlock: bool = False) -> ProgressResult:
+    """The progress properties ``names`` (default: every one of the spec) on the graph, and
+    deadlocks when ``deadlock`` (the graph must have been built with them marked)."""
+    t0 = time.perf_counter()
+    spec = sg.model.spec
+    names = list(spec.progress) if names is None else list(names)
+    res = ProgressResult(sg.model, names + ([DEADLOCK] if deadlock else []), sg)
+    for name in names:
+        status, lasso, reason = _decide(sg, spec.progress[name])
+        res.verdict_of[name] = Verdict(status)
+        if lasso is not None:
+            res.found[name] = lasso
+        if reason:
+            res.reasons[name] = reason
+    if deadlock:
+        d = sg.deadlock()
+        cut_only = int(sg.cut_only.sum()) if sg.cut_only is not None else 0
+        if d is not None:
+            res.verdict_of[DEADLOCK] = Verdict.VIOLATED
+            res.found[DEADLOCK] = sg.concrete(Counterexample(DEADLOCK, DEADLOCK, d[0], d[1]))
+        elif cut_only:
+            res.verdict_of[DEADLOCK] = Verdict.BOUNDED
+            res.reasons[DEADLOCK] = (f"{cut_only:,} states have no step but ones that leave a "
+                                     f"search bound: a deadlock beyond the bound would not be seen")
+        else:
+            res.verdict_of[DEADLOCK] = Verdict.HOLDS
+    res.elapsed_s = sg.elapsed_s + time.perf_counter() - t0
     return res
 
 
-def _check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
-    model = sg.model
-    P, Q = progress_conditions(model, prop)
-    fair = fair_mask(model, prop)
-    p_ok = compile_condition(model, P, prop.name + ".P")(sg.words) if sg.states else np.zeros(0, bool)
-    q_ok = compile_condition(model, Q, prop.name + ".Q")(sg.words) if sg.states else np.zeros(0, bool)
-    not_q = ~q_ok
-    n = sg.states
+def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
+    """One progress property on the graph (``check`` of that property alone)."""
+    return check(sg, [prop.name])
+
+
+def _decide(sg: StateGraph, prop: Progress):
+    """-> (status, lasso or None, reason or None) of one property. A step that leaves a search
+    bound counts as enabled (docs/progress.md), so a cycle that starves it is not fair; but then
+    a "holds" may rest on that step alone, and what follows it in the unbounded protocol was not
+    examined. The property is checked again with the cut steps counted as disabled: if that
+    finds a fair cycle, the verdict is 'bounded' (with the reason), not 'holds'."""
+    lasso = _find_lasso(sg, prop, relaxed=False)
+    if lasso is not None:
+        return "violated", lasso, None
+    if sg.cut_bits is None or not sg.cut_bits.any():
+        return "holds", None, None
+    alt = _find_lasso(sg, prop, relaxed=True)
+    if alt is None:
+        return "holds", None, None
+    fair = fair_mask(sg.model, prop)
+    nbytes = sg.cut_bits.shape[1]
+    fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8)
+    cut_fair = int.from_bytes(np.bitwise_or.reduce(sg.cut_bits & fair_bytes, axis=0).tobytes(),
+                              "little")
+    names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
+    bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
+    return "bounded", None, (
+        f"holds only because fair steps of {', '.join(names) or 'some action'} that leave the "
+        f"search bound ({', '.join(bounds)}) count as enabled: counted as disabled, a fair cycle "
+        f"violates it ({len(alt.steps)} steps); the protocol beyond the bound was not examined")
+
+
+def _relax(sg: StateGraph) -> StateGraph:
+    """The graph with the steps that leave a search bound counted as disabled."""
+    import dataclasses
+    return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits,
+                               _offsets=None, _graph=None)
+
+
+def _fair_enabled(sg: StateGraph, fair: int) -> np.ndarray:
+    """Per state: whether an instance in the bitmask ``fair`` can take a step there."""
     nbytes = sg.enabled_bits.shape[1]
-    fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8) if nbytes else \
-        np.zeros(0, dtype=np.uint8)
-    fair_enabled = (sg.enabled_bits & fair_bytes).any(axis=1) if nbytes else np.zeros(n, bool)
-    # where no fair instance is enabled the behaviour may stop for ever: a fair component alone
+    if not nbytes:
+        return np.zeros(sg.states, dtype=bool)
+    fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8)
+    return (sg.enabled_bits & fair_bytes).any(axis=1)
+
+
+def _components(sg: StateGraph, not_q: np.ndarray, fair: int, moving: np.ndarray | None = None):
+    """The fair components of the not-Q part of the graph -> (component per state, -1 for
+    none; how many). Where no fair instance is enabled the behaviour may stop for ever: a fair
+    component alone. Elsewhere a fair cycle needs at least two states (or a step that moves);
+    states without a predecessor or a successor among the candidates lie on no cycle and are
+    trimmed before the SCC analysis. ``moving``: per edge, whether its step changes the state
+    (default: its ends differ)."""
+    n = sg.states
+    fair_enabled = _fair_enabled(sg, fair)
     stop = not_q & ~fair_enabled
-    # elsewhere a fair cycle needs at least two states; states without a predecessor or a
-    # successor among the candidates lie on no cycle and are trimmed before the SCC analysis
-    moving = sg.src != sg.dst
-    alive = not_q & fair_enabled
-    while True:
-        e = alive[sg.src] & alive[sg.dst] & moving
-        keep = alive & (np.bincount(sg.src[e], minlength=n) > 0) & (np.bincount(sg.dst[e], minlength=n) > 0)
-        if (keep == alive).all():
-            break
-        alive = keep
+    if moving is None:
+        moving = sg.src != sg.dst
+    alive = _trim(sg, not_q & fair_enabled, moving)
+    e = alive[sg.src] & alive[sg.dst] & moving
     e[1:] &= (sg.src[1:] != sg.src[:-1]) | (sg.dst[1:] != sg.dst[:-1])   # one edge a pair
     H = nx.DiGraph()
     H.add_nodes_from(np.flatnonzero(alive).tolist())
     H.add_edges_from(zip(sg.src[e].tolist(), sg.dst[e].tolist()))
     comps = fair_components(H, sg.enabled, fair, sg.out_edges)
-    res = ProgressResult(prop.name, prop.kind, "holds", fair_components=len(comps) + int(stop.sum()),
-                         not_q_states=int(not_q.sum()))
-    if not res.fair_components:
-        return res
     comp_id = np.full(n, -1, dtype=np.int64)
     for c, C in enumerate(comps):
         comp_id[list(C)] = c
     comp_id[stop] = len(comps) + np.arange(int(stop.sum()))
-    in_b = comp_id >= 0
+    return comp_id, len(comps) + int(stop.sum())
+
+
+def _trim(sg: StateGraph, alive: np.ndarray, moving: np.ndarray) -> np.ndarray:
+    """The states of ``alive`` left once those with no predecessor or no successor among them
+    (by a step that moves) are taken away, repeatedly."""
+    n = sg.states
+    while True:
+        e = alive[sg.src] & alive[sg.dst] & moving
+        keep = alive & (np.bincount(sg.src[e], minlength=n) > 0) & (np.bincount(sg.dst[e], minlength=n) > 0)
+        if (keep == alive).all():
+            return alive
+        alive = keep
+
+
+def _conditions(sg: StateGraph, prop: Progress):
+    """-> (P mask, Q mask) on the graph's states; under symmetry, P and Q must not tell a state
+    from its images (checked on every representative: a SymmetryError otherwise)."""
+    model = sg.model
+    P, Q = progress_conditions(model, prop)
+    if not sg.states:
+        return np.zeros(0, bool), np.zeros(0, bool)
+    p_fn = compile_condition(model, P, prop.name + ".P")
+    q_fn = compile_condition(model, Q, prop.name + ".Q")
+    p_ok, q_ok = p_fn(sg.words), q_fn(sg.words)
+    if sg.symmetry is not None:
+        for what, fn, base in (("P", p_fn, p_ok), ("Q", q_fn, q_ok)):
+            _same_on_images(sg, fn, base, f"{what} of progress property {prop.name}")
+    return p_ok, q_ok
+
+
+def _same_on_images(sg: StateGraph, fn, base: np.ndarray, what: str):
+    sym = sg.symmetry
+    for a in range(0, sg.states, symmetry_.CHUNK):
+        S = sg.words[:, a:a + symmetry_.CHUNK]
+        for e in sym.group[1:]:
+            bad = np.flatnonzero(fn(sym.apply(e, S)) != base[a:a + S.shape[1]])
+            if bad.size:
+                raise symmetry_.SymmetryError(
+                    f"symmetry {sym.description} of spec {sg.model.spec.name}: {what} differs "
+                    f"between state {_state_text(sg.model, S[:, bad[0]])} and its image under "
+                    f"{e.label}")
+
+
+def _find_lasso(sg: StateGraph, prop: Progress, relaxed: bool) -> Counterexample | None:
+    """A shortest lasso violating ``prop`` (cut steps counted as disabled when ``relaxed``), or
+    None. Without symmetry, on the graph itself: restrict it to the states where Q does not
+    hold, find the fair components, and go from the nearest P-and-not-Q state into one. Under
+    symmetry (a quotient), the components are found on the concrete states of the candidate
+    orbits (``_unfold``) and the lasso is made concrete (docs/design.md, "Progress under
+    symmetry")."""
+    if sg.symmetry is not None:
+        return _find_lasso_quotient(sg, prop, relaxed)
+    if relaxed:
+        sg = _relax(sg)
+    p_ok, q_ok = _conditions(sg, prop)
+    not_q = ~q_ok
+    fair = fair_mask(sg.model, prop)
+    comp_id, count = _components(sg, not_q, fair)
+    if not count:
+        return None
+    found = _stem(sg, prop, p_ok, not_q, comp_id >= 0)
+    if found is None:
+        return None
+    initial, steps, trigger, u = found
+    loop_index = len(steps)
+    steps += _fair_loop(sg, u, comp_id, fair)
+    return Counterexample(prop.name, "lasso", initial, steps, loop_index, trigger)
+
+
+def _stem(sg: StateGraph, prop: Progress, p_ok, not_q, in_b):
+    """The shortest path from an initial state through a state where P holds and Q does not,
+    staying in not-Q after it, to a state of ``in_b`` (a fair component) -> (initial, steps,
+    trigger index, last state) or None when no such state is reachable."""
+    n = sg.states
     # distance to a fair component, moving through not-Q states only
     dist = np.full(n, -1, dtype=np.int64)
     dist[in_b] = 0
@@ -432,7 +658,7 @@ def _check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
         front[new] = True
     cand = np.flatnonzero(p_ok & not_q & (dist >= 0))
     if not cand.size:
-        return res
+        return None
     s = int(cand[np.argmin(sg.depth[cand] + dist[cand])])
     initial, steps = sg.trace_to(s)
     trigger = len(steps)
@@ -441,11 +667,104 @@ def _check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
         k, v = min((k, v) for k, v in sg.out_edges(u) if not_q[v] and dist[v] == dist[u] - 1)
         steps.append(k)
         u = v
+    return initial, steps, trigger, u
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress on a quotient graph (symmetry; docs/design.md, "Progress under symmetry")
+
+def _find_lasso_quotient(sg: StateGraph, prop: Progress, relaxed: bool) -> Counterexample | None:
+    """``_find_lasso`` on a quotient graph. The quotient finds the candidates: the not-Q orbits
+    where a fair instance is enabled and that lie on a cycle of the not-Q quotient (trimmed by
+    steps that move), and those where none is. Their concrete states are unfolded (every image
+    of their representatives, with every step between them), and the fair components are those
+    of that concrete graph, per action instance exactly as without symmetry; an orbit is in a
+    fair component when one of its states is. The stem is found on the quotient and made
+    concrete; the loop is found on the unfolded graph."""
+    fair = fair_mask(sg.model, prop)
+    p_ok, q_ok = _conditions(sg, prop)
+    not_q = ~q_ok
+    rq = _relax(sg) if relaxed else sg
+    fair_enabled = _fair_enabled(rq, fair)
+    candidates = (_trim(sg, not_q & fair_enabled, sg.moved)) | (not_q & ~fair_enabled)
+    if not candidates.any():
+        return None
+    U = _unfold(sg, np.flatnonzero(candidates))
+    if relaxed:
+        U = _relax(U)
+    comp_id, count = _components(U, np.ones(U.states, dtype=bool), fair)
+    if not count:
+        return None
+    # the representative of each unfolded state, as an index of the quotient
+    rep_of = sg.index_of(sg.symmetry.canonical(U.words))
+    in_b = np.zeros(sg.states, dtype=bool)
+    in_b[rep_of[comp_id >= 0]] = True
+    found = _stem(sg, prop, p_ok, not_q, in_b)
+    if found is None:
+        return None
+    initial, steps, trigger, _u = found
+    stem = sg.concrete(Counterexample(prop.name, "lasso", initial, steps))
+    x = U.index_of(_last_state(sg, stem.initial, stem.steps))
+    if x is None or comp_id[x] < 0:
+        # fair components are images of one another when fairness respects the symmetry
+        raise symmetry_.SymmetryError(
+            f"symmetry {sg.symmetry.description} of spec {sg.model.spec.name}: the fairness of "
+            f"{prop.name} tells apart states of one orbit (an image of a fair component is not "
+            f"fair): check it with --no-symmetry")
+    steps = list(stem.steps)
     loop_index = len(steps)
-    steps += _fair_loop(sg, u, comp_id, fair)
-    res.status = "violated"
-    res.lasso = Counterexample(prop.name, "lasso", initial, steps, loop_index, trigger)
-    return res
+    steps += _fair_loop(U, int(x), comp_id, fair)
+    return Counterexample(prop.name, "lasso", stem.initial, steps, loop_index, trigger)
+
+
+def _last_state(sg: StateGraph, initial: tuple, steps: list[int]) -> np.ndarray:
+    S = np.array(initial, dtype=np.uint64).reshape(-1, 1)
+    for k in steps:
+        S = sg.compiled.effects[k](S)[0]
+    return S
+
+
+def _unfold(sg: StateGraph, reps: np.ndarray) -> StateGraph:
+    """The concrete states of the orbits of the representatives ``reps`` (indices of the
+    quotient) and every step between two of them: a StateGraph of their own (no BFS tree, no
+    deadlocks), enabled and cut instances as build_graph marks them."""
+    model, comp, sym = sg.model, sg.compiled, sg.symmetry
+    K = len(model.instances)
+    R = sg.words[:, reps]
+    X = np.concatenate([R] + [sym.apply(e, R) for e in sym.group[1:]], axis=1)
+    fps, first = np.unique(fingerprint(X), return_index=True)
+    X = X[:, first]
+    n = len(fps)
+    en_rows, cut_rows, e_src, e_dst, e_act = [], [], [], [], []
+    for start in range(0, n, explore.BLOCK):
+        S = X[:, start:start + explore.BLOCK]
+        m = S.shape[1]
+        en, cut = np.zeros((m, K), dtype=bool), np.zeros((m, K), dtype=bool)
+        for k, idx, sub, T, _out, ok in comp.successors(S):
+            moved = (T != sub).any(axis=0)
+            if ok is not None:
+                en[idx[moved | ~ok], k] = True
+                cut[idx[~ok], k] = True
+                idx, T = idx[ok], T[:, ok]
+            else:
+                en[idx[moved], k] = True
+            tfp = fingerprint(T)
+            pos = np.searchsorted(fps, tfp)
+            pos[pos == n] = 0
+            inside = fps[pos] == tfp
+            e_src.append(idx[inside] + start)
+            e_dst.append(pos[inside])
+            e_act.append(np.full(int(inside.sum()), k, dtype=np.int32))
+        en_rows.append(np.packbits(en, axis=1, bitorder="little"))
+        cut_rows.append(np.packbits(cut, axis=1, bitorder="little"))
+    src = np.concatenate(e_src) if e_src else np.empty(0, dtype=np.int64)
+    dst = np.concatenate(e_dst) if e_dst else np.empty(0, dtype=np.int64)
+    act = np.concatenate(e_act) if e_act else np.empty(0, dtype=np.int32)
+    order = np.lexsort((act, dst, src))
+    none = np.full(n, -1)
+    return StateGraph(model, comp, fps, X, np.zeros(n, dtype=np.int32), none, none,
+                      np.concatenate(en_rows, axis=0), np.zeros(n, dtype=bool), src[order],
+                      dst[order], act[order], cut_bits=np.concatenate(cut_rows, axis=0))
 
 
 def _fair_loop(sg: StateGraph, e: int, comp_id: np.ndarray, fair: int) -> list[int]:
@@ -575,6 +894,12 @@ def _can_step(ex: Executor, words: tuple, k: int) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # Export
+
+def _state_text(model: Model, words) -> str:
+    lay = layout_of(model)
+    st = lay.show(lay.unpack_flat([int(w) for w in words]))
+    return "{" + ", ".join(f"{k}={v}" for k, v in st.items()) + "}"
+
 
 def _label(sg: StateGraph, i: int) -> dict:
     lay = layout_of(sg.model)

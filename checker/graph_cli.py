@@ -15,9 +15,9 @@ from checker import ci_outputs
 from checker.layout import layout_of
 from checker.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
                              model_options, out_dir, params, positive, property_option,
-                             save_options)
-from checker.verdict import (VALIDATE_ENV, cell, check_output, differs_from_record, from_graph,
-                             print_json, record_differences, unrecorded_bounded)
+                             save_options, symmetry_option)
+from checker.verdict import (VALIDATE_ENV, cell, check_output, differs_from_record, exit_code,
+                             print_json, search_differences, unrecorded_bounded)
 from spec import SHIPPED
 
 
@@ -32,7 +32,8 @@ def register(sub) -> dict:
     p = sub.add_parser("progress", help="check progress properties under weak fairness, and "
                                         "deadlocks, on the reachable state graph",
                        parents=[*model_options(all_variants=True), property_option(), json_option(),
-                                save_options("lassos and deadlocks under counterexamples/<spec>/<variant>/")])
+                                save_options("lassos and deadlocks under counterexamples/<spec>/<variant>/"),
+                                symmetry_option()])
     p.add_argument("--max-nodes", type=positive("--max-nodes"), default=2_000_000,
                    help="refuse graphs with more states than this (default 2,000,000)")
     p.add_argument("--deadlock", action="store_true",
@@ -70,10 +71,11 @@ def cmd_graph(args, console) -> int:
 # progress
 
 def run_progress(spec, variant, params_, args):
-    """Build one variant's graph and check its progress properties and deadlocks.
-    -> (graph, {name: verdict dict}, {name: trace})"""
-    from checker.graph import build_graph, check_progress, lasso_trace
-    from checker.trace import Executor, build
+    """Build one variant's graph (the quotient under the spec's symmetry, unless
+    ``args.no_symmetry``) and check its progress properties and deadlocks.
+    -> (graph.ProgressResult, {name: trace})"""
+    from checker.graph import build_graph, check
+    from checker.trace import traces_of
     model = spec.instantiate(variant, params_)
     names = args.property or list(spec.progress)
     check_deadlock = spec.check_deadlock or args.deadlock
@@ -81,72 +83,57 @@ def run_progress(spec, variant, params_, args):
     from checker.render import params_str
     with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
                    f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
-        sg = build_graph(model, args.max_nodes, check_deadlock, progress=progress)
-    verdicts, traces = {}, {}
-    for name in names:
-        prop = spec.progress[name]
-        r = check_progress(sg, prop)
-        verdicts[name] = {"kind": prop.kind, "fair": list(prop.fair), "status": r.status,
-                          "doc": prop.doc, "reason": r.reason}
-        if r.lasso is not None:
-            traces[name] = lasso_trace(sg, name, r.lasso)
-            verdicts[name]["trigger_index"] = r.lasso.trigger_index
-    if check_deadlock and not args.property:
-        d = sg.deadlock()
-        cut_only = int(sg.cut_only.sum()) if sg.cut_only is not None else 0
-        verdicts["deadlock"] = {"kind": "deadlock", "fair": [], "doc":
-                                "no reachable state without a successor",
-                                "status": "violated" if d else "bounded" if cut_only else "holds",
-                                "reason": None if d or not cut_only else
-                                f"{cut_only:,} states have no step but ones that leave a search "
-                                f"bound: a deadlock beyond the bound would not be seen"}
-        if d:
-            traces["deadlock"] = build(model, "deadlock", "deadlock", d[0], d[1],
-                                       Executor(model, sg.compiled))
-    return sg, verdicts, traces
+        sg = build_graph(model, args.max_nodes, check_deadlock, progress=progress,
+                         symmetry=not getattr(args, "no_symmetry", False))
+    res = check(sg, names, deadlock=check_deadlock and not args.property)
+    return res, traces_of(res)
 
 
-def _graph_line(sg) -> str:
+def _graph_line(res) -> str:
+    from checker.symmetry import clause
+    sg = res.graph
     bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
     cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
            f"counted as enabled for fairness" if sg.cut_by_bounds else "")
     return (f"state graph: {sg.states:,} states, {sg.edges:,} edges "
-            f"({sg.transitions:,} transitions), depth {sg.max_depth}, built in {sg.elapsed_s:.2f}s{cut}")
+            f"({sg.transitions:,} transitions), depth {sg.max_depth}, built in {sg.elapsed_s:.2f}s"
+            f"{cut}{clause(res)}")
 
 
-def _verdict_cell(v: dict, tr) -> str:
-    return cell(v["status"], len(tr) if tr is not None else None, lasso=v["kind"] != "deadlock")
+def _verdict_cell(res, name: str, tr) -> str:
+    return cell(res.status(name), len(tr) if tr is not None else None,
+                lasso=res.kind(name) != "deadlock")
 
 
-def result_json(sg, verdicts, traces) -> dict:
+def result_json(res, traces) -> dict:
     """A progress check's result as its JSON document (checker/output_schema.json, $defs/run)."""
-    return from_graph(sg, verdicts, traces).to_json()
+    return res.report(traces).to_json()
 
 
-def _print_one(console, sg, verdicts, traces, saved):
+def _print_one(console, res, traces, saved):
     from checker.render import loop_sentence, params_str, trace_table
-    m = sg.model
+    m = res.model
     console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
                   f"({params_str(m.params.as_dict())})")
-    console.print(_graph_line(sg), markup=False)
+    console.print(_graph_line(res), markup=False)
     t = Table(show_header=True)
     for col in ("property", "kind", "fair (weak, per instance)", "verdict", "meaning"):
         t.add_column(col)
-    for name, v in verdicts.items():
-        t.add_row(name, v["kind"], Text(", ".join(v["fair"]) or "-"),
-                  _verdict_cell(v, traces.get(name)), Text(v["doc"]))
+    for name in res.properties:
+        t.add_row(name, res.kind(name), Text(", ".join(res.fair(name)) or "-"),
+                  _verdict_cell(res, name, traces.get(name)), Text(res.doc(name)))
     console.print(t)
-    for name, v in verdicts.items():
-        if v.get("reason"):
-            console.print(f"{name}: no violation (bounded): {v['reason']}", markup=False)
+    for name in res.properties:
+        if res.reason(name):
+            console.print(f"{name}: no violation (bounded): {res.reason(name)}", markup=False)
     for name, tr in traces.items():
         if tr.loop_index is None:
             console.print(trace_table(tr, f"Shortest trace to a deadlock ({len(tr)} steps)"))
         else:
-            trig = verdicts[name].get("trigger_index")
+            trig = res.found[name].trigger_index
             title = f"Lasso for {name} ({len(tr)} step{'' if len(tr) == 1 else 's'})"
             console.print(trace_table(tr, title))
-            if verdicts[name]["kind"] == "leads-to" and trig is not None:
+            if res.kind(name) == "leads-to" and trig is not None:
                 console.print(f"P holds and Q does not {'in the initial state' if trig == 0 else f'after step {trig}'}"
                               f"; Q never holds after it.", markup=False)
             console.print(loop_sentence(tr), markup=False)
@@ -154,17 +141,12 @@ def _print_one(console, sg, verdicts, traces, saved):
             console.print(f"saved: {saved[name]}", markup=False)
 
 
-def compare_record(spec, variant, verdicts) -> list[str]:
-    """Differences between a variant's progress verdicts and the spec's record."""
-    return record_differences(spec, variant, {n: v["status"] for n, v in verdicts.items()})
-
-
 def cmd_progress(args, console) -> int:
     from checker.loader import load_spec
     from checker.render import params_str
     import time
     from rich.console import Console
-    from checker.trace import save
+    from checker.trace import save_all
     params_ = params(args.param)
     out = out_dir(args)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
@@ -183,38 +165,36 @@ def cmd_progress(args, console) -> int:
                 raise BadInput(f"unknown progress property '{p}' for spec {spec.name}{hint}; progress "
                                f"properties: {', '.join(spec.progress) or 'none'}")
         if not all_variants:
-            sg, verdicts, traces = run_progress(spec, args.variant, params_, args)
-            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=False)
+            res, traces = run_progress(spec, args.variant, params_, args)
+            ci_outputs.record_progress(args, res, traces, against_record=False)
             # results first: a failed save must not lose them
             if args.json:
-                print_json(result_json(sg, verdicts, traces), "run")
+                print_json(result_json(res, traces), "run")
             else:
-                if not verdicts:
+                if not res.properties:
                     console.print(f"spec {spec.name} declares no progress properties and no terminal "
                                   f"states: nothing to check", markup=False)
-                _print_one(console, sg, verdicts, traces, {})
-            if out is not None:
-                for n, tr in traces.items():
-                    path = save(tr, out)
-                    if not args.json:
-                        console.print(f"saved: {path}", markup=False)
-            return VIOLATED if traces else BOUNDED if _any_bounded(verdicts) else OK
+                _print_one(console, res, traces, {})
+            saved, failure = save_all(traces, out)
+            if not args.json:
+                for path in saved.values():
+                    console.print(f"saved: {path}", markup=False)
+            if failure:
+                raise SaveFailed(failure)
+            return exit_code(res.verdicts, True)
         results, diffs = [], []
         for variant in (spec.variants or [None]):
-            sg, verdicts, traces = run_progress(spec, variant, params_, args)
-            ci_outputs.record_progress(args, sg, verdicts, traces, against_record=True)
-            if out is not None:
-                try:
-                    for n, tr in traces.items():
-                        save(tr, out)
-                except SaveFailed as e:
-                    save_errors.append(str(e))
-            results.append((sg, verdicts, traces))
-            d = compare_record(spec, sg.model.variant, verdicts)
+            res, traces = run_progress(spec, variant, params_, args)
+            ci_outputs.record_progress(args, res, traces, against_record=True)
+            _, failure = save_all(traces, out)
+            if failure:
+                save_errors.append(failure)
+            results.append((res, traces))
+            d = search_differences(spec, res)
             diffs += d
             # report as it goes: a run over every spec takes minutes
-            err.print(f"kcheck: progress {spec.name}/{sg.model.variant}: {sg.states:,} states, "
-                      + ", ".join(f"{n} {v['status']}" for n, v in verdicts.items())
+            err.print(f"kcheck: progress {spec.name}/{res.model.variant}: {res.graph.states:,} states, "
+                      + ", ".join(f"{n} {res.status(n)}" for n in res.properties)
                       + (f"; {len(d)} differ from the record" if d else ""), markup=False)
         if args.json:
             json_out.append({"spec": spec.name,
@@ -222,17 +202,17 @@ def cmd_progress(args, console) -> int:
                              "record": {"matches": not diffs, "differences": diffs}})
         else:
             from checker.render import print_folded
-            props = list(results[0][1]) if results else []
+            props = list(results[0][0].properties) if results else []
             rows = []
-            for sg, verdicts, traces in results:
-                v = sg.model.variant
+            for res, traces in results:
+                v = res.model.variant
                 cells = []
                 for p in props:
-                    text = _verdict_cell(verdicts[p], traces.get(p))
-                    if differs_from_record(spec, v, p, verdicts[p]["status"]):
+                    text = _verdict_cell(res, p, traces.get(p))
+                    if differs_from_record(spec, v, p, res.status(p)):
                         text += " (≠ record)"
                     cells.append(text)
-                rows.append((v, *cells, f"{sg.states:,}"))
+                rows.append((v, *cells, f"{res.graph.states:,}"))
 
             def build(headers):
                 t = Table(title=f"{spec.name}: progress verdicts by variant "
@@ -246,19 +226,18 @@ def cmd_progress(args, console) -> int:
                     t.add_row(*row)
                 return t
             print_folded(console, build, props)
-            for sg, verdicts, _ in results:
-                for n, v in verdicts.items():
-                    if v.get("reason"):
-                        console.print(f"{sg.model.variant}: {n}: no violation (bounded): {v['reason']}",
+            for res, _ in results:
+                for n in res.properties:
+                    if res.reason(n):
+                        console.print(f"{res.model.variant}: {n}: no violation (bounded): {res.reason(n)}",
                                       markup=False)
             for d in diffs:
                 console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
         # a bounded verdict that the record expects (spec.bounded) matches it, like a violation
         codes.append(VIOLATED if diffs else
-                     BOUNDED if any(unrecorded_bounded(spec, r[0].model.variant,
-                                                       {n: v["status"] for n, v in r[1].items()})
+                     BOUNDED if any(unrecorded_bounded(spec, r[0].model.variant, r[0].verdicts)
                                     for r in results) else OK)
-        compared += sum(len(r[1]) for r in results)
+        compared += sum(len(r[0].properties) for r in results)
         differing += len(diffs)
     if args.json:
         print_json(json_out[0] if len(json_out) == 1 else json_out, "variants_or_specs")
@@ -269,7 +248,3 @@ def cmd_progress(args, console) -> int:
     if save_errors:
         raise SaveFailed(save_errors[0])
     return VIOLATED if VIOLATED in codes else BOUNDED if BOUNDED in codes else OK
-
-
-def _any_bounded(verdicts: dict) -> bool:
-    return any(v["status"] == "bounded" for v in verdicts.values())

@@ -128,6 +128,14 @@ def save_options(what: str = "counterexamples under counterexamples/<spec>/<vari
     return p
 
 
+def symmetry_option() -> argparse.ArgumentParser:
+    """--no-symmetry: every state, not one per orbit of the spec's declared symmetry."""
+    p = _parent()
+    p.add_argument("--no-symmetry", action="store_true",
+                   help="store every state, not one per orbit of the spec's declared symmetry")
+    return p
+
+
 def model_options(all_variants: bool = False) -> list[argparse.ArgumentParser]:
     """The options that name a model: SPEC, --variant, --param."""
     return [spec_option(), variant_option(all_variants), param_option()]

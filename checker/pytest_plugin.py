@@ -48,7 +48,6 @@ class KcheckFixture:
         from checker.ci_outputs import trace_text
         from checker.trace import traces_of
         from checker.verdict import search_differences as compare_record
-        from checker.graph_cli import compare_record as compare_progress
         from checker.graph_cli import run_progress
         s = self._spec(spec)
         names = variants or list(s.variants) or [None]
@@ -64,13 +63,13 @@ class KcheckFixture:
             diffs = compare_record(s, res)
             for p in res.properties:
                 verdicts[(model.variant, p)] = res.status(p)
-            ptraces, pverdicts = {}, {}
+            ptraces = {}
             if progress and (s.progress or s.check_deadlock):
                 opts = SimpleNamespace(property=None, max_nodes=2_000_000, deadlock=False)
-                _, pverdicts, ptraces = run_progress(s, model.variant, params, opts)
-                diffs += compare_progress(s, model.variant, pverdicts)
-                for p, verdict in pverdicts.items():
-                    verdicts.setdefault((model.variant, p), verdict["status"])
+                pres, ptraces = run_progress(s, model.variant, params, opts)
+                diffs += compare_record(s, pres)
+                for p in pres.properties:
+                    verdicts.setdefault((model.variant, p), pres.status(p))
             found = {**ptraces, **traces}
             for d in diffs:
                 # the record's messages start "<spec>/<variant>: <property> ..."

@@ -202,8 +202,10 @@ def property_doc(spec, name: str) -> str | None:
 
 
 def traces_of(res) -> dict:
-    """The readable traces of a search's counterexamples (res.found), by property."""
-    return {name: build(res.model, f.property, f.kind, f.initial, f.steps) for name, f in res.found.items()}
+    """The readable traces of a run's counterexamples (res.found), by property; a lasso keeps
+    its loop."""
+    return {name: build(res.model, f.property, f.kind, f.initial, f.steps, loop_index=f.loop_index)
+            for name, f in res.found.items()}
 
 
 def save(tr: Trace, out_dir: str | Path) -> str:

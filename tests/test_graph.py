@@ -9,7 +9,7 @@ import pytest
 
 from checker.bfs import search
 from checker.cli import main
-from checker.graph import (build_graph, check_progress, fair_components, lasso_trace,
+from checker.graph import (build_graph, check, check_progress, fair_components, lasso_trace,
                            to_dot, to_graphml, to_json)
 from checker.loader import load_spec
 from checker.trace import load, replay, to_json as trace_json
@@ -80,7 +80,7 @@ def progress_of(name, variant=None, params=None):
     spec = spec_at(name)
     model = spec.instantiate(variant, params or {})
     sg = build_graph(model)
-    return spec, model, sg, {p: check_progress(sg, spec.progress[p]) for p in spec.progress}
+    return spec, model, sg, check(sg)
 
 
 KNOWN = [
@@ -103,17 +103,17 @@ KNOWN = [
                          ids=[f"{k[0]}-{k[1] or 'default'}-{k[2]}" for k in KNOWN])
 def test_known_verdicts(name, variant, prop, verdict, length, loop):
     spec, model, sg, results = progress_of(name, variant)
-    r = results[prop]
-    assert r.status == verdict
+    r = results
+    assert r.status(prop) == verdict
     if verdict == "violated":
-        assert len(r.lasso.steps) == length
-        assert r.lasso.loop_index == loop
-        doc = trace_json(lasso_trace(sg, prop, r.lasso))
+        assert len(r.lasso(prop).steps) == length
+        assert r.lasso(prop).loop_index == loop
+        doc = trace_json(lasso_trace(sg, prop, r.lasso(prop)))
         assert doc["kind"] == "lasso" and doc["loop_index"] == loop
         rr = replay(model, json.loads(json.dumps(doc)))
         assert rr.ok, rr.message
     else:
-        assert r.lasso is None
+        assert r.lasso(prop) is None
     # the spec's record of expected verdicts says the same
     expected = prop in spec.variants[model.variant].expected_violations
     assert (verdict == "violated") == expected
@@ -121,14 +121,14 @@ def test_known_verdicts(name, variant, prop, verdict, length, loop):
 
 def test_leads_to_lasso_goes_through_a_state_where_p_holds():
     spec, model, sg, results = progress_of("clients")
-    tr = lasso_trace(sg, "served-unfair", results["served-unfair"].lasso)
+    tr = lasso_trace(sg, "served-unfair", results.lasso("served-unfair"))
     assert [s.label for s in tr.steps] == ["Request(c=1)"]
-    assert results["served-unfair"].lasso.trigger_index == 1
+    assert results.lasso("served-unfair").trigger_index == 1
 
 
 def test_lasso_loop_meets_every_fair_obligation():
     _, model, sg, results = progress_of("exit_cycle", "intermittent-exit")
-    tr = lasso_trace(sg, "exits", results["exits"].lasso)
+    tr = lasso_trace(sg, "exits", results.lasso("exits"))
     assert [s.label for s in tr.steps] == ["Forth", "Back"]
 
 
@@ -246,11 +246,11 @@ def test_shipped_progress_verdicts_match_the_record_and_lassos_replay(name, vari
     for prop in spec.progress.values():
         r = check_progress(sg, prop)
         expected = prop.name in spec.variants[model.variant].expected_violations
-        if (r.status == "violated") != expected:
-            wrong.append(f"{name}/{model.variant}: {prop.name} {r.status}, the record says "
+        if (r.status(prop.name) == "violated") != expected:
+            wrong.append(f"{name}/{model.variant}: {prop.name} {r.status(prop.name)}, the record says "
                          f"{'violated' if expected else 'holds'}")
-        if r.lasso is not None:
-            doc = trace_json(lasso_trace(sg, prop.name, r.lasso))
+        if r.lasso(prop.name) is not None:
+            doc = trace_json(lasso_trace(sg, prop.name, r.lasso(prop.name)))
             path = tmp_path / f"{prop.name}.json"
             path.write_text(json.dumps(doc))
             assert main(["replay", str(path)]) == 0
@@ -286,9 +286,10 @@ def test_progress_agrees_with_the_plain_reading_at_small_bounds(name, variant, t
     for prop in spec.progress.values():
         r = check_progress(sg, prop)
         # 'bounded' is a holds on this graph that rests on a step cut by a search bound (issue 13)
-        assert (r.status if r.status != "bounded" else "holds") == reference_verdict(sg, prop), prop.name
-        if r.lasso is not None:
-            rr = replay(model, trace_json(lasso_trace(sg, prop.name, r.lasso)))
+        st = r.status(prop.name)
+        assert (st if st != "bounded" else "holds") == reference_verdict(sg, prop), prop.name
+        if r.lasso(prop.name) is not None:
+            rr = replay(model, trace_json(lasso_trace(sg, prop.name, r.lasso(prop.name))))
             assert rr.ok, rr.message
 
 
