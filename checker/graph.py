@@ -692,11 +692,20 @@ def _find_lasso_quotient(sg: StateGraph, prop: Progress, relaxed: bool) -> Count
     U = _unfold(sg, np.flatnonzero(candidates))
     if relaxed:
         U = _relax(U)
+    # the representative of each unfolded state, as an index of the quotient
+    rep_of = sg.index_of(sg.symmetry.canonical(U.words))
+    # whether a fair instance is enabled must not tell a state from its images: on every state
+    # unfolded, and on the symmetry check's sample for the orbits that were not
+    _fair_enabled_symmetric(sg, prop, fair, _fair_enabled(U, fair), fair_enabled[rep_of], U.words)
+    S = symmetry_.sample_states(sg.model, sg.compiled, symmetry_.SAMPLE_STATES, symmetry_.SAMPLE_DEPTH)
+    base = _fair_enabled_on(sg.compiled, S, fair, relaxed)
+    for e in sg.symmetry.group[1:]:
+        img = sg.symmetry.apply(e, S)
+        _fair_enabled_symmetric(sg, prop, fair, _fair_enabled_on(sg.compiled, img, fair, relaxed),
+                                base, img, e.label)
     comp_id, count = _components(U, np.ones(U.states, dtype=bool), fair)
     if not count:
         return None
-    # the representative of each unfolded state, as an index of the quotient
-    rep_of = sg.index_of(sg.symmetry.canonical(U.words))
     in_b = np.zeros(sg.states, dtype=bool)
     in_b[rep_of[comp_id >= 0]] = True
     found = _stem(sg, prop, p_ok, not_q, in_b)
@@ -715,6 +724,30 @@ def _find_lasso_quotient(sg: StateGraph, prop: Progress, relaxed: bool) -> Count
     loop_index = len(steps)
     steps += _fair_loop(U, int(x), comp_id, fair)
     return Counterexample(prop.name, "lasso", stem.initial, steps, loop_index, trigger)
+
+
+def _fair_enabled_on(comp: Compiled, S: np.ndarray, fair: int, relaxed: bool) -> np.ndarray:
+    """Per state of S: whether an instance in ``fair`` can take a step there (as build_graph
+    marks it: a step that changes the state or, unless ``relaxed``, leaves a search bound)."""
+    out = np.zeros(S.shape[1], dtype=bool)
+    for k, idx, sub, T, _out, ok in comp.successors(S):
+        if fair >> k & 1:
+            moved = (T != sub).any(axis=0)
+            if ok is not None:
+                moved = moved & ok if relaxed else moved | ~ok
+            out[idx[moved]] = True
+    return out
+
+
+def _fair_enabled_symmetric(sg: StateGraph, prop: Progress, fair: int, seen: np.ndarray,
+                            expected: np.ndarray, S: np.ndarray, element: str | None = None):
+    bad = np.flatnonzero(seen != expected)
+    if bad.size:
+        other = "its representative" if element is None else f"the state it is the image of under {element}"
+        raise symmetry_.SymmetryError(
+            f"symmetry {sg.symmetry.description} of spec {sg.model.spec.name}: whether a fair step "
+            f"of {prop.name} is enabled differs between state {_state_text(sg.model, S[:, bad[0]])} "
+            f"and {other}")
 
 
 def _last_state(sg: StateGraph, initial: tuple, steps: list[int]) -> np.ndarray:
