@@ -7,23 +7,36 @@ is breadth-first and level-synchronous; each state is explored exactly once, by 
 1. The driver builds the first levels itself while they are small (a Spark round costs more
    than expanding a few thousand states; ``prefix_states``), then hands each owner its share:
    the fingerprints it has seen and its part of the frontier.
-2. Per level, one Spark job of two stages. Stage 1: each owner expands its frontier with the
-   compiled numpy code (checker/compile.Compiled), checks the transition properties and
-   deadlocks on its own states, and emits its successors keyed by their owner (deduplicated
-   locally). Spark shuffles them. Stage 2: each owner zips its store with what it received,
-   drops what it has seen, keeps one parent per new state, checks the invariants on its new
-   states and writes its new store. The driver collects one small summary per owner: counts,
-   and the least violating fingerprint per property.
-3. Per-owner state lives in Spark: the store of level d is a persisted RDD of P records (one per
-   owner: the sorted fingerprints it has seen, its new level's packed words, and per level the
-   (parent fingerprint, action instance) of each state it owns). Level d+1's store is computed
-   from level d's (a narrow zip, so the store never crosses the network), and level d's store
-   is then unpersisted; lineage is truncated every ``CHECKPOINT_EVERY`` levels (Spark's local
-   checkpoint) so a deep search does not ship an ever longer task. The driver holds the prefix
-   (bounded by ``prefix_states``), the per-level summaries, and the traces.
-4. Traces: the driver walks a violation back through the owners' stores (a lookup job on the
-   owners concerned; each owner follows parents it owns itself before handing back), down to
-   the prefix, which it holds, and so to an initial state; checker.trace.build replays it.
+2. The owners run as one Spark job in barrier mode (``mode="barrier"``, the default when every
+   owner has a task slot): P tasks started together, each the long-lived home of one owner's
+   visited set, frontier and parent links, in its own memory, for the whole search. Per level,
+   each owner expands its frontier with the compiled numpy code (checker/compile.Compiled),
+   checks the transition properties and deadlocks on its own states, and writes its
+   successors for each other owner as one packed array (fingerprint, parent fingerprint, action
+   instance, words: 8 bytes a word) to the exchange directory (``exchange_root``); a barrier;
+   each owner reads what it was sent, drops what it has seen, keeps one parent per new state
+   and checks the invariants on its new states. One ``allGather`` of the owners' small
+   summaries (counts, the least violating fingerprint per property) gives every owner the same
+   view, so each applies the driver's stopping rule (``Rule``, the core's ``explore.Pending``)
+   itself and they stop together. No Spark job, shuffle or serialisation per level: a level
+   costs the work, the exchange through files and two barrier round trips.
+3. Traces: when the search stops, the owners walk each violation back through the parents they
+   own, handing over to the owner of the next parent (one ``allGather`` per hand-over), down to
+   the driver's prefix; the task returns the per-level summaries and the walks, and the driver
+   replays the summaries through ``bfs.search``'s loop, finishes each walk through the prefix
+   it holds and checker.trace.build replays it.
+
+With more owners than task slots (barrier mode needs every task running at once), or with
+``mode="levels"``, each level is one Spark job of two stages instead (the mode this module had
+first; docs/spark.md has what each costs): stage 1 expands each owner's frontier and emits its
+successors keyed by owner, Spark shuffles them, stage 2 zips each owner's store (a persisted
+RDD of one record per owner: sorted visited fingerprints, frontier words, per level the parent
+fingerprint and action instance of each state) with what it received; lineage is truncated every
+``CHECKPOINT_EVERY`` levels; traces are walked back by lookup jobs on the stores.
+
+The exchange directory must be one that every executor reaches: on one machine (local masters,
+a standalone cluster on 127.0.0.1) the default, /dev/shm or the temporary directory; on several
+machines a shared filesystem, named by ``KCHECK_EXCHANGE_DIR``.
 
 Exactness. Every state is expanded once, at its BFS depth, so distinct-state counts, levels,
 verdicts and shortest trace lengths are those of checker/bfs.py by construction; the driver
@@ -39,18 +52,32 @@ fingerprint"). The path: each state keeps the least (action instance, parent fin
 the steps into it, over every owner's candidates, which is the single process's parent whatever
 the size of a level: the traces are the single process's, byte for byte.
 
+Symmetry (checker/symmetry.py): where the spec declares one, the driver checks it as bfs does,
+and the prefix and every owner store one canonical representative per orbit (successors are
+canonicalised, block by block, before they are fingerprinted and sent to their owner); counts
+are orbits, each owner sums its new states' orbit sizes, and the traces found on
+representatives are made concrete by the driver, as bfs makes them.
+
 Action coverage: each state is expanded once, so the steps per action instance are the single
 process's (summed over the owners and the driver's prefix).
 """
 from __future__ import annotations
 
 import functools
+import json
+import os
+import shutil
+import tempfile
+import threading
 import time
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from checker import explore, spark
+from checker import symmetry as symmetry_
 from checker.bfs import DEADLOCK, Found, SearchResult
 from checker.compile import Compiled, fingerprint
 from checker.explore import BLOCK
@@ -61,11 +88,26 @@ from spec.lang import Model
 # Spark level costs 0.2-0.8 s, the driver expands about 10^6 states a second
 PREFIX_STATES = 50_000
 CHECKPOINT_EVERY = 10
+MODES = ("barrier", "levels")
 _EMPTY = np.zeros(0, dtype=np.uint64)
+# the phases of a level an owner times (barrier mode); docs/spark.md
+PHASES = ("expand", "write", "wait", "read", "merge", "invariants", "gather")
 
 
 def owner_of(fps: np.ndarray, parts: int) -> np.ndarray:
     return spark.bucket(fps, parts).astype(np.int64)
+
+
+def exchange_root() -> Path:
+    """Where the owners exchange successors (barrier mode): ``KCHECK_EXCHANGE_DIR``, else
+    /dev/shm (memory: the files live one level), else the temporary directory."""
+    given = os.environ.get("KCHECK_EXCHANGE_DIR")
+    if given:
+        return Path(given)
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm
+    return Path(tempfile.gettempdir())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,14 +136,22 @@ def _least(fp, words, parent, action):
 
 
 def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock: bool,
-           block: int = BLOCK) -> Expansion:
+           block: int = BLOCK, canonical=None, visited: explore.Visited | None = None) -> Expansion:
     """Expands the states S (columns, sorted by fingerprint ``fps``) as the core expands one
-    level: counts, transition properties still pending (``tprops``), deadlocks."""
+    level: counts, transition properties still pending (``tprops``), deadlocks. ``canonical``:
+    a symmetry's representative of each successor (checker/symmetry.py), or None.
+    ``visited``: the owner's visited set, whose states are dropped here already.
+
+    The successors are gathered as the core gathers a level (``explore.Level``): the frontier
+    is in fingerprint order, so the least parent position is the least parent fingerprint,
+    and the candidate kept for each state is the least (action instance, parent)."""
     words = S.shape[0]
     judged_elsewhere = set(comp.tprop_names) - set(tprops)   # already violated, or not asked
-    out_fp, out_S, out_par, out_act = [], [], [], []
+    ninst = len(comp.model.instances)
     ex = Expansion(_EMPTY, np.zeros((words, 0), dtype=np.uint64), _EMPTY, np.zeros(0, np.int32),
-                   fired=[0] * len(comp.model.instances))
+                   fired=[0] * ninst)
+    level = explore.Level(visited if visited is not None else explore.Visited(0), False,
+                          max(1, (ninst - 1).bit_length()))
     for start in range(0, S.shape[1], block):
         B = S[:, start:start + block]
         Bfp = fps[start:start + block]
@@ -117,28 +167,34 @@ def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock
         if blk.stuck is not None and ex.deadlock is None:
             ex.deadlock = int(Bfp[blk.stuck])
         if blk.words is not None:
-            f, T, p, a = _least(fingerprint(blk.words), blk.words, Bfp[blk.parent], blk.action)
-            out_fp.append(f)
-            out_S.append(T)
-            out_par.append(p)
-            out_act.append(a)
-    if out_fp:
-        ex.fp, ex.words, ex.parent, ex.action = _least(
-            np.concatenate(out_fp), np.concatenate(out_S, axis=1), np.concatenate(out_par),
-            np.concatenate(out_act))
+            T = blk.words if canonical is None else canonical(blk.words)
+            level.add(T, fingerprint(T), blk.parent, blk.action, start)
+        del blk
+    if level.upper:
+        fp, T, par, act = level.finish()
+        ex.fp, ex.words, ex.parent, ex.action = fp, T, fps[par], act.astype(np.int32)
     return ex
+
+
+def _candidates(parts: list[tuple]) -> tuple | None:
+    """Candidates (fp, words, parent, action) from every sender -> one per fingerprint, the
+    least (action instance, parent), sorted by fingerprint; None when there are none."""
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return None
+    return _least(np.concatenate([p[0] for p in parts]),
+                  np.concatenate([p[1] for p in parts], axis=1),
+                  np.concatenate([p[2] for p in parts]),
+                  np.concatenate([p[3] for p in parts]))
 
 
 def merge(visited: np.ndarray, parts: list[tuple]) -> tuple:
     """Candidates (fp, words, parent, action) from every sender -> the new states not in
     ``visited`` (one parent each, sorted by fingerprint) and the new visited set."""
-    parts = [p for p in parts if len(p[0])]
-    if not parts:
+    got = _candidates(parts)
+    if got is None:
         return (_EMPTY, None, _EMPTY, np.zeros(0, np.int32)), visited
-    fp, S, par, act = _least(np.concatenate([p[0] for p in parts]),
-                             np.concatenate([p[1] for p in parts], axis=1),
-                             np.concatenate([p[2] for p in parts]),
-                             np.concatenate([p[3] for p in parts]))
+    fp, S, par, act = got
     fresh = explore.absent(visited, fp)
     fp, S, par, act = fp[fresh], S[:, fresh], par[fresh], act[fresh]
     return (fp, S, par, act), explore.insert_sorted(visited, fp)
@@ -156,162 +212,31 @@ def check_invariants(comp: Compiled, S: np.ndarray, fps: np.ndarray, names: set,
     return found
 
 
-# ---------------------------------------------------------------------------------------------
-# The owners' side (Spark tasks): plain data in, plain data out
-
-_COMPILED: dict = {}
-
-
-def _compiled(ctx: dict) -> Compiled:
-    key = (ctx["spec"], ctx["variant"], tuple(sorted(ctx["params"].items())), tuple(ctx["props"]))
-    if key not in _COMPILED:
-        _COMPILED[key] = Compiled(spark.model_for(ctx["spec"], ctx["variant"], ctx["params"]),
-                                  ctx["props"])
-    return _COMPILED[key]
-
-
-def _one(it):
-    """The partition's single record. The iterator is drained: a Python worker that leaves
-    input unread is not reused by Spark, and a fresh one costs 0.3-1 s here (imports, compiling
-    the model)."""
-    records = list(it)
-    if len(records) != 1:
-        raise RuntimeError(f"kcheck: an owner's partition holds {len(records)} stores")
-    return records[0]
+def combine(sums: list[dict]) -> tuple[dict, int | None, dict, int]:
+    """The owners' summaries of one level -> (transition property -> least (pre-state
+    fingerprint, instance), least deadlocked fingerprint or None, invariant -> least violating
+    fingerprint, new states)."""
+    tviol: dict = {}
+    for s in sums:
+        for name, cand in s["tviol"].items():
+            if name not in tviol or tuple(cand) < tviol[name]:
+                tviol[name] = tuple(cand)
+    dl = [s["deadlock"] for s in sums if s["deadlock"] is not None]
+    inv: dict = {}
+    for s in sums:
+        for name, f in s["inv"].items():
+            inv[name] = min(inv.get(name, f), f)
+    return tviol, (min(dl) if dl else None), inv, sum(s["new"] for s in sums)
 
 
-def _expand_task(ctx, depth, tprops, deadlock, index, it):
-    """Stage 1: an owner's frontier -> (owner, payload) for every owner, its statistics to
-    itself."""
-    store = _one(it)
-    if ctx.get("fail_once_at") == depth and index == 0:
-        from pyspark import TaskContext
-        if TaskContext.get().attemptNumber() == 0:
-            raise RuntimeError(f"kcheck test fault: owner 0 fails expanding level {depth} once")
-    if store["owner"] != index:
-        raise RuntimeError(f"kcheck: partition {index} holds owner {store['owner']}'s store")
-    comp = _compiled(ctx)
-    P = ctx["parts"]
-    ex = expand(comp, store["words"], store["fp"], tprops, deadlock, ctx["block"])
-    dest = owner_of(ex.fp, P)
-    for q in range(P):
-        sel = dest == q
-        yield q, (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
-    yield index, {"owner": store["owner"], "transitions": ex.transitions, "cut": ex.cut,
-                  "fired": ex.fired, "cut_only": ex.cut_only,
-                  "tviol": ex.tviol, "deadlock": ex.deadlock, "sent": len(ex.fp),
-                  "sent_away": int((dest != store["owner"]).sum())}
+class Rule:
+    """The single process's decisions between levels (checker/explore.py): which properties
+    are pending, the stopping rule, and where each violation was found. The driver holds one;
+    in barrier mode every owner holds a copy, fed the same summaries, so all stop together."""
 
-
-def _identity(k):
-    return k
-
-
-def _gather(it):
-    yield [v for _, v in it]
-
-
-def _merge_task(ctx, depth, invariants, pair):
-    """Stage 2: an owner's store and what it received -> its store one level deeper."""
-    store, received = pair
-    comp = _compiled(ctx)
-    stats = next(v for v in received if isinstance(v, dict))
-    parts = [v for v in received if not isinstance(v, dict)]
-    (fp, S, par, act), visited = merge(store["visited"], parts)
-    if S is None:
-        S = np.zeros((store["words"].shape[0], 0), dtype=np.uint64)
-    inv = check_invariants(comp, S, fp, invariants, ctx["block"]) if len(fp) else {}
-    levels = dict(store["levels"])
-    levels[depth] = (fp, par, act)
-    summary = dict(stats, new=len(fp), inv=inv, received=sum(len(p[0]) for p in parts),
-                   owned=len(visited))
-    return {"owner": store["owner"], "visited": visited, "fp": fp, "words": S, "levels": levels,
-            "summary": summary}
-
-
-def _summary(store):
-    return store["summary"]
-
-
-def _walk(P: int, requests: list, it):
-    """Walks each request (key, fingerprint, depth) back through the parents this owner owns;
-    -> (key, fingerprint, depth, actions in reverse) where it stopped: a parent owned elsewhere,
-    or a depth the store does not hold (the driver's prefix)."""
-    store = _one(it)
-    me = store["owner"]
-    out = []
-    for key, fp, depth in requests:
-        if int(owner_of(np.array([fp], np.uint64), P)[0]) != me:
-            continue
-        steps = []
-        while depth in store["levels"] and int(owner_of(np.array([fp], np.uint64), P)[0]) == me:
-            lfp, par, act = store["levels"][depth]
-            i = int(np.searchsorted(lfp, np.uint64(fp)))
-            if i >= len(lfp) or int(lfp[i]) != fp:
-                raise RuntimeError(f"kcheck: owner {me} has no state {fp:#x} at depth {depth}")
-            steps.append(int(act[i]))
-            fp, depth = int(par[i]), depth - 1
-        out.append((key, fp, depth, steps))
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The driver
-
-
-@dataclass
-class Ownership:
-    """How a run was spread, for people and for the benchmark."""
-    master: str
-    owners: int
-    prefix_depth: int = 0             # the levels 0..prefix_depth were built in the driver
-    prefix_states: int = 0
-    in_driver: bool = False           # the prefix answered the whole search
-    spark_levels: int = 0             # levels built by the owners (one Spark job each)
-    spark_s: float = 0.0              # wall time of those jobs
-    lookup_jobs: int = 0
-    owner_states: list[int] = field(default_factory=list)
-    sent: int = 0                     # candidate successors shuffled (after local dedup)
-    sent_away: int = 0                # of which to another owner
-    levels: list[int] = field(default_factory=list)   # distinct states per depth
-    startup_s: float = 0.0
-
-    @property
-    def per_level_s(self) -> float:
-        return self.spark_s / self.spark_levels if self.spark_levels else 0.0
-
-    def line(self) -> str:
-        if self.in_driver:
-            return (f"spark ({self.master}): ownership; answered by the driver's breadth-first "
-                    f"prefix ({self.prefix_states:,} states); no Spark level was needed")
-        total = sum(self.owner_states)
-        share = [100.0 * n / total for n in self.owner_states] if total else [0.0]
-        return (f"spark ({self.master}): ownership by fingerprint over {self.owners} owners; "
-                f"levels 0-{self.prefix_depth} in the driver ({self.prefix_states:,} states), "
-                f"{self.spark_levels} levels on Spark ({self.per_level_s:.2f} s a level); each "
-                f"owner holds {min(share):.0f}-{max(share):.0f} % of the states; "
-                f"{self.sent:,} successors exchanged, {self.sent_away:,} to another owner; "
-                f"no state explored twice")
-
-
-class _Search:
-    """The single process's loop over levels (checker/explore.py): the driver's prefix is the
-    core's Explorer; the levels after it are expanded by the owners, and their merged summaries
-    go through the same stopping rule (``pending``)."""
-
-    def __init__(self, model, props, check_deadlock, max_depth, block=BLOCK):
-        self.model, self.props, self.max_depth = model, props, max_depth
-        self.comp = Compiled(model, props)
-        self.check_deadlock = check_deadlock
-        self.res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
-                                deadlock_checked=check_deadlock)
-        self.block = block
-        self.prefix = explore.Explorer(model, self.comp, props, check_deadlock, keyed=False,
-                                       counterexample=Found, block=block)
-        self.pending = self.prefix.pending
+    def __init__(self, comp: Compiled, pending: explore.Pending, max_depth: int | None):
+        self.comp, self.pending, self.max_depth = comp, pending, max_depth
         self.where: dict[str, tuple] = {}          # property -> (kind, fingerprint, depth, k)
-        self.levels: list[int] = []
-        self.fired = self.prefix.fired             # steps per action instance, prefix and owners
 
     def pending_tprops(self):
         return {p for p in self.pending.left if p in self.comp.tprop_names}
@@ -331,58 +256,503 @@ class _Search:
             for name, fp in sorted(inv_next.items()):
                 self.where[name] = ("invariant", fp, depth + 1, None)
                 self.pending.decide(name)
-            self.levels.append(new)
 
     def stop_before(self, depth) -> str | None:
         return self.pending.stop_before(depth, self.max_depth)
+
+
+# ---------------------------------------------------------------------------------------------
+# The owners' side (Spark tasks): plain data in, plain data out
+
+_COMPILED: dict = {}
+
+
+def _compiled(ctx: dict) -> tuple[Compiled, object]:
+    """The compiled model and its symmetry (None unless asked for and declared), once per
+    Python worker."""
+    key = (ctx["spec"], ctx["variant"], tuple(sorted(ctx["params"].items())), tuple(ctx["props"]),
+           ctx.get("symmetry", False))
+    if key not in _COMPILED:
+        model = spark.model_for(ctx["spec"], ctx["variant"], ctx["params"])
+        sym = symmetry_.for_model(model) if ctx.get("symmetry") else None
+        _COMPILED[key] = (Compiled(model, ctx["props"]), sym)
+    return _COMPILED[key]
+
+
+def _one(it):
+    """The partition's single record. The iterator is drained: a Python worker that leaves
+    input unread is not reused by Spark, and a fresh one costs 0.3-1 s here (imports, compiling
+    the model)."""
+    records = list(it)
+    if len(records) != 1:
+        raise RuntimeError(f"kcheck: an owner's partition holds {len(records)} stores")
+    return records[0]
+
+
+def _walk_levels(levels: dict, me: int, P: int, requests: dict) -> dict:
+    """Walks each request (name -> [fingerprint, depth, actions so far in reverse]) back through
+    the parents this owner owns -> the requests it moved, where each stopped: a parent owned
+    elsewhere, or a depth the owner does not hold (the driver's prefix)."""
+    out = {}
+    for name, (fp, depth, steps) in requests.items():
+        if int(owner_of(np.array([fp], np.uint64), P)[0]) != me:
+            continue
+        steps = list(steps)
+        while depth in levels and int(owner_of(np.array([fp], np.uint64), P)[0]) == me:
+            lfp, par, act = levels[depth]
+            i = int(np.searchsorted(lfp, np.uint64(fp)))
+            if i >= len(lfp) or int(lfp[i]) != fp:
+                raise RuntimeError(f"kcheck: owner {me} has no state {fp:#x} at depth {depth}")
+            steps.append(int(act[i]))
+            fp, depth = int(par[i]), depth - 1
+        out[name] = [fp, depth, steps]
+    return out
+
+
+# -- barrier mode: one long-lived task per owner ---------------------------------------------
+
+
+def _pack(fp, words, parent, action) -> np.ndarray:
+    """Candidates as one array of 64-bit rows (fingerprint, parent, action instance, words)."""
+    return np.vstack([fp[None], parent[None], action.astype(np.uint64)[None], words])
+
+
+def _unpack(a: np.ndarray) -> tuple:
+    return a[0], a[3:], a[1], a[2].astype(np.int32)
+
+
+def _inject_fault(ctx: dict, depth: int, me: int):
+    """Tests: owner 0 fails expanding level ``fail_once_at``, once per run (a marker file in
+    the run's exchange directory: a retried barrier stage starts its tasks at attempt 0)."""
+    if ctx.get("fail_once_at") == depth and me == 0:
+        marker = Path(ctx["exchange"]) / "fault-injected"
+        if not marker.exists():
+            marker.touch()
+            raise RuntimeError(f"kcheck test fault: owner 0 fails expanding level {depth} once")
+
+
+class _Owner:
+    """One owner's state for the whole search, in its task's memory: the visited set (the
+    core's, merged into in place), the frontier, and per level its states' parents."""
+
+    def __init__(self, ctx: dict, share: dict):
+        self.comp, self.sym = _compiled(ctx)
+        self.P, self.me, self.block = ctx["parts"], share["owner"], ctx["block"]
+        self.visited = explore.Visited(0)
+        self.visited.add(share["visited"], None)
+        self.S, self.fp = share["words"], share["fp"]
+        self.levels: dict[int, tuple] = {}
+
+    def expand(self, tprops, deadlock) -> tuple[Expansion, np.ndarray]:
+        ex = expand(self.comp, self.S, self.fp, tprops, deadlock, self.block,
+                    None if self.sym is None else self.sym.canonical, self.visited)
+        return ex, owner_of(ex.fp, self.P)
+
+    def merge(self, depth: int, parts: list[tuple]) -> int:
+        """The candidates received -> this owner's states of level ``depth`` (the frontier)."""
+        got = _candidates(parts)
+        if got is None:
+            self.fp, self.S = _EMPTY, self.S[:, :0]
+            self.levels[depth] = (_EMPTY, _EMPTY, np.zeros(0, np.int32))
+            return 0
+        fp, S, par, act = got
+        fresh = self.visited.absent(fp, None)
+        fp, S, par, act = fp[fresh], S[:, fresh], par[fresh], act[fresh]
+        self.visited.add(fp, None)
+        self.fp, self.S = fp, S
+        self.levels[depth] = (fp, par, act)
+        return len(fp)
+
+
+def _owner_task(ctx: dict, it, bar=None):
+    """Barrier mode: one owner for the whole search (see the module's docstring). ``bar``:
+    what synchronises the owners (``barrier()``, ``allGather(message)``): Spark's
+    BarrierTaskContext, or ``Threads`` (tests of the protocol without Spark)."""
+    t_task = time.perf_counter()
+    share = _one(it)
+    if bar is None:
+        from pyspark import BarrierTaskContext
+        bar = BarrierTaskContext.get()
+    me, P = share["owner"], ctx["parts"]
+    own = _Owner(ctx, share)
+    del share
+    # one directory per attempt of the stage: a retried stage never reads a failed one's files
+    token = next(m for m in bar.allGather(uuid.uuid4().hex if me == 0 else "") if m)
+    where = Path(ctx["exchange"]) / token
+    where.mkdir(parents=True, exist_ok=True)
+    pending = explore.Pending(ctx["props"], ctx["deadlock"])
+    pending.left = set(ctx["left"])
+    rule = Rule(own.comp, pending, ctx["max_depth"])
+    depth = ctx["depth"]
+    history: list[list[dict]] = []
+    distinct = ctx["distinct"]
+    ready_s = time.perf_counter() - t_task
+    while not rule.stop_before(depth):
+        prof = {}
+        t = time.perf_counter()
+        _inject_fault(ctx, depth, me)
+        ex, dest = own.expand(rule.pending_tprops(), DEADLOCK in rule.pending)
+        t = _lap(prof, "expand", t)
+        kept = None
+        for q in range(P):
+            sel = dest == q
+            part = (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
+            if q == me:
+                kept = part
+            else:
+                np.save(where / f"{depth}-{me}-{q}.npy", _pack(*part))
+        sent, away = len(ex.fp), int((dest != me).sum())
+        del dest
+        t = _lap(prof, "write", t)
+        bar.barrier()
+        t = _lap(prof, "wait", t)
+        parts = [kept]
+        for p in range(P):
+            if p != me:
+                path = where / f"{depth}-{p}-{me}.npy"
+                parts.append(_unpack(np.load(path)))
+                path.unlink()
+        received = sum(len(x[0]) for x in parts)
+        t = _lap(prof, "read", t)
+        new = own.merge(depth + 1, parts)
+        del parts, kept
+        t = _lap(prof, "merge", t)
+        inv = check_invariants(own.comp, own.S, own.fp, rule.pending_invariants(),
+                               own.block) if new else {}
+        unreduced = int(own.sym.orbit_sizes(own.S).sum()) if own.sym is not None and new else new
+        t = _lap(prof, "invariants", t)
+        summary = {"owner": me, "transitions": ex.transitions, "cut": ex.cut,
+                   "cut_only": ex.cut_only, "fired": [int(c) for c in ex.fired],
+                   "tviol": {n: [int(f), int(k)] for n, (f, k) in ex.tviol.items()},
+                   "deadlock": ex.deadlock, "sent": sent, "sent_away": away, "new": new,
+                   "inv": inv, "received": received, "owned": own.visited.n,
+                   "unreduced": unreduced, "prof": prof}
+        del ex
+        sums = [json.loads(m) for m in bar.allGather(json.dumps(summary))]
+        _lap(prof, "gather", t)
+        sums[me]["prof"]["gather"] = prof["gather"]     # this owner's own view of the round
+        history.append(sums)
+        tviol, dl, inv_all, total_new = combine(sums)
+        rule.record(depth, tviol, dl, inv_all, total_new)
+        distinct += total_new
+        if me == 0 and ctx.get("progress_file"):
+            Path(ctx["progress_file"]).write_text(json.dumps([depth + 1, distinct, total_new]))
+        if not total_new:
+            break
+        depth += 1
+    t = time.perf_counter()
+    # the traces: every owner walks the violations through the parents it owns, in rounds
+    walking = {name: [fp, d, []] for name, (_, fp, d, _) in rule.where.items()}
+    rounds = 0
+    while any(w[1] > ctx["depth"] for w in walking.values()):
+        away = {n: w for n, w in walking.items() if w[1] > ctx["depth"]}
+        for m in bar.allGather(json.dumps(_walk_levels(own.levels, me, P, away))):
+            walking.update(json.loads(m))
+        rounds += 1
+    walk_s = time.perf_counter() - t
+    if me == 0:
+        shutil.rmtree(where, ignore_errors=True)
+    yield {"owner": me, "history": history if me == 0 else None,
+           "walking": walking if me == 0 else None, "rounds": rounds, "ready_s": ready_s,
+           "task_s": time.perf_counter() - t_task, "walk_s": walk_s}
+
+
+class Threads:
+    """Barrier mode's synchronisation for owners run as threads of one process (tests):
+    ``barrier()`` and ``allGather(message)`` as Spark's BarrierTaskContext has them."""
+
+    def __init__(self, parts: int):
+        self._barrier = threading.Barrier(parts)
+        self._messages = [""] * parts
+
+    def view(self, me: int):
+        outer = self
+
+        class _View:
+            def barrier(self):
+                outer._barrier.wait()
+
+            def allGather(self, message: str = ""):
+                outer._messages[me] = message
+                outer._barrier.wait()
+                got = list(outer._messages)
+                outer._barrier.wait()       # nobody writes the next round's before all read
+                return got
+        return _View()
+
+
+def run_owners_in_threads(ctx: dict, shares: list[dict]) -> list[dict]:
+    """Barrier mode's owners as threads of this process, no Spark (tests of the protocol)."""
+    sync = Threads(len(shares))
+    outs: list = [None] * len(shares)
+    errors: list = []
+
+    def run(i):
+        try:
+            outs[i] = next(_owner_task(ctx, iter([shares[i]]), sync.view(i)))
+        except BaseException as e:        # noqa: BLE001 (reported to the caller)
+            errors.append(e)
+            sync._barrier.abort()
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(shares))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return outs
+
+
+def _lap(prof: dict, name: str, t: float) -> float:
+    now = time.perf_counter()
+    prof[name] = now - t
+    return now
+
+
+# -- levels mode: one Spark job per level, the stores in Spark's cache -----------------------
+
+
+def _expand_task(ctx, depth, tprops, deadlock, index, it):
+    """Stage 1: an owner's frontier -> (owner, payload) for every owner, its statistics to
+    itself."""
+    t0 = time.perf_counter()
+    store = _one(it)
+    t1 = time.perf_counter()
+    if ctx.get("fail_once_at") == depth and index == 0:
+        from pyspark import TaskContext
+        if TaskContext.get().attemptNumber() == 0:
+            raise RuntimeError(f"kcheck test fault: owner 0 fails expanding level {depth} once")
+    if store["owner"] != index:
+        raise RuntimeError(f"kcheck: partition {index} holds owner {store['owner']}'s store")
+    comp, sym = _compiled(ctx)
+    P = ctx["parts"]
+    ex = expand(comp, store["words"], store["fp"], tprops, deadlock, ctx["block"],
+                None if sym is None else sym.canonical)
+    dest = owner_of(ex.fp, P)
+    for q in range(P):
+        sel = dest == q
+        yield q, (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
+    yield index, {"owner": store["owner"], "transitions": ex.transitions, "cut": ex.cut,
+                  "fired": ex.fired, "cut_only": ex.cut_only,
+                  "tviol": ex.tviol, "deadlock": ex.deadlock, "sent": len(ex.fp),
+                  "sent_away": int((dest != store["owner"]).sum()),
+                  "prof": {"read store": t1 - t0, "expand": time.perf_counter() - t1}}
+
+
+def _identity(k):
+    return k
+
+
+def _gather(it):
+    yield [v for _, v in it]
+
+
+def _merge_task(ctx, depth, invariants, pair):
+    """Stage 2: an owner's store and what it received -> its store one level deeper."""
+    t0 = time.perf_counter()
+    store, received = pair
+    comp, sym = _compiled(ctx)
+    stats = next(v for v in received if isinstance(v, dict))
+    parts = [v for v in received if not isinstance(v, dict)]
+    (fp, S, par, act), visited = merge(store["visited"], parts)
+    if S is None:
+        S = np.zeros((store["words"].shape[0], 0), dtype=np.uint64)
+    t1 = time.perf_counter()
+    inv = check_invariants(comp, S, fp, invariants, ctx["block"]) if len(fp) else {}
+    unreduced = int(sym.orbit_sizes(S).sum()) if sym is not None else len(fp)
+    levels = dict(store["levels"])
+    levels[depth] = (fp, par, act)
+    prof = dict(stats["prof"], merge=t1 - t0, invariants=time.perf_counter() - t1)
+    summary = dict(stats, new=len(fp), inv=inv, received=sum(len(p[0]) for p in parts),
+                   owned=len(visited), unreduced=unreduced, prof=prof)
+    return {"owner": store["owner"], "visited": visited, "fp": fp, "words": S, "levels": levels,
+            "summary": summary}
+
+
+def _summary(store):
+    return store["summary"]
+
+
+def _walk(P: int, requests: dict, it):
+    """A lookup job's task: the requests this owner owns, walked through its store."""
+    store = _one(it)
+    return list(_walk_levels(store["levels"], store["owner"], P, requests).items())
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver
+
+
+@dataclass
+class Ownership:
+    """How a run was spread, for people and for the benchmark."""
+    master: str
+    owners: int
+    mode: str = "barrier"
+    prefix_depth: int = 0             # the levels 0..prefix_depth were built in the driver
+    prefix_states: int = 0
+    prefix_s: float = 0.0             # the driver's prefix (and handing it over)
+    in_driver: bool = False           # the prefix answered the whole search
+    spark_levels: int = 0             # levels built by the owners
+    spark_s: float = 0.0              # wall time of the owners' levels (their job, or jobs)
+    job_s: float = 0.0                # barrier mode: the whole job, from submitting to collecting
+    ready_s: float = 0.0              # barrier mode: job start until the slowest owner is ready
+    walk_s: float = 0.0               # the owners' walk of the traces
+    lookup_jobs: int = 0
+    owner_states: list[int] = field(default_factory=list)
+    sent: int = 0                     # candidate successors exchanged (after local dedup)
+    sent_away: int = 0                # of which to another owner
+    levels: list[int] = field(default_factory=list)   # distinct states per depth
+    # per level on Spark: each phase's time, the slowest owner's ("spark": the job's wall time
+    # that no owner's phase accounts for, levels mode)
+    profile: list[dict] = field(default_factory=list)
+    # each owner's time at work on the levels (not waiting for the others)
+    owner_busy_s: list[float] = field(default_factory=list)
+    startup_s: float = 0.0
+
+    @property
+    def per_level_s(self) -> float:
+        return self.spark_s / self.spark_levels if self.spark_levels else 0.0
+
+    def line(self) -> str:
+        if self.in_driver:
+            return (f"spark ({self.master}): ownership; answered by the driver's breadth-first "
+                    f"prefix ({self.prefix_states:,} states); no Spark level was needed")
+        total = sum(self.owner_states)
+        share = [100.0 * n / total for n in self.owner_states] if total else [0.0]
+        how = ("one barrier job, the owners' state in their tasks" if self.mode == "barrier"
+               else "one Spark job a level")
+        return (f"spark ({self.master}): ownership by fingerprint over {self.owners} owners "
+                f"({how}); levels 0-{self.prefix_depth} in the driver "
+                f"({self.prefix_states:,} states), {self.spark_levels} levels on Spark "
+                f"({self.per_level_s:.2f} s a level); each owner holds "
+                f"{min(share):.0f}-{max(share):.0f} % of the states; {self.sent:,} successors "
+                f"exchanged, {self.sent_away:,} to another owner; no state explored twice")
+
+
+class _Search(Rule):
+    """The single process's loop over levels (checker/explore.py): the driver's prefix is the
+    core's Explorer; the levels after it are expanded by the owners, and their merged summaries
+    go through the same stopping rule (``Rule``)."""
+
+    def __init__(self, model, props, check_deadlock, max_depth, block=BLOCK, sym=None,
+                 comp=None, res=None):
+        self.model, self.props = model, props
+        self.comp = comp or Compiled(model, props)
+        self.check_deadlock = check_deadlock
+        self.res = res or SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
+                                       deadlock_checked=check_deadlock)
+        self.block, self.sym = block, sym
+        self.prefix = explore.Explorer(model, self.comp, props, check_deadlock, keyed=False,
+                                       counterexample=Found, block=block,
+                                       canonical=None if sym is None else sym.canonical)
+        super().__init__(self.comp, self.prefix.pending, max_depth)
+        self.levels: list[int] = []
+        self.fired = self.prefix.fired             # steps per action instance, prefix and owners
+
+    def record(self, depth, tviol, deadlock, inv_next, new):
+        super().record(depth, tviol, deadlock, inv_next, new)
+        if new:
+            self.levels.append(new)
+
+    def absorb(self, depth: int, sums: list[dict], dist: Ownership, wall: float | None = None) -> int:
+        """One level's summaries from the owners, into the result -> its new states."""
+        res = self.res
+        sums = sorted(sums, key=lambda s: s["owner"])
+        tviol, dl, inv, new = combine(sums)
+        res.transitions += sum(s["transitions"] for s in sums)
+        res.cut_by_bounds += sum(s["cut"] for s in sums)
+        res.cut_only_states += sum(s["cut_only"] for s in sums)
+        res.unreduced_states += sum(s["unreduced"] for s in sums)
+        for s in sums:
+            for k, c in enumerate(s["fired"]):
+                self.fired[k] += c
+        dist.sent += sum(s["sent"] for s in sums)
+        dist.sent_away += sum(s["sent_away"] for s in sums)
+        dist.owner_states = [s["owned"] for s in sums]
+        phases = sorted({k for s in sums for k in s["prof"]}, key=lambda k: (k not in PHASES, k))
+        prof = {k: max(s["prof"].get(k, 0.0) for s in sums) for k in phases}
+        # the level's wall time: barrier mode, the slowest owner's round (they end together)
+        level = wall if wall is not None else max(sum(s["prof"].values()) for s in sums)
+        if wall is not None:
+            # levels mode: what the two stages' slowest owners do not account for is Spark's
+            # (scheduling, moving the stores and the successors between the JVM and Python)
+            prof["spark"] = max(0.0, wall - sum(prof.values()))
+        prof["level"], prof["states"] = level, new
+        dist.profile.append(prof)
+        busy = [sum(v for k, v in s["prof"].items() if k not in ("wait", "gather")) for s in sums]
+        dist.owner_busy_s = [a + b for a, b in zip(dist.owner_busy_s or [0.0] * len(busy), busy)]
+        self.record(depth, tviol, dl, inv, new)
+        return new
 
 
 def check(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
           deadlock: bool | None = None, master: str = "local[*]", owners: int | None = None,
           verbose: bool = False, progress=None, prefix_states: int = PREFIX_STATES,
           prefix_depth: int | None = None, fail_once_at: int | None = None,
-          block: int = BLOCK) -> SearchResult:
+          block: int = BLOCK, symmetry: bool = False, mode: str | None = None,
+          threads: bool = False) -> SearchResult:
     """Explore ``model`` on Spark, each state by its owner; returns the SearchResult bfs.search
     would return (see the module's docstring) with a ``distribution`` attribute (Ownership).
     The driver builds the levels itself until one has ``prefix_states`` states or it reaches
     ``prefix_depth``. ``progress(depth, distinct, frontier)`` is called after every level.
     ``fail_once_at`` (tests only): owner 0's first attempt at expanding that level fails.
-    ``block``: states expanded at once (tests: small blocks make small levels span several)."""
+    ``block``: states expanded at once (tests: small blocks make small levels span several).
+    ``symmetry``: one representative per orbit of the spec's declared symmetry, as bfs.search.
+    ``mode``: "barrier" (one job, the default when every owner has a task slot) or "levels"
+    (one job per level). ``threads`` (tests, with master None): the barrier mode's owners run
+    as threads of this process, without Spark."""
     t_start = time.perf_counter()
     spec = model.spec
     props = list(spec.properties) if properties is None else list(properties)
     check_deadlock = spec.check_deadlock if deadlock is None else deadlock
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
     # master None: the driver alone (tests of the numpy core); it must then answer by itself
     sc = spark.session(master, verbose) if master else None
+    if threads and (sc is not None or mode == "levels"):
+        raise ValueError("threads: the barrier mode's owners without Spark (master None)")
     t0 = time.perf_counter()
     P = owners or (sc.defaultParallelism if sc else 1)
-    dist = Ownership(master, P, startup_s=t0 - t_start)
-    srch = _Search(model, props, check_deadlock, max_depth, block)
-    res, pre = srch.res, srch.prefix
+    if mode is None:
+        mode = "barrier" if sc is None or P <= sc.defaultParallelism else "levels"
+    dist = Ownership(master, P, mode, startup_s=t0 - t_start)
+    comp = Compiled(model, props)
+    res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
+                       deadlock_checked=check_deadlock)
+    sym = symmetry_.prepare(model, comp, res, symmetry)
+    srch = _Search(model, props, check_deadlock, max_depth, block, sym, comp, res)
+    pre = srch.prefix
 
     # level 0, and the prefix, in the driver: the core's loop, one owner
     prefix_fp = [pre.start(initial_words(model))]
     srch.levels.append(len(prefix_fp[0]))
+    if sym is not None:
+        res.unreduced_states = int(sym.orbit_sizes(pre.frontier).sum())
 
     def level_added(depth, fp):
         prefix_fp.append(fp)
         srch.levels.append(len(fp))
+        if sym is not None:
+            res.unreduced_states += int(sym.orbit_sizes(pre.frontier).sum())
         if progress:
             progress(depth, pre.visited.n, len(fp))
 
-    stop, store = None, None
+    stop, store, walking = None, None, {}
     try:
         stop = pre.run(max_depth, until=lambda: pre.frontier.shape[1] >= prefix_states or
                        (prefix_depth is not None and pre.depth >= prefix_depth),
                        on_level=level_added)
         depth = pre.depth
         dist.prefix_depth, dist.prefix_states = depth, pre.visited.n
+        dist.prefix_s = time.perf_counter() - t0
         if stop is None and pre.frontier.shape[1]:
-            if sc is None:
+            if sc is None and not threads:
                 raise spark.SparkError("the search outgrew the driver's prefix and no Spark master was given")
-            store, depth, stop = _on_spark(sc, srch, model, P, pre.visited.sorted_fp.copy(),
-                                           pre.frontier, prefix_fp[-1], depth, dist, progress,
-                                           fail_once_at)
+            run = _barrier if mode == "barrier" else _levels
+            store, walking, stop = run(sc, srch, model, P, pre.visited.sorted_fp.copy(),
+                                       pre.frontier, prefix_fp[-1], depth, dist, progress,
+                                       fail_once_at, symmetry and sym is not None)
         else:
             dist.in_driver = True
     except KeyboardInterrupt:
@@ -392,14 +762,20 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
         res.exhaustive = stop is None
         res.depth = len(srch.levels) - 1
         res.distinct_states = sum(srch.levels)
+        if sym is None:
+            res.unreduced_states = 0
         res.transitions += pre.transitions
         res.cut_by_bounds += pre.cut
         res.cut_only_states += pre.cut_only
         res.fired = list(srch.fired)
-        res.found = _traces(sc, srch, store, prefix_fp, P, dist)
+        if store is not None:
+            walking = _lookup(sc, srch, store, P, dist)
+        res.found = _traces(srch, prefix_fp, walking)
     finally:
         if store is not None:
             store.unpersist()
+    if sym is not None:
+        symmetry_.finish(model, comp, sym, res)
     dist.levels = list(srch.levels)
     if dist.in_driver:
         dist.owner_states = [res.distinct_states]
@@ -408,21 +784,102 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     return res
 
 
-def _on_spark(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, fail_once_at):
-    """The levels after the prefix, one Spark job each -> (final store RDD, depth, stop)."""
-    from pyspark import StorageLevel
-    res = srch.res
-    ref = spark.spec_ref(model.spec)
-    if ref.endswith(".py"):
-        sc.addFile(ref)
-    ctx = {"spec": ref, "variant": model.variant, "params": model.params.as_dict(),
-           "props": srch.props, "parts": P, "fail_once_at": fail_once_at, "block": srch.block}
+def _ctx(srch: _Search, model, P: int, depth: int, fail_once_at, symmetry: bool) -> dict:
+    return {"spec": spark.spec_ref(model.spec), "variant": model.variant,
+            "params": model.params.as_dict(), "props": srch.props, "parts": P,
+            "fail_once_at": fail_once_at, "block": srch.block, "symmetry": symmetry,
+            "deadlock": srch.check_deadlock, "max_depth": srch.max_depth, "depth": depth,
+            "left": sorted(srch.pending.left)}
+
+
+def _shares(P: int, visited, S, fp) -> list[dict]:
     vo, so = owner_of(visited, P), owner_of(fp, P)
-    records = [{"owner": o, "visited": visited[vo == o], "fp": fp[so == o], "words": S[:, so == o],
-                "levels": {}, "summary": None} for o in range(P)]
+    return [{"owner": o, "visited": visited[vo == o], "fp": fp[so == o], "words": S[:, so == o],
+             "levels": {}, "summary": None} for o in range(P)]
+
+
+def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, fail_once_at,
+             symmetry):
+    """The levels after the prefix, one barrier job -> (None, the walks, stop)."""
+    ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
+    if ctx["spec"].endswith(".py") and sc is not None:
+        sc.addFile(ctx["spec"])
+    root = exchange_root() / f"kcheck-owners-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    root.mkdir(parents=True)
+    ctx["exchange"] = str(root)
+    ctx["distinct"] = srch.prefix.visited.n
+    poller = None
+    if progress:
+        ctx["progress_file"] = str(root / "progress.json")
+        poller = _Poller(Path(ctx["progress_file"]), progress)
+    shares = _shares(P, visited, S, fp)
     del visited, S, fp
-    store = sc.parallelize(records, P).persist(StorageLevel.MEMORY_AND_DISK)
-    del records
+    t = time.perf_counter()
+    stop = None
+    try:
+        if sc is None:
+            outs = run_owners_in_threads(ctx, shares)
+        else:
+            outs = sc.parallelize(shares, P).barrier().mapPartitions(
+                functools.partial(_owner_task, ctx)).collect()
+    except KeyboardInterrupt:
+        if sc is not None:
+            sc.cancelAllJobs()
+        return None, {}, "interrupted"
+    finally:
+        if poller:
+            poller.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    dist.job_s = time.perf_counter() - t
+    first = next(o for o in outs if o["owner"] == 0)
+    dist.ready_s = max(o["ready_s"] for o in outs)
+    dist.walk_s = max(o["walk_s"] for o in outs)
+    dist.lookup_jobs = first["rounds"]
+    for sums in first["history"]:
+        new = srch.absorb(depth, sums, dist)
+        dist.spark_levels += 1
+        if not new:
+            break
+        depth += 1
+    else:
+        stop = srch.stop_before(depth)
+    dist.spark_s = sum(p["level"] for p in dist.profile)
+    return None, {n: tuple(w) for n, w in first["walking"].items()}, stop
+
+
+class _Poller:
+    """Reads the progress owner 0 writes after each level (barrier mode) for ``progress``."""
+
+    def __init__(self, path: Path, progress):
+        self.path, self.progress, self.done = path, progress, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        last = None
+        while not self.done.wait(0.25):
+            try:
+                now = tuple(json.loads(self.path.read_text()))
+            except (OSError, ValueError):
+                continue
+            if now != last:
+                self.progress(*now)
+                last = now
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+
+
+def _levels(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, fail_once_at,
+            symmetry):
+    """The levels after the prefix, one Spark job each -> (final store RDD, {}, stop)."""
+    from pyspark import StorageLevel
+    ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
+    if ctx["spec"].endswith(".py"):
+        sc.addFile(ctx["spec"])
+    store = sc.parallelize(_shares(P, visited, S, fp), P).persist(StorageLevel.MEMORY_AND_DISK)
+    del visited, S, fp
     stop = None
     try:
         while True:
@@ -438,32 +895,13 @@ def _on_spark(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress
             nxt.persist(StorageLevel.MEMORY_AND_DISK)
             if (depth + 1) % CHECKPOINT_EVERY == 0:
                 nxt.localCheckpoint()
-            sums = sorted(nxt.map(_summary).collect(), key=lambda s: s["owner"])
+            sums = nxt.map(_summary).collect()
             store.unpersist()
             store = nxt
-            dist.spark_s += time.perf_counter() - t
+            wall = time.perf_counter() - t
+            dist.spark_s += wall
             dist.spark_levels += 1
-            tviol: dict = {}
-            for s in sums:
-                for name, cand in s["tviol"].items():
-                    if name not in tviol or tuple(cand) < tviol[name]:
-                        tviol[name] = tuple(cand)
-            dl = [s["deadlock"] for s in sums if s["deadlock"] is not None]
-            inv: dict = {}
-            for s in sums:
-                for name, f in s["inv"].items():
-                    inv[name] = min(inv.get(name, f), f)
-            new = sum(s["new"] for s in sums)
-            res.transitions += sum(s["transitions"] for s in sums)
-            res.cut_by_bounds += sum(s["cut"] for s in sums)
-            res.cut_only_states += sum(s["cut_only"] for s in sums)
-            for s in sums:
-                for k, c in enumerate(s["fired"]):
-                    srch.fired[k] += c
-            dist.sent += sum(s["sent"] for s in sums)
-            dist.sent_away += sum(s["sent_away"] for s in sums)
-            dist.owner_states = [s["owned"] for s in sums]
-            srch.record(depth, tviol, min(dl) if dl else None, inv, new)
+            new = srch.absorb(depth, sums, dist, wall)
             if not new:
                 break
             depth += 1
@@ -471,33 +909,34 @@ def _on_spark(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress
                 progress(depth, sum(srch.levels), new)
     except KeyboardInterrupt:
         stop = "interrupted"
-    return store, depth, stop
+    return store, {}, stop
 
 
-def _traces(sc, srch: _Search, store, prefix_fp, P, dist) -> dict:
-    """Every violation as a trace: those the driver's prefix found are the core's already; the
-    others are walked back through the owners' stores (one lookup job per hand-over between
-    owners, all violations at once), then through the prefix to an initial state."""
-    res, pre = srch.res, srch.prefix
-    found = dict(pre.found)
+def _lookup(sc, srch: _Search, store, P, dist) -> dict:
+    """Levels mode: the violations walked back through the owners' stores, one lookup job per
+    hand-over between owners (all violations at once), down to the driver's prefix."""
     walking = {name: (fp, depth, []) for name, (_, fp, depth, _) in srch.where.items()}
-    while store is not None:
+    while True:
         away = {n: w for n, w in walking.items() if w[1] > dist.prefix_depth}
         if not away:
-            break
-        by_owner: dict[int, list] = {}
-        for n, (fp, depth, _) in away.items():
-            o = int(owner_of(np.array([fp], np.uint64), P)[0])
-            by_owner.setdefault(o, []).append((n, fp, depth))
-        reqs = [r for rs in by_owner.values() for r in rs]
-        outs = sc.runJob(store, functools.partial(_walk, P, reqs), sorted(by_owner))
+            return walking
+        owners = sorted({int(owner_of(np.array([w[0]], np.uint64), P)[0]) for w in away.values()})
+        for n, w in sc.runJob(store, functools.partial(_walk, P, away), owners):
+            walking[n] = tuple(w)
         dist.lookup_jobs += 1
-        for n, fp, depth, steps in outs:
-            walking[n] = (fp, depth, walking[n][2] + steps)
-    for name, (kind, _, _, k) in srch.where.items():
-        fp, depth, rev = walking[name]
+
+
+def _traces(srch: _Search, prefix_fp, walking: dict) -> dict:
+    """Every violation as a trace: those the driver's prefix found are the core's already; the
+    others, walked back through the owners (``walking``: name -> where the walk reached the
+    prefix and the actions on the way, in reverse), are finished through the prefix to an
+    initial state."""
+    res, pre = srch.res, srch.prefix
+    found = dict(pre.found)
+    for name, (kind, fp, depth, k) in srch.where.items():
+        fp, depth, rev = walking.get(name, (fp, depth, []))
         i = int(np.searchsorted(prefix_fp[depth], np.uint64(fp)))
         initial, steps = pre.trace_to(depth, i)
-        steps += rev[::-1] + ([k] if kind == "transition" else [])
+        steps += list(rev)[::-1] + ([k] if kind == "transition" else [])
         found[name] = Found(name, kind, initial, steps)
     return {p: found[p] for p in res.properties if p in found}
