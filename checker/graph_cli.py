@@ -71,9 +71,10 @@ def cmd_graph(args, console) -> int:
 # progress
 
 def run_progress(spec, variant, params_, args):
-    """Build one variant's graph (the quotient under the spec's symmetry, unless
-    ``args.no_symmetry``) and check its progress properties and deadlocks.
-    -> (graph.ProgressResult, {name: trace})"""
+    """Build one variant's graph (the quotient under the spec's symmetry when ``args`` has
+    the command's --no-symmetry option unset; callers without it, the reports and the test
+    plugin, count every state as their searches do) and check its progress properties and
+    deadlocks. -> (graph.ProgressResult, {name: trace})"""
     from checker.graph import build_graph, check
     from checker.trace import traces_of
     model = spec.instantiate(variant, params_)
@@ -84,7 +85,7 @@ def run_progress(spec, variant, params_, args):
     with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
                    f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
         sg = build_graph(model, args.max_nodes, check_deadlock, progress=progress,
-                         symmetry=not getattr(args, "no_symmetry", False))
+                         symmetry=not getattr(args, "no_symmetry", True))
     res = check(sg, names, deadlock=check_deadlock and not args.property)
     return res, traces_of(res)
 
