@@ -153,20 +153,22 @@ class StateGraph:
         steps.reverse()
         return self.state_words(i), steps
 
-    def index_of(self, S: np.ndarray):
-        """The index of each state (column) of S in the graph, -1 for one that is not in it; for
-        a single column, the index or None."""
+    def indices(self, S: np.ndarray) -> np.ndarray:
+        """The index of each state (column) of S in the graph, -1 for one that is not in it."""
         if self._by_fp is None:
             self._by_fp = np.argsort(self.fps, kind="stable")
         f = fingerprint(S)
+        if not len(self.fps):
+            return np.full(len(f), -1)
         sorted_fp = self.fps[self._by_fp]
         pos = np.searchsorted(sorted_fp, f)
         pos[pos == len(sorted_fp)] = 0
-        out = np.where(sorted_fp[pos] == f, self._by_fp[pos], -1) if len(sorted_fp) else \
-            np.full(len(f), -1)
-        if S.shape[1] == 1:
-            return None if out[0] < 0 else int(out[0])
-        return out
+        return np.where(sorted_fp[pos] == f, self._by_fp[pos], -1)
+
+    def index_of(self, S: np.ndarray) -> int | None:
+        """The index of the one state (column) of S in the graph, or None."""
+        i = int(self.indices(S)[0])
+        return None if i < 0 else i
 
     def concrete(self, cx: Counterexample) -> Counterexample:
         """A path of the graph (from ``trace_to``, the quotient's instances under symmetry) as a
@@ -693,7 +695,7 @@ def _find_lasso_quotient(sg: StateGraph, prop: Progress, relaxed: bool) -> Count
     if relaxed:
         U = _relax(U)
     # the representative of each unfolded state, as an index of the quotient
-    rep_of = sg.index_of(sg.symmetry.canonical(U.words))
+    rep_of = sg.indices(sg.symmetry.canonical(U.words))
     # whether a fair instance is enabled must not tell a state from its images: on every state
     # unfolded, and on the symmetry check's sample for the orbits that were not
     _fair_enabled_symmetric(sg, prop, fair, _fair_enabled(U, fair), fair_enabled[rep_of], U.words)
