@@ -11,7 +11,8 @@ import pytest
 from checker.conform import driver
 from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, REQUESTS, Client,
                                       ProducerAdapter, complete_batch,
-                                      describe_transactions_response, read_batches, record_batch,
+                                      describe_transactions_response, hold_needed,
+                                      prepares_to_hold, read_batches, record_batch,
                                       spec_outcome_of_produce)
 from checker.layout import initial_words, layout_of
 from checker.trace import Executor
@@ -185,6 +186,71 @@ def test_view_leaves_the_partition_out_while_markers_are_in_flight():
     assert v == {"outcome": "NONE", "response_epoch": 1, "txn_epoch": 1}
 
 
+def test_hold_is_needed_when_a_request_comes_before_the_markers():
+    """hold_needed looks at the trace's actions after the step that starts a prepare: a request
+    or a coordinator move before the next TxnMarkerArrives needs the coordinator held."""
+    acts = [(a, {}) for a in ("EndTxn", "EndTxn", "WriteTxnMarker", "TxnMarkerArrives", "EndTxn")]
+    assert hold_needed(acts, 1)                       # the retry comes before the markers
+    assert not hold_needed(acts, 2)                   # the markers come first
+    assert not hold_needed(acts, 5)                   # nothing after
+    client_only = [(a, {}) for a in ("EndTxn", "BeginTransaction", "Send", "ProduceRequest")]
+    assert not hold_needed(client_only, 1)            # no request at all: Kafka may complete
+    failover = [(a, {}) for a in ("SecondInstanceInitProducerId", "WriteTxnMarker", "CoordinatorFailover")]
+    assert hold_needed(failover, 1)
+
+
+# the shipped traces whose prepare must be held (step), by the spec's replay; the last five
+# have an action no 4.x broker drives (DeleteRecords, ExpireProducer) as well
+PREPARES_HELD = {
+    "scenarios/producer/end-txn-retry-after-bump.json": [7],
+    "scenarios/producer/kafka-18464-kip360.json": [7],
+    "scenarios/producer/kafka-19999-kip360.json": [6],
+    "scenarios/producer/kafka-20785-prepare-abort.json": [7],
+    "scenarios/producer/kafka-9144-kip360.json": [6],
+    "producer/kafka-18464/fenced-only-when-overtaken.json": [7],
+    "producer/kafka-19999/every-prepared-transaction-completes.json": [6],
+    "producer/kafka-7190/marker-epoch-monotonic.json": [6],
+    "producer/kafka-7190/stale-markers-are-fenced.json": [6],
+    "producer/kafka-9144/marker-epoch-monotonic.json": [6],
+    "producer/kafka-9144/stale-markers-are-fenced.json": [6],
+    "producer/pre-kip890/out-of-order-only-after-a-gap.json": [8],
+}
+
+
+def test_the_prepares_to_hold_and_their_cluster():
+    """prepares_to_hold over every shipped trace (Kafka 2.3's variants aside): exactly these
+    need a hold, and each of them runs on the cluster of three."""
+    from checker.conform.producer import UNREACHABLE_VARIANTS
+    a, found = ProducerAdapter(), {}
+    for path in TRACES:
+        doc = json.loads(path.read_text())
+        if doc.get("variant") in UNREACHABLE_VARIANTS:
+            continue
+        steps = prepares_to_hold(driver.model_of(spec, doc.get("variant"), doc.get("params", {})), doc)
+        if steps:
+            found[short(path)] = steps
+            assert a.needs_cluster(doc), short(path)
+    assert found == PREPARES_HELD
+    assert not a.needs_cluster(json.loads((ROOT / "tests" / "scenarios" / "producer" /
+                                           "late-produce-fenced-by-marker-epoch.json").read_text()))
+
+
+def test_view_compares_the_prepare_when_kafka_is_held():
+    """At a step Kafka was held in PrepareX, the coordinator's state and the partition's are
+    compared too: the prepare itself is checked, not only the outcome and the epoch."""
+    model = spec.instantiate("kip360", {})
+    words = initial_words(model)[0]
+    run = driver.TraceRun(None, "t", model.params, model=model)
+    for action, args in [("InitProducerId", {}), ("BeginTransaction", {}), ("Send", {"t": 0}),
+                         ("ProduceRequest", {"t": 0}), ("Produce", {"t": 0, "r": 0, "lost": False}),
+                         ("CommitTransaction", {}), ("EndTxn", {"lost": False})]:
+        step, words = spec_step(model, action, args, words)
+    run.state["held_steps"] = {step.index}
+    v = ProducerAdapter().view(run, step)
+    assert v["txn_state"] == "PrepareCommit" and v["txn_partition"] is True
+    assert v["txn_open"] is True and v["producer_epoch"] == 0 and v["appended"] == [1, 0]
+
+
 # ---------------------------------------------------------------------------------------------
 # On a real broker
 
@@ -249,9 +315,61 @@ def test_seeded_walk_conforms(kafka_broker, variant, params, seed):
 FAILOVER_TRACES = [p for p in TRACES if any(st["action"] == "CoordinatorFailover"
                                             for st in json.loads(p.read_text())["steps"])]
 
+# The traces whose prepare is held (HOLD) on the session's cluster of three (4.3.1): what each
+# comes to, and the state DescribeTransactions showed while held. The kafka-18464 counterexample
+# is the divergence test below.
+HELD_OUTCOMES = {
+    "scenarios/producer/end-txn-retry-after-bump.json": (driver.CONFORMS, None, "PrepareCommit"),
+    "scenarios/producer/kafka-18464-kip360.json": (driver.CONFORMS, None, "PrepareAbort"),
+    # KAFKA-20785's fix is in no release tested (ProducerAdapter.expected_divergences)
+    "scenarios/producer/kafka-20785-prepare-abort.json": (driver.EXPECTED, 11, "PrepareAbort"),
+    # a marker of the coordinator that moved away: its old coordinator cancelled it
+    "scenarios/producer/kafka-19999-kip360.json": (driver.NOT_DRIVABLE, 10, "PrepareAbort"),
+    "scenarios/producer/kafka-9144-kip360.json": (driver.NOT_DRIVABLE, 11, "PrepareAbort"),
+    "producer/kafka-19999/every-prepared-transaction-completes.json": (driver.NOT_DRIVABLE, 10, "PrepareAbort"),
+}
+HELD_DIVERGING = ROOT / "counterexamples" / "producer" / "kafka-18464" / "fenced-only-when-overtaken.json"
+
+
+def test_held_traces_are_the_drivable_prepares_to_hold():
+    """Every drivable trace with a prepare to hold is run by the cluster tests below."""
+    a = ProducerAdapter()
+    drivable = {name for name in PREPARES_HELD
+                if not any(a.action_reason(st["action"], st.get("args", {}))
+                           for st in json.loads((ROOT / "tests" / name if name.startswith("scenarios")
+                                                 else ROOT / "counterexamples" / name).read_text())["steps"])}
+    assert drivable == set(HELD_OUTCOMES) | {short(HELD_DIVERGING)}
+
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("path", FAILOVER_TRACES, ids=short)
+@pytest.mark.parametrize("name", sorted(HELD_OUTCOMES))
+def test_held_prepare_on_the_cluster(name):
+    """The coordinator is held in PrepareCommit/PrepareAbort while the trace's requests come
+    (DescribeTransactions shows the prepare, which is compared with the spec's), and completes
+    once TxnMarkerArrives starts the stopped follower again."""
+    path = (ROOT / "tests" / name) if name.startswith("scenarios") else ROOT / "counterexamples" / name
+    kind, step, prepared = HELD_OUTCOMES[name]
+    out = replay(cluster_for("4.3.1"), path, ProducerAdapter(), "4.3.1")
+    assert (out.kind, out.step) == (kind, step), out.text()
+    assert any(f"transaction_state={prepared}" in resp for _, resp in out.wire), out.text()
+
+
+@pytest.mark.kafka
+def test_held_divergence_is_reported():
+    """A held step whose spec answer Kafka does not give is a divergence: the trace of variant
+    kafka-18464 (before PR #18467) says PRODUCER_FENCED for the abort that finds the coordinator
+    held in PrepareAbort; 4.3.1 answers CONCURRENT_TRANSACTIONS. Without its entry in the
+    expected-divergence record, that is an unexpected divergence at step 13."""
+    adapter = ProducerAdapter()
+    adapter.expected_divergences = []
+    out = replay(cluster_for("4.3.1"), HELD_DIVERGING, adapter, "4.3.1")
+    assert out.kind == driver.DIVERGES and out.step == 13, out.text()
+    assert "outcome: spec said PRODUCER_FENCED, Kafka said CONCURRENT_TRANSACTIONS" in out.detail
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("path", [p for p in FAILOVER_TRACES if short(p) not in HELD_OUTCOMES],
+                         ids=short)
 def test_coordinator_failover_runs_on_the_cluster(path):
     """A trace with a CoordinatorFailover runs on the session's cluster of three (4.3.1): every
     step before the failover is driven and conforms, none diverges, and what stops it is said

@@ -86,6 +86,10 @@ CLUSTER_SETTINGS = {
     "share.coordinator.state.topic.replication.factor": "3",
     "share.coordinator.state.topic.min.isr": "2",
     "default.replication.factor": "3",
+    # no leadership moves unasked: a node started again (the producer's hold stops one) would
+    # take back the partitions it prefers at the next imbalance check, moving a coordinator in
+    # the middle of a later trace
+    "auto.leader.rebalance.enable": "false",
 }
 
 _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
@@ -95,6 +99,8 @@ _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
   <Loggers>
     <Logger name="kafka.request.logger" level="WARN"/>
     <Logger name="org.apache.kafka.coordinator.group" level="DEBUG"/>
+    <!-- a held marker (the producer adapter's hold) is retried at once, over and over: one INFO line each -->
+    <Logger name="kafka.coordinator.transaction.TransactionMarkerRequestCompletionHandler" level="WARN"/>
     <Root level="INFO"><AppenderRef ref="out"/></Root>
   </Loggers>
 </Configuration>

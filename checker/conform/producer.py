@@ -14,14 +14,20 @@ A coordinator failover runs on the cluster of three (replica_actions): the trans
 __transaction_state partition gets a new leader, and the adapter's requests follow
 FindCoordinator to it; requests go to the data partition's leader and the coordinator by address.
 
+Kafka's coordinator sends its markers by itself as soon as it has written the prepare
+(TransactionMarkerChannelManager), so a trace that sends a request (or moves the coordinator)
+while the spec's markers are still on their way needs the coordinator held in
+PrepareCommit/PrepareAbort: that is the hold (see HOLD). On the cluster of three, the data topic
+has three replicas and `min.insync.replicas=3`; before the request that starts the prepare, one
+follower of the data partition (neither its leader nor the coordinator) is stopped, so the
+markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and the coordinator retries it, still in
+PrepareX; the spec's TxnMarkerArrives starts the follower again and the retried marker is written.
+
 What cannot be driven (said per trace, see NOT_DRIVABLE): the second replica
 (LeaderFailover, FollowerFetch, a step at replica 1), markers of a coordinator that moved away, DeleteRecords (only
 the pre-KIP-360 world moves producer state with the log start, and Kafka 2.3 cannot run here),
-producer-id expiry (a timer of hours), and any step that needs the coordinator held in
-PrepareCommit/PrepareAbort (a failover during a prepare among them): Kafka's coordinator sends
-its markers by itself as soon as it has written the prepare (TransactionMarkerChannelManager), and
-min.insync.replicas above the replication factor does not hold them (see CANNOT_HOLD), so the
-spec's WriteTxnMarker and TxnMarkerArrives are what the driver waits for, not what it causes.
+producer-id expiry (a timer of hours), a produce to a held partition (the hold itself refuses it)
+and a hold on the single broker.
 """
 from __future__ import annotations
 
@@ -60,7 +66,8 @@ REQUESTS = {
                                 "coordinator-side abort, the same path as "
                                 "abortTimedOutTransactions; the timer itself is not exercised",
     "TxnMarkerArrives": "wait until DescribeTransactions shows the transaction completed (the "
-                        "coordinator writes its markers by itself)",
+                        "coordinator writes its markers by itself); a held prepare (HOLD) is "
+                        "released first: the stopped follower is started again",
 }
 CLIENT_SIDE = {
     "BeginTransaction": "the producer's state (no request: beginTransaction is client-side)",
@@ -73,7 +80,8 @@ CLIENT_SIDE = {
                        "stays on the wire",
     "CommitTransaction": "the producer's state (EndTxn is the next request)",
     "AbortTransaction": "the producer's state (EndTxn is the next request)",
-    "WriteTxnMarker": "nothing to send: Kafka's coordinator sends the marker itself",
+    "WriteTxnMarker": "nothing to send: Kafka's coordinator sends the marker itself (while "
+                      "held, and retries it)",
     "IdempotentEpochBump": "the idempotent producer's own epoch bump (TransactionManager."
                            "bumpIdempotentEpochAndResetIdIfNeeded): epoch + 1, sequences from 0",
 }
@@ -93,16 +101,55 @@ KAFKA_2_3 = ("models Kafka 2.3 (before KIP-360: no epoch bumps, producer state d
 UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3,
                         "kafka-8483": KAFKA_2_3}
 PREPARE = ("PrepareCommit", "PrepareAbort")
-# Why the coordinator cannot be held in PrepareCommit/PrepareAbort on 4.x. Raising the data
-# topic's min.insync.replicas above its replication factor does not hold the markers: the leader
-# caps it at the replication factor (Partition.effectiveMinIsr: minInSyncReplicas.min(
-# remoteReplicasMap.size + 1)), so the markers' acks=-1 append goes through (measured on 4.2.2,
-# 4.3.1 and 4.4.0: with min.insync.replicas=2 on a topic of one replica, a produce with acks=-1
-# is never refused NOT_ENOUGH_REPLICAS within 15 s).
-CANNOT_HOLD = ("Kafka's coordinator sends its markers by itself as soon as the prepare is written "
-               "(TransactionMarkerChannelManager), and min.insync.replicas above the replication "
-               "factor does not hold them: the leader caps it at the replication factor "
-               "(Partition.effectiveMinIsr)")
+# Requests after which Kafka's coordinator may be preparing (an Ongoing transaction with
+# partitions ends: EndTxn, or an InitProducerId that fences it, TransactionCoordinator.
+# handleInitProducerId -> prepareFenceProducerEpoch and the abort)
+PREPARE_STARTERS = ("EndTxn", "InitProducerId", "SecondInstanceInitProducerId", "EpochBump",
+                    "AbortTimedOutTransaction")
+# How the coordinator is held in PrepareCommit/PrepareAbort. The markers' append is acks=-1
+# (KafkaApis.handleWriteTxnMarkersRequest -> ReplicaManager.appendRecords(requiredAcks = -1));
+# Partition.appendRecordsToLeader refuses it NOT_ENOUGH_REPLICAS while the ISR is smaller than
+# effectiveMinIsr (min.insync.replicas capped at the replication factor, which is why a single
+# broker cannot hold: Partition.effectiveMinIsr); TransactionMarkerRequestCompletionHandler
+# re-enqueues a marker refused NOT_ENOUGH_REPLICAS (a retriable error) at the same coordinator
+# epoch, and only a marker written NONE removes its partition and lets the coordinator write
+# CompleteCommit/CompleteAbort (maybeWriteTxnCompletion). A follower stopped (a controlled
+# shutdown: the controller takes it out of the ISR at once) therefore holds every marker of the
+# topic until it is back in the ISR.
+HOLD = ("the data topic has 3 replicas and min.insync.replicas=3; a follower of the data partition "
+        "(neither its leader nor the coordinator) is stopped before the request that starts the "
+        "prepare, so the markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and retried "
+        "(TransactionMarkerRequestCompletionHandler) until the spec's TxnMarkerArrives starts it again")
+HOLD_MIN_ISR = "3"
+MIN_ISR = "min.insync.replicas"
+TOPIC_RESOURCE = 2             # ConfigResource.Type.TOPIC
+HOLD_WAIT_S = 60.0             # bound on a follower leaving or rejoining the ISR
+
+
+def hold_needed(actions: list, step: int) -> bool:
+    """Whether the trace, after its step `step` (1-based) starts a prepare, sends a request to
+    the coordinator or a leader, or moves the coordinator, before the next TxnMarkerArrives:
+    then Kafka's coordinator must be held in PrepareX, or it completes before that request."""
+    for action, _ in actions[step:]:
+        if action == "TxnMarkerArrives":
+            return False
+        if (action in REQUESTS or action == "CoordinatorFailover"):
+            return True
+    return False
+
+
+def prepares_to_hold(model, doc: dict) -> list[int]:
+    """The steps (1-based) whose prepare the trace needs held, by the spec's own replay: the step
+    takes a transaction with partitions into PrepareX and hold_needed. Only says which broker
+    the trace needs (a cluster); while driving, the adapter decides from Kafka's answers."""
+    from checker.conform.driver import initial_words, predict
+    actions = [(st["action"], st.get("args", {})) for st in doc.get("steps", ())]
+    out = []
+    for s in predict(model, initial_words(model, doc), doc.get("steps", [])):
+        if (s.action in PREPARE_STARTERS and s.pre["txn_state"] == "Ongoing"
+                and s.post["txn_state"] in PREPARE and hold_needed(actions, s.index)):
+            out.append(s.index)
+    return out
 
 
 def tv2(variant: str) -> bool:
@@ -246,6 +293,7 @@ class Client:
     bump_restarts_every_partition: bool = True
     appended_offsets: dict = field(default_factory=dict)   # per partition
     markers_pending: bool = False     # Kafka's coordinator is completing a transaction with markers
+    held_by: int | None = None        # the follower stopped to hold the markers (HOLD), if held
     changed_config: bool = False      # partition verification switched off for this trace
 
 
@@ -278,11 +326,36 @@ class ProducerAdapter(Adapter):
          "KAFKA-20785's fix (PR #23204) is not in this release: a commit after the coordinator's "
          "own abort gets INVALID_TXN_STATE (TransactionCoordinator.handleEndTransaction), as "
          "variant kafka-20785 predicts"),
+        # the same commit, sent while the abort is held in PrepareAbort and retried after it
+        ("producer/kafka-20785-prepare-abort.json", "4.0.0", "4.4.99", 11,
+         "KAFKA-20785's fix (PR #23204) is not in this release: the commit retried after the "
+         "coordinator's own abort completed gets INVALID_TXN_STATE, as variant kafka-20785 "
+         "predicts"),
+        # a trace of the variant before KAFKA-18464's fix: every 4.x release has it
+        ("producer/kafka-18464/fenced-only-when-overtaken.json", "4.0.0", None, 13,
+         "KAFKA-18464's fix (PR #18467, Kafka 4.0) is in this release: an EndTxn that finds the "
+         "transaction in PrepareAbort with its completion pending is CONCURRENT_TRANSACTIONS "
+         "before any epoch check (TransactionCoordinator.endTransaction), where variant "
+         "kafka-18464 says PRODUCER_FENCED"),
     ]
 
     def __init__(self, tv1_without_verification: bool = True, settle_timeout: float = 15.0):
         self.tv1_without_verification = tv1_without_verification
         self.settle_timeout = settle_timeout
+
+    def needs_cluster(self, doc: dict) -> bool:
+        """A coordinator failover, or a prepare the trace needs held (HOLD), runs on the cluster
+        of three."""
+        if super().needs_cluster(doc):
+            return True
+        if doc.get("variant") in UNREACHABLE_VARIANTS:
+            return False
+        from checker.conform.driver import model_of
+        from spec.producer import spec
+        try:
+            return bool(prepares_to_hold(model_of(spec, doc.get("variant"), doc.get("params", {})), doc))
+        except Exception:           # a trace the spec cannot replay: run_trace says so
+            return False
 
     # what cannot be driven -------------------------------------------------------------------
     def action_reason(self, action: str, args: dict) -> str | None:
@@ -335,6 +408,8 @@ class ProducerAdapter(Adapter):
 
     def end(self, run: TraceRun) -> None:
         client = run.state.get("client")
+        if client is not None and client.held_by is not None:
+            self._release(run, client)     # the trace ends held: the cluster gets its node back
         if client is not None and client.changed_config:
             set_verification(self._conn(run, "admin"), True)
 
@@ -343,10 +418,22 @@ class ProducerAdapter(Adapter):
         lost = args.get("lost", False)
         tp = args.get("t", 0)          # the partition of a partition's step
         obs: dict = {}
-        if action in REQUESTS and action != "TxnMarkerArrives" and c.markers_pending:
-            raise NotDrivable(f"{action} needs the coordinator held in PrepareCommit/PrepareAbort, "
-                              f"but {CANNOT_HOLD}")
-        before = self._settled(run) if action in REQUESTS and c.transactional else None
+        if action in REQUESTS and action != "TxnMarkerArrives" and c.markers_pending and c.held_by is None:
+            raise NotDrivable(f"{action} while the spec's markers are on their way, but Kafka's "
+                              f"coordinator was not held (the trace's actions did not say a "
+                              f"request comes before the markers arrive)")
+        if action == "Produce" and c.held_by is not None:
+            raise NotDrivable("Produce while the coordinator is held: the hold itself refuses it "
+                              "NOT_ENOUGH_REPLICAS (Partition.appendRecordsToLeader checks the ISR "
+                              "before the producer state), which is not the spec's answer")
+        held = c.held_by is not None
+        before = None
+        if action in REQUESTS and c.transactional:
+            before = self._describe_transaction(run) if held else self._settled(run)
+        if (action in PREPARE_STARTERS and c.transactional and not held and before
+                and before["state"] == "Ongoing" and before["partitions"]
+                and hold_needed(run.actions, run.step)):
+            self._hold(run, c, action, before)
         if action == "CoordinatorFailover":
             if not hasattr(run.broker, "move_coordinator"):
                 raise NotDrivable("CoordinatorFailover needs the cluster of three (broker.Cluster)")
@@ -356,17 +443,23 @@ class ProducerAdapter(Adapter):
             if now is None or now["state"] not in PREPARE:
                 raise NotDrivable(
                     f"CoordinatorFailover while the coordinator prepares, but Kafka's transaction "
-                    f"is {now['state'] if now else 'not started'}: {CANNOT_HOLD}")
+                    f"is {now['state'] if now else 'not started'} (the coordinator was not held)")
             run.broker.move_coordinator(run.name, 1)
             run.state["coordinator"] = None           # FindCoordinator names the new leader
             run.state["coordinator_epoch"] = run.state.get("coordinator_epoch", 0) + 1
+            if c.held_by is not None:
+                # the new coordinator loads the prepared transaction and resends its markers
+                # (TransactionStateManager.loadTransactionsForTxnTopicPartition), still held
+                run.state.setdefault("held_steps", set()).add(run.step)
+                obs.update(self._observe(run, c, self._describe_transaction(run)))
             return obs
         if action == "TxnMarkerArrives" and args.get("c", 0) < run.state.get("coordinator_epoch", 0):
             raise NotDrivable(
                 f"TxnMarkerArrives of coordinator epoch {args['c']} after the coordinator moved: the "
                 f"old coordinator drops its pending markers when it unloads the partition "
-                f"(TransactionMarkerChannelManager.removeMarkersForTxnTopicPartition), so they never "
-                f"arrive")
+                f"(TransactionMarkerChannelManager.removeMarkersForTxnTopicPartition) and cancels "
+                f"any that come back for a retry (TransactionMarkerRequestCompletionHandler: no "
+                f"longer the coordinator), so they never arrive")
         if action == "TxnMarkerArrives" and args.get("c", 0) > run.state.get("coordinator_epoch", 0):
             raise NotDrivable(f"TxnMarkerArrives of coordinator epoch {args['c']} before that "
                               f"coordinator exists")
@@ -440,25 +533,34 @@ class ProducerAdapter(Adapter):
                     c.epoch, c.next_seq = epoch, {}
         elif action == "TxnMarkerArrives":
             c.markers_pending = False
+            if c.held_by is not None:
+                self._release(run, c)      # the retried marker is written: the spec's arrival
         if action in REQUESTS:
             if not c.transactional:
                 obs.update(self._observe(run, c, None))
                 return obs
-            after = self._settled(run) if not c.markers_pending else self._describe_transaction(run)
+            after = self._describe_transaction(run) if c.markers_pending or c.held_by is not None \
+                else self._settled(run)
             # the coordinator began completing a transaction that has partitions: its markers
             # are on their way (the spec's WriteTxnMarker / TxnMarkerArrives follow)
             if before and before["state"] == "Ongoing" and before["partitions"] and after and \
                     after["state"] in PREPARE + ("CompleteCommit", "CompleteAbort"):
                 c.markers_pending = True
                 after = self._describe_transaction(run)
+            if c.held_by is not None and not c.markers_pending:
+                self._release(run, c)      # held for a prepare that did not come: nothing to hold
+                after = self._describe_transaction(run)
+            if c.held_by is not None:
+                # Kafka is held in PrepareX: what it shows is what the spec's prepare holds
+                run.state.setdefault("held_steps", set()).add(run.step)
             obs.update(self._observe(run, c, after))
         return obs
 
     def view(self, run: TraceRun, step: SpecStep) -> dict:
         """The spec's step in the observation keys. The partition's producer state and the
-        coordinator's state name are compared only when the spec has no marker in flight (Kafka
-        may have written it already); the response epoch is the coordinator's epoch after the
-        step."""
+        coordinator's state name are compared when the spec has no marker in flight, or when
+        Kafka was held in PrepareX at this step (HOLD); otherwise Kafka may have written its
+        marker already. The response epoch is the coordinator's epoch after the step."""
         post, v = step.post, {}
         if step.outcome is not None:
             v["outcome"] = step.outcome
@@ -468,7 +570,7 @@ class ProducerAdapter(Adapter):
         v["response_epoch"] = post["txn_epoch"] if transactional else post["epoch"]
         if transactional:
             v["txn_epoch"] = post["txn_epoch"]
-        if post["txn_state"] not in PREPARE:
+        if post["txn_state"] not in PREPARE or step.index in run.state.get("held_steps", ()):
             if transactional:
                 v["txn_state"] = post["txn_state"]
             for tp in range(getattr(run.params, "partitions", 1)):
@@ -511,6 +613,8 @@ class ProducerAdapter(Adapter):
     def _conn(self, run: TraceRun, who: str, at: tuple | None = None):
         """The connection of `who` to `at` (a node's address; the bootstrap node if None)."""
         conns = run.state.setdefault("connections", {})
+        # while the hold has stopped node 1 (the bootstrap address), another node bootstraps
+        at = at or run.state.get("bootstrap_at")
         if (who, at) not in conns:
             conns[(who, at)] = run.connect(at)
         return conns[(who, at)]
@@ -625,6 +729,99 @@ class ProducerAdapter(Adapter):
             if d is None or d["state"] not in PREPARE or time.monotonic() > deadline:
                 return d
             time.sleep(0.02)   # the coordinator is writing its markers: poll again
+
+    # the hold (HOLD) ---------------------------------------------------------------------------
+    def _hold(self, run: TraceRun, c: Client, action: str, before: dict) -> None:
+        """Stop a follower of the data partition so that the markers of the prepare `action`
+        starts are refused NOT_ENOUGH_REPLICAS and retried until _release."""
+        cluster = run.broker
+        if not hasattr(cluster, "stop_node"):
+            raise NotDrivable(f"{action} starts a prepare that the trace needs held (a request "
+                              f"comes before its markers arrive), and only the cluster of three "
+                              f"can hold it: {HOLD}")
+        if len(before["partitions"]) > 1:
+            raise NotDrivable(f"{action} starts a prepare of {len(before['partitions'])} partitions "
+                              f"that the trace needs held: one stopped follower holds the markers "
+                              f"of every partition of the topic, where the spec's arrive one by one")
+        partitions = range(getattr(run.params, "partitions", 1))
+        busy = {cluster.node_at(self._coordinator(run)).node_id} | \
+            {cluster.node_at(self._leader(run, tp)).node_id for tp in partitions}
+        # node 1 last: it is the bootstrap address
+        free = sorted((n.node_id for n in cluster.nodes if n.node_id not in busy),
+                      key=lambda node_id: (node_id == cluster.nodes[0].node_id, node_id))
+        if not free:
+            raise NotDrivable(f"{action}: every node leads a data partition or the coordinator, "
+                              f"none can be stopped to hold the markers")
+        follower = free[0]
+        # the coordinator's own appends (acks=-1, transaction.state.log.min.isr=2) must go on
+        # with one node stopped: wait until a node stopped by an earlier hold is back in its ISR
+        self._wait(lambda: len(cluster.partition("__transaction_state", 0)["isr"]) == len(cluster.nodes),
+                   f"every node in the ISR of __transaction_state-0 before stopping node {follower}")
+        self._set_min_isr(run, HOLD_MIN_ISR)
+        if follower == cluster.nodes[0].node_id:
+            run.state["bootstrap_at"] = cluster.node(busy.pop()).host_port
+        cluster.stop_node(follower)
+        c.held_by = follower
+        for tp in partitions:
+            self._wait(lambda: self._probe(run, tp) == "NOT_ENOUGH_REPLICAS",
+                       f"the leader of {run.name}-{tp} refusing acks=-1 appends with node "
+                       f"{follower} stopped")
+
+    def _release(self, run: TraceRun, c: Client) -> None:
+        """Start the stopped follower again; once it is back in the ISR the coordinator's next
+        retry writes the marker."""
+        run.broker.start_node(c.held_by)
+        for tp in range(getattr(run.params, "partitions", 1)):
+            self._wait(lambda: self._probe(run, tp) == "CORRUPT_MESSAGE",
+                       f"node {c.held_by} back in the ISR of {run.name}-{tp}")
+        c.held_by = None
+
+    def _probe(self, run: TraceRun, partition: int) -> str:
+        """Whether the partition's leader refuses an acks=-1 append for want of in-sync replicas:
+        a Produce (acks=-1) of one batch whose CRC does not match, which the log can never append.
+        Partition.appendRecordsToLeader checks the ISR first (NOT_ENOUGH_REPLICAS); otherwise the
+        batch's validation refuses it (CORRUPT_MESSAGE). Not in the trace's wire log."""
+        from checker.conform.wire import Connection
+        k = _kio()
+        m, p, t = k["produce_tv2"], k["prim"], k["types"]
+        batch = bytearray(record_batch(-1, -1, -1, b"probe", transactional=False))
+        batch[-1] ^= 1
+        req = m.ProduceRequest(transactional_id=None, acks=p.i16(-1),
+                               timeout=p.i32Timedelta.parse(datetime.timedelta(seconds=5)),
+                               topic_data=(m.TopicProduceData(name=t.TopicName(run.name), partition_data=(
+                                   m.PartitionProduceData(index=p.i32(partition), records=p.Records(bytes(batch))),)),))
+        with Connection(*self._leader(run, partition), client_id=f"kcheck-{run.name}-probe") as conn:
+            return error_name(conn.send(req).responses[0].partition_responses[0].error_code)
+
+    def _set_min_isr(self, run: TraceRun, value: str) -> None:
+        """min.insync.replicas of the trace's topic (IncrementalAlterConfigs), waited for until
+        each data partition's leader serves it (DescribeConfigs at the leader)."""
+        from kio.schema.describe_configs.v4 import request as d
+        from kio.schema.incremental_alter_configs.v1 import request as m
+        from kio.static.primitive import i8
+        r = self._conn(run, "admin").send(m.IncrementalAlterConfigsRequest(resources=(m.AlterConfigsResource(
+            resource_type=i8(TOPIC_RESOURCE), resource_name=run.name, configs=(m.AlterableConfig(
+                name=MIN_ISR, config_operation=i8(0), value=value),)),), validate_only=False))
+        err = error_name(r.responses[0].error_code)
+        if err != "NONE":
+            raise RuntimeError(f"IncrementalAlterConfigs {run.name} {MIN_ISR}={value}: {err}")
+        for tp in range(getattr(run.params, "partitions", 1)):
+            leader = self._conn(run, "admin", self._leader(run, tp))
+
+            def served():
+                res = leader.send(d.DescribeConfigsRequest(resources=(d.DescribeConfigsResource(
+                    resource_type=i8(TOPIC_RESOURCE), resource_name=run.name,
+                    configuration_keys=(MIN_ISR,)),)))
+                return any(x.name == MIN_ISR and x.value == value for x in res.results[0].configs)
+            self._wait(served, f"the leader of {run.name}-{tp} serving {MIN_ISR}={value}")
+
+    @staticmethod
+    def _wait(condition, what: str, wait_s: float = HOLD_WAIT_S) -> None:
+        deadline = time.monotonic() + wait_s
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"not within {wait_s:.0f}s: {what}")
+            time.sleep(0.05)   # the cluster applies a config, a stop or a start: poll
 
     def _describe_producer(self, run, c: Client, partition: int = 0) -> dict | None:
         k = _kio()
