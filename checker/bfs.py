@@ -225,6 +225,8 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
             return "memory"
         return None
 
+    writing = [0.0]   # seconds the last checkpoint took to write
+
     def level_added(depth, level_fp):
         nonlocal last_saved
         if on_level is not None:
@@ -232,12 +234,16 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
         res.depth, res.distinct_states = depth, visited.n
         if sym is not None:
             res.unreduced_states += int(sym.orbit_sizes(ex.frontier).sum())
+        # at most every checkpoint_every seconds, and writing at most a tenth of the time: a
+        # checkpoint writes the whole visited set (gigabytes at two_phase N=11)
         if (checkpoint is not None and ex.stop_reason is None
-                and time.perf_counter() - last_saved >= checkpoint_every):
+                and time.perf_counter() - last_saved >= max(checkpoint_every, 10 * writing[0])):
             _count(res, ex)
+            began = time.perf_counter()
             ckpt.save(checkpoint, identity, visited, ex.frontier, ex.parents, ex.actions,
-                      ex.initial_words, res, time.perf_counter() - t0)
+                      ex.initial_words, res, began - t0)
             last_saved = time.perf_counter()
+            writing[0] = last_saved - began
 
     try:
         ex.run(max_depth, after_block=after_block, on_level=level_added)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 FILE = "checkpoint.npz"
-FORMAT = 1
+FORMAT = 2    # 2: each level's parent links and action instances as they are kept (no copy to join)
 
 
 def identity(model, props: list[str], deadlock: bool, comp, initial) -> dict:
@@ -72,9 +72,11 @@ def save(directory: str, ident: dict, visited, frontier, parents, actions, initi
             "found": {n: {"kind": f.kind, "initial": [str(x) for x in f.initial],
                           "steps": list(map(int, f.steps))} for n, f in res.found.items()},
             "level_sizes": [len(p) for p in parents]}
-    arrays = {"meta": np.array(json.dumps(meta)), "fp": visited.sorted_fp,
-              "frontier": frontier, "parents": np.concatenate(parents),
-              "actions": np.concatenate([a.astype(np.int32) for a in actions])}
+    # the arrays as the search keeps them, so that writing costs no copy of them (two_phase N=11:
+    # joining the levels' links would hold 3 GB more while writing)
+    arrays = {"meta": np.array(json.dumps(meta)), "fp": visited.sorted_fp, "frontier": frontier}
+    for d, (p, a) in enumerate(zip(parents, actions)):
+        arrays[f"parents_{d}"], arrays[f"actions_{d}"] = p, a
     if visited.keys is not None:
         arrays["keys"] = visited.keys[:, :visited.n]
     path = os.path.join(directory, FILE)
@@ -96,26 +98,30 @@ def load(directory: str, ident: dict) -> Saved | None:
         raise CheckpointError(f"--checkpoint {directory}: not a directory")
     if not os.path.exists(path):
         return None
+    def unreadable(e):
+        return CheckpointError(f"--checkpoint {directory}: {FILE} cannot be read "
+                               f"({type(e).__name__}: {e}); remove it or give another directory")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            arrays = {k: z[k] for k in z.files if k != "meta"}
+        z = np.load(path, allow_pickle=False)
+        meta = json.loads(str(z["meta"]))
     except Exception as e:  # a damaged or foreign file: say so in one line
-        raise CheckpointError(f"--checkpoint {directory}: {FILE} cannot be read ({type(e).__name__}: "
-                              f"{e}); remove it or give another directory") from None
-    theirs = meta.get("identity", {})
-    for key in ("format", "spec", "variant", "params", "properties", "deadlock", "initial", "code"):
-        if theirs.get(key) != ident[key]:
-            raise CheckpointError(
-                f"--checkpoint {directory} holds a search of {_describe(theirs)} that differs in its "
-                f"{_WHAT[key]} ({theirs.get(key)} there, {ident[key]} here): give another "
-                f"directory or remove {FILE}")
-    sizes = meta["level_sizes"]
-    bounds = np.cumsum([0] + sizes)
-    parents = [arrays["parents"][bounds[i]:bounds[i + 1]].astype(np.int32) for i in range(len(sizes))]
-    act_dtype = np.int16 if len(meta["fired"]) < 32000 else np.int32
-    actions = [arrays["actions"][bounds[i]:bounds[i + 1]].astype(np.int32 if i == 0 else act_dtype)
-               for i in range(len(sizes))]
+        raise unreadable(e) from None
+    with z:
+        theirs = meta.get("identity", {})
+        for key in ("format", "spec", "variant", "params", "properties", "deadlock", "initial",
+                    "code"):
+            if theirs.get(key) != ident[key]:   # refused before the arrays are read
+                raise CheckpointError(
+                    f"--checkpoint {directory} holds a search of {_describe(theirs)} that differs "
+                    f"in its {_WHAT[key]} ({theirs.get(key)} there, {ident[key]} here): give "
+                    f"another directory or remove {FILE}")
+        try:
+            arrays = {k: z[k] for k in z.files if k != "meta"}
+            levels = range(len(meta["level_sizes"]))
+            parents = [arrays[f"parents_{d}"] for d in levels]
+            actions = [arrays[f"actions_{d}"] for d in levels]
+        except Exception as e:
+            raise unreadable(e) from None
     found = {n: Found(n, f["kind"], tuple(int(x) for x in f["initial"]), f["steps"])
              for n, f in meta["found"].items()}
     return Saved(depth=meta["depth"], fp=arrays["fp"], keys=arrays.get("keys"),

@@ -107,6 +107,10 @@ class Compiled:
             src.append(self._effect_source(inst))
 
         self.invariant_names = []
+        # every invariant also in one function, so that they share their field reads (two_phase's
+        # eight read the same members' states): what the search checks a level with
+        every = CodeGen(lay, {"pre": "S"})
+        every_out, every_exprs = [], []   # the trees kept alive: CodeGen memoises by id()
         # a sometimes property is compiled as the invariant "never P": its violation is the witness
         for prop in [*model.invariants, *model.sometimes]:
             if want is not None and prop.name not in want:
@@ -116,6 +120,10 @@ class Compiled:
             r = g.expr(e)
             src.append(f"def inv_{len(self.invariant_names)}(S):\n" + "\n".join(g.lines) + f"\n    return {r}\n")
             self.invariant_names.append(prop.name)
+            every_out.append(every.expr(e))
+            every_exprs.append(e)
+        src.append("def inv_every(S):\n" + "\n".join(every.lines) +
+                   f"\n    return [{', '.join(every_out)}]\n")
 
         self.tprop_keys = []   # (name, instance index)
         for prop in model.transition_props:
@@ -140,6 +148,7 @@ class Compiled:
         self.guards = ns["guards"]
         self.effects = [ns[f"eff_{i.index}"] for i in model.instances]
         self.invariants = {n: ns[f"inv_{k}"] for k, n in enumerate(self.invariant_names)}
+        self._every_invariant = ns["inv_every"]
         self.tprops_by_instance: dict[int, list[tuple[str, object]]] = {}
         for k, (name, idx) in enumerate(self.tprop_keys):
             self.tprops_by_instance.setdefault(idx, []).append((name, ns[f"tp_{k}"]))
@@ -176,6 +185,26 @@ class Compiled:
             if bad.size:
                 return start + int(bad[0])
         return None
+
+    def first_violations(self, names, S: np.ndarray, block: int) -> dict[str, int]:
+        """For each invariant of ``names``: the position in S of the first state that breaks
+        it, when one does. Every invariant at once, block by block (shared field reads)."""
+        names = [n for n in self.invariant_names if n in set(names)]
+        if len(names) < 2:
+            got = {n: self.first_violation(n, S, block) for n in names}
+            return {n: i for n, i in got.items() if i is not None}
+        found: dict[str, int] = {}
+        for start in range(0, S.shape[1], block):
+            part = S[:, start:start + block]
+            for name, ok in zip(self.invariant_names, self._every_invariant(part)):
+                if ok is True or name in found or name not in names:
+                    continue
+                bad = np.flatnonzero(~np.broadcast_to(ok, (part.shape[1],)))
+                if bad.size:
+                    found[name] = start + int(bad[0])
+            if len(found) == len(names):
+                break
+        return found
 
     def step_violations(self, k: int, sub, T, out, ok, skip=()):
         """For the transition properties that judge instance k: (name, position in sub of the
@@ -226,9 +255,14 @@ class Compiled:
         # the outcome is a function of the state before the step
         out = g.expr(inst.outcome) if inst.outcome is not None else "None"
         body = list(g.lines)
-        body.append("    T = S.copy()")
+        # every word written: no copy of S to overwrite (one pass less a step); in place after
+        body.append("    T = np.empty_like(S)" if len(clear) == self.words else "    T = S.copy()")
         for w, m in clear.items():
-            body.append(f"    T[{w}] = " + " | ".join([f"(T[{w}] & {U64 ^ m})"] + per_word.get(w, [])))
+            body.append(f"    np.bitwise_and(S[{w}], {U64 ^ m}, out=T[{w}])")
+            terms = per_word.get(w, [])
+            const = sum(int(t) for t in terms if t.isdigit())   # the constants' bits as one
+            for term in [t for t in terms if not t.isdigit()] + ([str(const)] if const else []):
+                body.append(f"    T[{w}] |= {term}")
         ok = " & ".join(ok_terms) if ok_terms else "None"
         return f"def eff_{inst.index}(S):\n" + "\n".join(body) + f"\n    return T, {out}, {ok}\n"
 

@@ -52,6 +52,7 @@ DEADLOCK = "deadlock"
 BLOCK = 1 << 15           # states expanded at once
 EXACT_WORDS = 3           # states of up to this many words are stored whole; wider ones as 128-bit
 COMPACT_AT = 1 << 21      # a level's unsorted new states (with duplicates) before they are sorted
+PART = 1 << 22            # elements a time when a whole level's array is transformed (temporaries)
 
 
 class Violation(NamedTuple):
@@ -195,27 +196,35 @@ def least_per_state(fp: np.ndarray, action: np.ndarray, parent: np.ndarray) -> n
 
 
 def _sort_with_tag(fp: np.ndarray, tag: np.ndarray, tag_bits: int):
-    """(sorted tags, sorted fp or None), fp ascending with ``tag`` (< 2**tag_bits) breaking
-    ties, or None. One np.sort of packed words instead of an argsort, which is several times
-    slower: a state that leaves ``tag_bits`` free is shifted above the tag (exact, and the
-    sorted fp comes with it); otherwise a hash's top bits go above the tag, which orders the
-    states unless two distinct fingerprints share their top bits (the caller checks)."""
+    """(sorted tags, mask of the slots that hold a state's first occurrence, or None), fp
+    ascending with ``tag`` (< 2**tag_bits) breaking ties, or None. One np.sort of packed words
+    instead of an argsort, which is several times slower: a state that leaves ``tag_bits`` free
+    is shifted above the tag (exact: the mask comes with it); otherwise a hash's top bits go
+    above the tag, which orders the states unless two distinct fingerprints share their top
+    bits (the caller checks). The words are packed into ``tag`` itself, a part at a time, so
+    that a level's sort holds one array of its size, not three."""
     if tag_bits >= 40:
         return None
+    n = len(fp)
     mask = np.uint64((1 << tag_bits) - 1)
     b = np.uint64(tag_bits)
-    if not len(fp) or int(fp.max()) >> (64 - tag_bits) == 0:
-        key = np.left_shift(fp, b)
-        key |= tag
-        key.sort()
-        sf = key >> b
-        key &= mask
-        return key, sf
-    key = fp & ~mask
-    key |= tag
+    exact = not n or int(fp.max()) >> (64 - tag_bits) == 0
+    key = tag
+    for a in range(0, n, PART):
+        if exact:
+            key[a:a + PART] |= fp[a:a + PART] << b
+        else:
+            key[a:a + PART] |= fp[a:a + PART] & ~mask
     key.sort()
+    first = None
+    if exact and n:
+        first = np.empty(n, dtype=bool)
+        first[0] = True
+        for a in range(1, n, PART):
+            z = min(n, a + PART)
+            np.not_equal(key[a:z] >> b, key[a - 1:z - 1] >> b, out=first[a:z])
     key &= mask
-    return key, None
+    return key, first
 
 
 def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | None = None,
@@ -253,11 +262,11 @@ def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | Non
     else:
         run_bits = max(1, (len(runs) - 1).bit_length())
         got = _sort_with_tag(fp, _run_tags(runs, actions, run_bits), run_bits + action_bits)
-    order = sf = None
+    order = sf = first = None
     if got is not None:
-        order, sf = got
+        order, first = got
         del got
-        exact = sf is not None
+        exact = first is not None
         if runs is not None:
             # the k-th time run r appears in the sorted order is its k-th element (a run is
             # sorted): a stable sort of the run numbers (a radix sort) gives every position
@@ -268,11 +277,13 @@ def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | Non
             by_run = np.argsort(run_of, kind="stable")
             del run_of
             order = np.empty(n, dtype=np.int64)
-            order[by_run] = np.arange(n)
+            for a in range(0, n, 1 << 22):     # the inverse permutation, a part at a time
+                b = min(n, a + (1 << 22))
+                order[by_run[a:b]] = np.arange(a, b)
             del by_run
         else:
             order = order.view(np.int64)
-        if sf is None:
+        if not exact:
             sf = fp[order]
             if not (sf[1:] >= sf[:-1]).all():
                 order = None
@@ -289,9 +300,8 @@ def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | Non
         tag = np.arange(n, dtype=np.uint64) if runs is None else _run_tags(runs, actions, run_bits)
         order = np.lexsort((tag, fp))
         sf = fp[order]
-    first = np.empty(n, dtype=bool)
-    first[0] = True
-    np.not_equal(sf[1:], sf[:-1], out=first[1:])
+    if first is None:
+        first = _firsts(sf)
     del sf
     if keys is not None and not first.all():
         dup = np.flatnonzero(~first[1:]) + 1
@@ -305,10 +315,21 @@ def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | Non
     return order[first]
 
 
+def _firsts(sf: np.ndarray) -> np.ndarray:
+    """Mask of the first of each run of equal values of the sorted array."""
+    first = np.empty(len(sf), dtype=bool)
+    first[0] = True
+    np.not_equal(sf[1:], sf[:-1], out=first[1:])
+    return first
+
+
 def _run_tags(runs: list[int], actions: np.ndarray, run_bits: int) -> np.ndarray:
     tag = actions.astype(np.uint64)
     tag <<= np.uint64(run_bits)
-    tag |= np.repeat(np.arange(len(runs), dtype=np.uint64), runs)
+    at = 0
+    for r, size in enumerate(runs):     # no array of run numbers beside it
+        tag[at:at + size] |= np.uint64(r)
+        at += size
     return tag
 
 
@@ -362,6 +383,12 @@ class Visited:
         if self.keys is not None and n + k > self.keys.shape[1]:
             self.keys = _grow(self.keys, (self.nkeys, max(n + k, 2 * self.keys.shape[1])), n)
         fp, keys = self.fp, self.keys
+        if not n:   # the first level, or a checkpoint's set: a copy (no positions of its size)
+            fp[:k] = new
+            if keys is not None:
+                keys[:, :k] = new_keys
+            self.n = k
+            return
         pos = np.searchsorted(fp[:n], new)
         # each old state moves up by the number of new ones that go before it; from the back,
         # a chunk at a time, so that nothing is overwritten before it has moved
@@ -380,7 +407,9 @@ class Visited:
             fp[dest] = fp[a:b].copy()
             if keys is not None:
                 keys[:, dest] = keys[:, a:b].copy()
-        at = pos + np.arange(k)
+        at = pos                      # the new states' places: each moves up by those before it
+        for a in range(0, k, PART):
+            at[a:a + PART] += np.arange(a, min(k, a + PART))
         fp[at] = new
         if keys is not None:
             keys[:, at] = new_keys
@@ -428,23 +457,25 @@ class Block:
     violations: dict = field(default_factory=dict)   # transition property -> (position, instance)
     stuck: int | None = None          # position of the first deadlocked state
     cut_only: int = 0                 # states with steps, every one of which left a bound
-    moved: np.ndarray | None = None   # per successor: False when the step left its state as it was
 
 
 def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: bool = False,
                  stuck: bool = False, act_dtype=np.int32, successors=None,
-                 on_batch=None) -> Block:
+                 on_batch=None, loops: bool = True) -> Block:
     """Every enabled step from the states S (columns). ``fired[k]`` grows by instance k's steps;
     transition properties not in ``skip`` are judged (the least (position, instance) violating
     each); with ``deadlock``, the states whose every step left a search bound are counted and,
     with ``stuck``, the first state with no step (and not terminal) is found. ``successors``
     replaces ``comp.successors`` (a reduction's: it yields the same tuples, in the same order);
-    ``on_batch(k, idx, sub, T, ok)`` sees each instance's steps before the bound is applied."""
+    ``on_batch(k, idx, sub, T, ok)`` sees each instance's steps before the bound is applied.
+    Without ``loops``, the steps that leave their state as it was are left out of ``words``: they
+    reach a state already visited (their own; two_phase's repeated receipts, 37 % of its steps),
+    and dropping them here spares the sorts that would find that out."""
     m = S.shape[1]
     blk = Block()
     enabled = np.zeros(m, dtype=bool) if deadlock else None
     inside = np.zeros(m, dtype=bool) if deadlock else None
-    cS, cpar, cact, cmv = [], [], [], []
+    cS, cpar, cact = [], [], []
     viol = blk.violations
     for k, idx, sub, T, out, ok in (successors or comp.successors)(S):
         blk.transitions += idx.size
@@ -457,17 +488,23 @@ def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: 
             cand = (int(idx[i]), k)
             if name not in viol or cand < viol[name]:
                 viol[name] = cand
-        mv = T[0] != sub[0]
-        for w in range(1, T.shape[0]):
-            mv |= T[w] != sub[w]
         if ok is not None:
             blk.cut += int(idx.size - ok.sum())
-            idx, T, mv = idx[ok], T[:, ok], mv[ok]
+        keep = ok
+        if not loops:
+            if inside is not None:
+                inside[idx if ok is None else idx[ok]] = True
+            keep = T[0] != sub[0]
+            for w in range(1, T.shape[0]):
+                keep |= T[w] != sub[w]
+            if ok is not None:
+                keep &= ok
+        if keep is not None:
+            idx, T = idx[keep], T[:, keep]
             if not idx.size:
                 continue
-        if inside is not None:
+        if inside is not None and loops:
             inside[idx] = True
-        cmv.append(mv)
         cS.append(T)
         cpar.append(idx)
         cact.append(np.full(idx.size, k, dtype=act_dtype))
@@ -475,7 +512,7 @@ def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: 
         blk.cut_only = int((enabled & ~inside).sum())
         if stuck:
             none = ~enabled
-            if comp.terminal is not None:
+            if comp.terminal is not None and none.any():
                 none &= ~np.broadcast_to(comp.terminal(S), (m,))
             if none.any():
                 blk.stuck = int(np.flatnonzero(none)[0])
@@ -483,9 +520,8 @@ def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: 
         if len(cS) > 1:
             blk.words = np.concatenate(cS, axis=1)
             blk.parent, blk.action = np.concatenate(cpar), np.concatenate(cact)
-            blk.moved = np.concatenate(cmv)
         else:
-            blk.words, blk.parent, blk.action, blk.moved = cS[0], cpar[0], cact[0], cmv[0]
+            blk.words, blk.parent, blk.action = cS[0], cpar[0], cact[0]
     return blk
 
 
@@ -656,8 +692,10 @@ class Explorer:
         return fp0
 
     def resume(self, saved):
-        """Where a checkpoint left off (checker/checkpoint.py ``Saved``)."""
+        """Where a checkpoint left off (checker/checkpoint.py ``Saved``); its visited set is
+        copied into the search's and dropped from ``saved``."""
         self.visited.add(saved.fp, saved.keys)
+        saved.fp = saved.keys = None
         self.frontier, self.parents, self.actions = saved.frontier, saved.parents, saved.actions
         self.initial_words = saved.initial_words
         self.transitions, self.cut, self.cut_only = (saved.transitions, saved.cut_by_bounds,
@@ -689,12 +727,11 @@ class Explorer:
 
     def check_invariants(self, S: np.ndarray, level: int):
         """Each invariant still pending, on the states S of ``level`` (in level order)."""
-        for name in self.comp.invariants:
-            if name not in self.pending:
-                continue
-            i = self.comp.first_violation(name, S, self.block)
-            if i is not None:
-                self._record(name, "invariant", level, i)
+        pending = [name for name in self.comp.invariants if name in self.pending]
+        found = self.comp.first_violations(pending, S, self.block)
+        for name in pending:
+            if name in found:
+                self._record(name, "invariant", level, found[name])
 
     # -- one level ---------------------------------------------------------------------------
 
@@ -721,7 +758,8 @@ class Explorer:
                 before_block(start, n)
             S = frontier[:, start:start + block]
             blk = expand_block(comp, S, self.fired, skip, check_deadlock, deadlocked is None,
-                               self.act_dtype, self.successors, on_batch)
+                               self.act_dtype, self.successors, on_batch,
+                               loops=on_block is not None)
             self.transitions += blk.transitions
             self.cut += blk.cut
             self.cut_only += blk.cut_only
@@ -736,15 +774,18 @@ class Explorer:
                 if self.canonical is not None:
                     T = self.canonical(T)    # one representative per orbit
                 fp = fingerprint(T)
+                parent, action = blk.parent, blk.action
                 if on_block is not None:
-                    on_block(start, T, blk.parent, blk.action, fp)
-                parent, action, moved = blk.parent, blk.action, blk.moved
-                # a step that leaves its state as it was reaches a state already visited (its
-                # own): dropped before the sorts (two_phase's repeated receipts, 37 % of its steps)
-                if not moved.all():
-                    T, parent, action = T[:, moved], parent[moved], action[moved]
-                    fp = T[0] if self.one_word else fp[moved]
-                del moved
+                    on_block(start, T, parent, action, fp)
+                    # the hook saw every step; a step that leaves its state as it was reaches a
+                    # state already visited (see expand_block)
+                    moved = T[0] != S[0, parent]
+                    for w in range(1, T.shape[0]):
+                        moved |= T[w] != S[w, parent]
+                    if not moved.all():
+                        T, parent, action = T[:, moved], parent[moved], action[moved]
+                        fp = T[0] if self.one_word else fp[moved]
+                    del moved
                 if len(parent):
                     level.add(T, fp, parent, action, start)
                 del T, fp, parent, action
