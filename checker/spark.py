@@ -244,14 +244,20 @@ def model_for(ref: str, variant: str, params: dict) -> Model:
     return _MODELS[key]
 
 
-class _LevelRecorder:
-    """The fingerprints of every level bfs.search adds, from its on_level hook."""
+_COMPILED: dict = {}
 
-    def __init__(self):
-        self.levels: list[np.ndarray] = []
 
-    def on_level(self, depth, fingerprints):
-        self.levels.append(np.array(fingerprints, copy=True))
+def _compiled(task: dict):
+    """A slice's compiled model and symmetry (None unless asked for and declared), once per
+    Python worker."""
+    key = (task["spec"], task["variant"], tuple(sorted(task["params"].items())),
+           tuple(task["properties"]), task.get("symmetry", False))
+    if key not in _COMPILED:
+        from checker import symmetry
+        model = model_for(task["spec"], task["variant"], task["params"])
+        sym = symmetry.for_model(model) if task.get("symmetry") else None
+        _COMPILED[key] = (Compiled(model, task["properties"]), sym)
+    return _COMPILED[key]
 
 
 def _fail_if_asked(task):
@@ -268,25 +274,36 @@ def _found_plain(found: dict) -> list:
 
 
 def run_slice(task: dict):
-    """One slice, on an executor -> (summary, fingerprints, global depths)."""
+    """One slice, on an executor: the single process's core (checker/explore.py) from the
+    slice's roots -> (summary, fingerprints, global depths, orbit sizes or None). With a
+    symmetry, the states are representatives and the counterexamples paths of
+    representatives (the driver makes the one it reports concrete)."""
     _fail_if_asked(task)
-    model = model_for(task["spec"], task["variant"], task["params"])
-    roots = task["roots"]
-    rec = _LevelRecorder()
-    res = bfs.search(model, task["properties"], task["max_depth"], None, task["deadlock"],
-                     initial=roots, on_level=rec.on_level, block=task.get("block", BLOCK))
-    levels = rec.levels
-    if sum(len(u) for u in levels) != res.distinct_states:
-        raise RuntimeError(f"kcheck: slice {task['slice']}: recorded {sum(len(u) for u in levels)} "
-                           f"fingerprints for {res.distinct_states} states (checker/bfs.py changed?)")
+    t0 = time.perf_counter()
+    comp, sym = _compiled(task)
+    ex = explore.Explorer(comp.model, comp, task["properties"], task["deadlock"],
+                          block=task.get("block", BLOCK), counterexample=Found,
+                          canonical=None if sym is None else sym.canonical)
+    levels, orbits = [], []
+
+    def on_level(depth, fp):
+        levels.append(np.array(fp, copy=True))
+        if sym is not None:
+            orbits.append(sym.orbit_sizes(ex.frontier))
+
+    on_level(0, ex.start(task["roots"]))
+    try:
+        stop = ex.run(task["max_depth"], on_level=on_level)
+    except MemoryError:      # what was found stands; the answer is bounded
+        stop = "out-of-memory"
     fps = np.concatenate(levels)
     depths = np.concatenate([np.full(len(u), task["offset"] + d, dtype=np.int32)
                              for d, u in enumerate(levels)])
-    summary = {"slice": task["slice"], "distinct": res.distinct_states, "transitions": res.transitions,
-               "cut": res.cut_by_bounds, "depth": res.depth, "stop_reason": res.stop_reason,
-               "elapsed_s": res.elapsed_s, "found": _found_plain(res.found),
-               "fired": [int(x) for x in res.fired], "cut_only": res.cut_only_states}
-    return summary, fps, depths
+    summary = {"slice": task["slice"], "distinct": len(fps), "transitions": ex.transitions,
+               "cut": ex.cut, "depth": ex.depth, "stop_reason": stop,
+               "elapsed_s": time.perf_counter() - t0, "found": _found_plain(ex.found),
+               "fired": [int(x) for x in ex.fired], "cut_only": ex.cut_only}
+    return summary, fps, depths, (np.concatenate(orbits) if sym is not None else None)
 
 
 def bucket(fps: np.ndarray, parts: int) -> np.ndarray:
@@ -297,13 +314,13 @@ def bucket(fps: np.ndarray, parts: int) -> np.ndarray:
 
 
 def _slice_records(task, parts, states_acc):
-    summary, fps, depths = run_slice(task)
+    summary, fps, depths, orbits = run_slice(task)
     states_acc.add(summary["distinct"])
     yield parts + task["slice"], summary
     b = bucket(fps, parts)
     for p in range(parts):
         sel = b == p
-        yield p, (fps[sel], depths[sel])
+        yield p, (fps[sel], depths[sel], None if orbits is None else orbits[sel])
 
 
 def _identity(k):
@@ -311,14 +328,16 @@ def _identity(k):
 
 
 def _merge_group(records):
-    """The states of one fingerprint group: the least depth of each, counted per depth."""
-    fps, depths, rows = [], [], 0
+    """The states of one fingerprint group: the least depth of each, counted per depth (and,
+    with a symmetry, the orbit sizes of those representatives summed per depth)."""
+    fps, depths, orbits, rows = [], [], [], 0
     for key, value in records:
         if isinstance(value, dict):
             yield "summary", value
         else:
             fps.append(value[0])
             depths.append(value[1])
+            orbits.append(value[2])
             rows += len(value[0])
     if rows:
         f, d = np.concatenate(fps), np.concatenate(depths)
@@ -326,9 +345,13 @@ def _merge_group(records):
         f, d = f[order], d[order]
         first = np.ones(len(f), dtype=bool)
         first[1:] = f[1:] != f[:-1]
-        yield "histogram", (np.bincount(d[first]), rows)
+        w = None
+        if orbits[0] is not None:
+            o = np.concatenate(orbits)[order][first]
+            w = np.bincount(d[first], weights=o).round().astype(np.int64)
+        yield "histogram", (np.bincount(d[first]), rows, w)
     else:
-        yield "histogram", (np.zeros(0, dtype=np.int64), 0)
+        yield "histogram", (np.zeros(0, dtype=np.int64), 0, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,29 +397,53 @@ class Distribution:
 
 
 def _frontier(model: Model, comp: Compiled, want: int, max_depth: int | None,
-              block: int = BLOCK):
+              block: int = BLOCK, sym=None):
     """Breadth-first levels, on the single process's core (the same order and parents), until
     one has ``want`` states (or the space or max_depth ends first) -> (depth, frontier words
-    (columns), path of each frontier state, fingerprints per level). A path is (initial words,
-    action instances)."""
-    ex = explore.Explorer(model, comp, [], False, keyed=False, block=block)
+    (columns), path of each frontier state, fingerprints per level, orbit sizes per level or
+    None). A path is (initial words, action instances); with a symmetry ``sym``, the states
+    are representatives and the paths paths of representatives."""
+    ex = explore.Explorer(model, comp, [], False, keyed=False, block=block,
+                          canonical=None if sym is None else sym.canonical)
     levels_fp = [ex.start(initial_words(model))]
-    ex.run(max_depth, until=lambda: ex.frontier.shape[1] >= want,
-           on_level=lambda depth, fp: levels_fp.append(fp))
+    orbits = None if sym is None else [sym.orbit_sizes(ex.frontier)]
+
+    def on_level(depth, fp):
+        levels_fp.append(fp)
+        if sym is not None:
+            orbits.append(sym.orbit_sizes(ex.frontier))
+    ex.run(max_depth, until=lambda: ex.frontier.shape[1] >= want, on_level=on_level)
     level, depth = ex.frontier, ex.depth
     paths = {tuple(int(x) for x in level[:, i]): ex.trace_to(depth, i)
              for i in range(level.shape[1])}
-    return depth, level, paths, levels_fp
+    return depth, level, paths, levels_fp, orbits
 
 
-def _trace_key(model: Model, ex, f: Found) -> tuple:
+def _prefix_found(model: Model, comp: Compiled, props, deadlock: bool, depth: int, block: int,
+                  sym=None) -> dict:
+    """The counterexamples of the levels 0..depth, as the core finds them (with a symmetry:
+    paths of representatives, as the slices report theirs)."""
+    ex = explore.Explorer(model, comp, props, deadlock, block=block, counterexample=Found,
+                          canonical=None if sym is None else sym.canonical)
+    ex.start(initial_words(model))
+    ex.run(depth)
+    return ex.found
+
+
+def _trace_key(model: Model, ex, f: Found, sym=None) -> tuple:
     """Orders shortest traces as the single-process search would choose between them (see the
-    module's docstring): length, then the end, then the path from its last step backwards."""
+    module's docstring): length, then the end, then the path from its last step backwards.
+    With a symmetry ``sym``, ``f`` is a path of representatives."""
+    def rep(words):
+        col = np.array(words, dtype=np.uint64).reshape(-1, 1)
+        return col if sym is None else sym.canonical(col)
     words = tuple(f.initial)
-    fps = [int(fingerprint(np.array(words, dtype=np.uint64).reshape(-1, 1))[0])]
+    fps = [int(fingerprint(rep(words))[0])]
     for k in f.steps:
         words, _, _ = ex.apply(words, k)
-        fps.append(int(fingerprint(np.array(words, dtype=np.uint64).reshape(-1, 1))[0]))
+        col = rep(words)
+        words = tuple(int(x) for x in col[:, 0])
+        fps.append(int(fingerprint(col)[0]))
     n = len(f.steps)
     back = tuple((f.steps[j], fps[j]) for j in range(n - 1, -1, -1))
     end = (fps[n - 1], f.steps[-1]) if f.kind == "transition" else (fps[n], -1)
@@ -406,12 +453,14 @@ def _trace_key(model: Model, ex, f: Found) -> tuple:
 def check(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
           deadlock: bool | None = None, master: str = "local[*]", slices: int | None = None,
           verbose: bool = False, progress=None, fail_once: tuple[int, ...] = (),
-          block: int = BLOCK) -> SearchResult:
+          block: int = BLOCK, symmetry: bool = False) -> SearchResult:
     """Explore ``model`` on Spark; returns the SearchResult the single-process search would
     return (see the module's docstring), with a ``distribution`` attribute.
     ``progress(slices_done, slices, states_so_far)`` is called from a driver thread.
     ``fail_once`` (tests only) names slices whose first attempt fails. ``block``: states
-    expanded at once (tests: small blocks make small levels span several)."""
+    expanded at once (tests: small blocks make small levels span several). ``symmetry``: one
+    representative per orbit of the spec's declared symmetry, as bfs.search (the slices' roots
+    and states are representatives; the trace reported is made concrete by the driver)."""
     t_start = time.perf_counter()
     spec = model.spec
     props = list(spec.properties) if properties is None else list(properties)
@@ -421,7 +470,11 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     t0 = time.perf_counter()
     n = slices or sc.defaultParallelism
     comp = Compiled(model, props)
-    depth0, frontier, paths, prefix_fps = _frontier(model, comp, n, max_depth, block)
+    res = SearchResult(model, all_props, deadlock_checked=check_deadlock)
+    from checker import symmetry as symmetry_
+    sym = symmetry_.prepare(model, comp, res, symmetry)
+    depth0, frontier, paths, prefix_fps, prefix_orbits = _frontier(model, comp, n, max_depth,
+                                                                   block, sym)
     dist = Distribution(master, n, depth0, frontier.shape[1], startup_s=t0 - t_start)
 
     pre = None
@@ -430,7 +483,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
         # the prefix's verdicts are the single-process ones for its levels; when the whole
         # search fits in the prefix, it is the single-process search
         pre = bfs.search(model, props, max_depth if whole else depth0, None, check_deadlock,
-                         block=block)
+                         block=block, symmetry=sym is not None)
         if whole or pre.stop_reason == "all-violated":
             pre.elapsed_s = time.perf_counter() - t0
             dist.in_driver, dist.distinct_reached = True, pre.distinct_states
@@ -445,14 +498,16 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     tasks = [{"slice": i, "spec": ref, "variant": model.variant, "params": model.params.as_dict(),
               "properties": props, "deadlock": check_deadlock,
               "max_depth": None if max_depth is None else max_depth - depth0,
-              "roots": g, "offset": depth0, "fail_once": i in fail_once, "block": block}
+              "roots": g, "offset": depth0, "fail_once": i in fail_once, "block": block,
+              "symmetry": sym is not None}
              for i, g in enumerate(groups)]
     dist.slices = len(tasks)
     parts = max(1, sc.defaultParallelism)
     prefix = []
     for d, u in enumerate(prefix_fps[:-1]):      # the frontier level itself comes from the slices
         b = bucket(u, parts)
-        prefix += [(p, (u[b == p], np.full(int((b == p).sum()), d, dtype=np.int32)))
+        prefix += [(p, (u[b == p], np.full(int((b == p).sum()), d, dtype=np.int32),
+                        None if sym is None else prefix_orbits[d][b == p]))
                    for p in range(parts)]
     states_acc = sc.accumulator(0)
     rdd = sc.parallelize(tasks, len(tasks)).flatMap(lambda t: _slice_records(t, parts, states_acc))
@@ -463,12 +518,17 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
 
     summaries = sorted((v for k, v in out if k == "summary"), key=lambda s: s["slice"])
     hist = np.zeros(1, dtype=np.int64)
+    whist = np.zeros(1, dtype=np.int64)    # with a symmetry: the states the orbits stand for
     for k, v in out:
         if k == "histogram":
-            h, rows = v
+            h, rows, w = v
             if len(h) > len(hist):
                 hist = np.pad(hist, (0, len(h) - len(hist)))
             hist[:len(h)] += h
+            if w is not None:
+                if len(w) > len(whist):
+                    whist = np.pad(whist, (0, len(w) - len(whist)))
+                whist[:len(w)] += w
             dist.rows += rows
     dist.slice_states = [s["distinct"] for s in summaries]
     dist.distinct_reached = int(hist.sum())
@@ -479,13 +539,14 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     ex = Executor(model, comp)
     candidates: dict[str, list[Found]] = {}
     if pre is not None:
-        for p, f in pre.found.items():
+        # the prefix's own, found as the slices find theirs (paths of representatives)
+        for p, f in _prefix_found(model, comp, props, check_deadlock, depth0, block, sym).items():
             candidates.setdefault(p, []).append(f)
     for s in summaries:
         for p, kind, initial, steps in s["found"]:
             init0, steps0 = paths[tuple(initial)]
             candidates.setdefault(p, []).append(Found(p, kind, init0, steps0 + list(steps)))
-    best = {p: min(fs, key=lambda f: _trace_key(model, ex, f)) for p, fs in candidates.items()}
+    best = {p: min(fs, key=lambda f: _trace_key(model, ex, f, sym)) for p, fs in candidates.items()}
     stop, last = explore.replay_stop({p: explore.decided_at(f.kind, len(f.steps))
                                       for p, f in best.items()}, props, check_deadlock,
                                      len(hist) - 1, max_depth)
@@ -496,8 +557,10 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     broken = [s["stop_reason"] for s in summaries if s["stop_reason"] in ("out-of-memory", "interrupted")]
     if broken:      # a slice did not finish: what was found stands, the answer is bounded
         stop, last = broken[0], len(hist) - 1
-    res = SearchResult(model, all_props, deadlock_checked=check_deadlock)
     res.found = {p: best[p] for p in all_props if p in best and (broken or happened(best[p]))}
+    if sym is not None:
+        res.unreduced_states = int(whist[:last + 1].sum())
+        symmetry_.finish(model, comp, sym, res)      # concrete traces, as bfs.search reports
     res.stop_reason = stop
     res.exhaustive = stop is None
     res.distinct_states = int(hist[:last + 1].sum())

@@ -114,7 +114,8 @@ def check_on_spark(model, props, args, console, engine_name: str = "spark-slices
     if getattr(args, "max_states", None):
         raise SparkError("--max-states bounds the single-process search; with --spark use --max-depth")
     kw = dict(properties=props, max_depth=args.max_depth, deadlock=args.deadlock or None,
-              master=args.spark or "local[*]", verbose=args.verbose)
+              master=args.spark or "local[*]", verbose=args.verbose,
+              symmetry=not getattr(args, "no_symmetry", False))
     if engine_name == "spark-ownership":
         from checker import spark_owner
         live, update = _level_progress(args.verbose)

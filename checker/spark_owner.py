@@ -177,15 +177,32 @@ def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock
 
 
 def _candidates(parts: list[tuple]) -> tuple | None:
-    """Candidates (fp, words, parent, action) from every sender -> one per fingerprint, the
-    least (action instance, parent), sorted by fingerprint; None when there are none."""
+    """Candidates (fp, words, parent, action) from every sender, each sender's sorted by
+    fingerprint -> one per fingerprint, the least (action instance, parent), sorted by
+    fingerprint; None when there are none. The senders' runs are merged by one stable sort
+    (a merge of sorted runs), and only the fingerprints sent more than once are compared."""
     parts = [p for p in parts if len(p[0])]
     if not parts:
         return None
-    return _least(np.concatenate([p[0] for p in parts]),
-                  np.concatenate([p[1] for p in parts], axis=1),
-                  np.concatenate([p[2] for p in parts]),
-                  np.concatenate([p[3] for p in parts]))
+    if len(parts) == 1 and (parts[0][0][1:] > parts[0][0][:-1]).all():
+        return parts[0]                      # one sender's, already one per state
+    fp = np.concatenate([p[0] for p in parts])
+    order = np.argsort(fp, kind="stable")
+    sf = fp[order]
+    same = sf[1:] == sf[:-1]
+    del sf
+    S = np.concatenate([p[1] for p in parts], axis=1)
+    par = np.concatenate([p[2] for p in parts])
+    act = np.concatenate([p[3] for p in parts])
+    if same.any():
+        tied = np.zeros(len(order), dtype=bool)
+        tied[1:] |= same
+        tied[:-1] |= same
+        sub = order[tied]
+        keep = sub[explore.least_per_state(fp[sub], act[sub], par[sub])]
+        order = np.concatenate([order[~tied], keep])
+        order = order[np.argsort(fp[order], kind="stable")]
+    return fp[order], S[:, order], par[order], act[order]
 
 
 def merge(visited: np.ndarray, parts: list[tuple]) -> tuple:
@@ -501,6 +518,10 @@ def run_owners_in_threads(ctx: dict, shares: list[dict]) -> list[dict]:
     if errors:
         raise errors[0]
     return outs
+
+
+def _keyed_by_owner(out: dict):
+    return 0, out
 
 
 def _lap(prof: dict, name: str, t: float) -> float:
@@ -820,8 +841,11 @@ def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress,
         if sc is None:
             outs = run_owners_in_threads(ctx, shares)
         else:
-            outs = sc.parallelize(shares, P).barrier().mapPartitions(
-                functools.partial(_owner_task, ctx)).collect()
+            # the barrier stage ends in a shuffle (of the P small results): Spark reruns a failed
+            # barrier stage only when it is a shuffle map stage, never a result stage
+            outs = (sc.parallelize(shares, P).barrier()
+                    .mapPartitions(functools.partial(_owner_task, ctx))
+                    .map(_keyed_by_owner).partitionBy(1, _identity).values().collect())
     except KeyboardInterrupt:
         if sc is not None:
             sc.cancelAllJobs()

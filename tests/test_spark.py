@@ -15,7 +15,7 @@ from checker import bfs, spark
 from checker.cli import main
 from checker.layout import initial_words
 from checker.loader import load_spec
-from checker.trace import Executor, load, replay
+from checker.trace import Executor, build, load, replay
 from spark_support import MASTER, sc, test_bounds  # noqa: F401 (sc is a fixture)
 from spec import SHIPPED
 
@@ -69,6 +69,26 @@ def test_spark_matches_single_process(sc, name, variant):
     if not d.in_driver:
         assert d.rows >= d.distinct_reached >= dist.distinct_states
         assert len(d.slice_states) == d.slices <= 3
+
+
+def test_slices_store_orbits_with_symmetry(sc):
+    """consumer_group with three dynamic members: each slice stores one representative per
+    orbit; the orbits, the states they stand for and the concrete traces are the single
+    process's with symmetry."""
+    spec = load_spec("consumer_group")
+    model = spec.instantiate(spec.default_variant, {"members": 3, "static_members": 0})
+    single = bfs.search(model, max_depth=4, symmetry=True)
+    dist = spark.check(model, max_depth=4, master=MASTER, slices=3, symmetry=True)
+    assert dist.symmetry == single.symmetry == "member slots 1,2"
+    assert (dist.distinct_states, dist.unreduced_states) == \
+        (single.distinct_states, single.unreduced_states)
+    assert dist.unreduced_states > dist.distinct_states
+    assert not dist.distribution.in_driver
+    assert_same(model, single, dist)
+    assert dist.found and max(len(f.steps) for f in dist.found.values()) > \
+        dist.distribution.frontier_depth                    # found by a slice, past the prefix
+    for p, f in dist.found.items():       # concrete: replays through the unreduced spec
+        assert len(build(model, p, f.kind, f.initial, f.steps)) == len(f.steps)
 
 
 @pytest.mark.parametrize("slices", [1, 2, 5])

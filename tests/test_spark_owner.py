@@ -1,9 +1,10 @@
 """The ownership mode (checker/spark_owner.py) against the single-process search: every shipped
 spec and variant gives the same verdicts, distinct-state counts, transitions, depth, steps per
 action and the very same traces (at any level size: tests/test_explore.py cuts levels into many
-blocks); no state is explored twice; the stopping rules, a retried task, more owners than cores,
-and the command line."""
+blocks); no state is explored twice; the stopping rules, a retried task, more owners than cores
+(one job per level) and as many (one barrier job), symmetry reduction, and the command line."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -49,6 +50,19 @@ def test_driver_alone_matches_single_process():
 
 
 @pytest.mark.parametrize("name,variant", CASES)
+def test_barrier_owners_as_threads_match_single_process(name, variant):
+    """The barrier mode's owner protocol (expand, exchange through files, merge, the stopping
+    rule replicated in every owner, the traces walked across owners), its owners run as
+    threads without Spark: the last levels of each variant's test bounds."""
+    model = load_spec(name).instantiate(variant)
+    max_depth, single = test_bounds(model)
+    depth = single.depth if max_depth is None else max_depth
+    own = spark_owner.check(model, max_depth=max_depth, master=None, owners=2, threads=True,
+                            prefix_depth=max(0, depth - SPARK_LEVELS))
+    assert_same(model, single, own)
+
+
+@pytest.mark.parametrize("name,variant", CASES)
 def test_ownership_matches_single_process(sc, name, variant):
     """The last levels of each variant's test bounds built by the owners on Spark."""
     model = load_spec(name).instantiate(variant)
@@ -69,6 +83,7 @@ def test_every_level_on_spark_with_more_owners_than_cores(sc):
     own = spark_owner.check(model, deadlock=True, master=MASTER, owners=3, prefix_depth=0)
     assert_same(model, single, own)
     d = own.distribution
+    assert d.mode == "levels"       # a barrier job needs a task slot for every owner
     assert d.prefix_depth == 0 and d.spark_levels == single.depth + 1   # the last finds none
     assert len(d.owner_states) == 3 and all(n > 0 for n in d.owner_states)
     assert sum(d.owner_states) == single.distinct_states
@@ -89,11 +104,79 @@ def test_stops_where_the_single_process_search_stops(sc):
                                                  prefix_depth=2))
 
 
-def test_failed_task_is_retried_with_the_same_answer(sc):
+@pytest.mark.parametrize("mode", spark_owner.MODES)
+def test_failed_task_is_retried_with_the_same_answer(sc, mode):
+    """Levels mode: Spark retries the task from the persisted store of the level before;
+    barrier mode: the whole stage, from the driver's hand-over."""
     model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 3})
     single = bfs.search(model)
-    own = spark_owner.check(model, master=MASTER, owners=2, prefix_depth=6, fail_once_at=7)
+    own = spark_owner.check(model, master=MASTER, owners=2, prefix_depth=6, fail_once_at=7,
+                            mode=mode)
+    assert own.distribution.mode == mode and own.distribution.spark_levels > 1
     assert_same(model, single, own)
+
+
+def _exchange_dirs():
+    root = spark_owner.exchange_root()
+    return {p.name for p in root.glob(f"kcheck-owners-{os.getpid()}-*")}
+
+
+def test_barrier_and_levels_modes_give_the_single_process_answer(sc):
+    """Every level past the first on Spark, both modes; the barrier job leaves no exchange
+    files behind and profiles each level (its phases, the slowest owner's)."""
+    model = load_spec("two_phase").instantiate("lamport", {"N": 4})
+    single = bfs.search(model)
+    before = _exchange_dirs()
+    for mode in spark_owner.MODES:
+        own = spark_owner.check(model, master=MASTER, owners=2, prefix_depth=1, mode=mode)
+        assert_same(model, single, own)
+        d = own.distribution
+        assert d.mode == mode and d.spark_levels == single.depth   # levels 2.., and the empty one
+        assert len(d.profile) == d.spark_levels
+        assert [p["states"] for p in d.profile[:-1]] == d.levels[2:]
+        assert all(p["level"] > 0 for p in d.profile) and len(d.owner_busy_s) == 2
+        if mode == "barrier":
+            assert set(spark_owner.PHASES) <= set(d.profile[0])
+    assert _exchange_dirs() == before
+
+
+def _symmetric_group():
+    spec = load_spec("consumer_group")
+    return spec.instantiate(spec.default_variant, {"members": 3, "static_members": 0})
+
+
+@pytest.mark.parametrize("mode", spark_owner.MODES)
+def test_symmetry_orbits_and_traces_equal_the_single_process(sc, mode):
+    """consumer_group with three dynamic members: the owners store one representative per orbit
+    of the member slots 1,2, as bfs does; orbits, the states they stand for (the unreduced
+    count) and the concrete traces are the single process's with symmetry."""
+    model = _symmetric_group()
+    single = bfs.search(model, max_depth=4, symmetry=True)
+    own = spark_owner.check(model, max_depth=4, master=MASTER, owners=2, prefix_depth=2,
+                            symmetry=True, mode=mode)
+    assert own.symmetry == single.symmetry == "member slots 1,2"
+    assert (own.distinct_states, own.unreduced_states) == \
+        (single.distinct_states, single.unreduced_states)
+    assert own.unreduced_states > own.distinct_states       # it reduced
+    assert not own.distribution.in_driver and own.distribution.spark_levels == 2
+    assert own.found and max(len(f.steps) for f in own.found.values()) > 2   # found past the prefix
+    assert_same(model, single, own)
+
+
+def test_cli_spark_engines_honour_no_symmetry(sc, capsys):
+    """--no-symmetry turns the reduction off on Spark as in one process; without it both Spark
+    engines count the orbits bfs counts."""
+    argv = ["check", "consumer_group", "--param", "members=3", "--param", "static_members=0",
+            "--max-depth", "3", "--json"]
+    counts = {}
+    for flag in ([], ["--no-symmetry"]):
+        code = main(argv + flag)
+        single = json.loads(capsys.readouterr().out)["distinct_states"]
+        for engine in ("spark-ownership", "spark-slices"):
+            assert main(argv + flag + ["--engine", engine, "--spark", MASTER, "--slices", "2"]) == code
+            assert json.loads(capsys.readouterr().out)["distinct_states"] == single, (engine, flag)
+        counts[bool(flag)] = single
+    assert counts[False] < counts[True]
 
 
 def test_owner_of_spreads_one_word_states():
