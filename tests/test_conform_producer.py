@@ -323,9 +323,10 @@ HELD_OUTCOMES = {
     "scenarios/producer/kafka-18464-kip360.json": (driver.CONFORMS, None, "PrepareAbort"),
     # KAFKA-20785's fix is in no release tested (ProducerAdapter.expected_divergences)
     "scenarios/producer/kafka-20785-prepare-abort.json": (driver.EXPECTED, 11, "PrepareAbort"),
-    # a marker of the coordinator that moved away: its old coordinator cancelled it
+    # the old coordinator's marker, sent late after the new one's: TRANSACTION_COORDINATOR_FENCED
+    "scenarios/producer/kafka-9144-kip360.json": (driver.CONFORMS, None, "PrepareAbort"),
+    # the old coordinator's marker while the new one's is held: the hold refuses both
     "scenarios/producer/kafka-19999-kip360.json": (driver.NOT_DRIVABLE, 10, "PrepareAbort"),
-    "scenarios/producer/kafka-9144-kip360.json": (driver.NOT_DRIVABLE, 11, "PrepareAbort"),
     "producer/kafka-19999/every-prepared-transaction-completes.json": (driver.NOT_DRIVABLE, 10, "PrepareAbort"),
 }
 HELD_DIVERGING = ROOT / "counterexamples" / "producer" / "kafka-18464" / "fenced-only-when-overtaken.json"

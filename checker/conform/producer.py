@@ -67,7 +67,9 @@ REQUESTS = {
                                 "abortTimedOutTransactions; the timer itself is not exercised",
     "TxnMarkerArrives": "wait until DescribeTransactions shows the transaction completed (the "
                         "coordinator writes its markers by itself); a held prepare (HOLD) is "
-                        "released first: the stopped follower is started again",
+                        "released first: the stopped follower is started again. A marker of a "
+                        "coordinator that moved away is the WriteTxnMarkers request that "
+                        "coordinator sent (seen while held), sent late to the leader",
 }
 CLIENT_SIDE = {
     "BeginTransaction": "the producer's state (no request: beginTransaction is client-side)",
@@ -454,12 +456,25 @@ class ProducerAdapter(Adapter):
                 obs.update(self._observe(run, c, self._describe_transaction(run)))
             return obs
         if action == "TxnMarkerArrives" and args.get("c", 0) < run.state.get("coordinator_epoch", 0):
-            raise NotDrivable(
-                f"TxnMarkerArrives of coordinator epoch {args['c']} after the coordinator moved: the "
-                f"old coordinator drops its pending markers when it unloads the partition "
-                f"(TransactionMarkerChannelManager.removeMarkersForTxnTopicPartition) and cancels "
-                f"any that come back for a retry (TransactionMarkerRequestCompletionHandler: no "
-                f"longer the coordinator), so they never arrive")
+            # Kafka's old coordinator never delivers it: it drops its pending markers when it
+            # unloads the partition (TransactionMarkerChannelManager.
+            # removeMarkersForTxnTopicPartition) and cancels any that come back for a retry
+            # (TransactionMarkerRequestCompletionHandler: no longer the coordinator). The spec's
+            # late marker is the request it had on the wire: the driver sends that request.
+            marker = run.state.get("markers", {}).get((args["c"], tp))
+            if marker is None:
+                raise NotDrivable(
+                    f"TxnMarkerArrives of coordinator epoch {args['c']} after the coordinator "
+                    f"moved: the old coordinator cancels its markers, and its marker was not "
+                    f"seen (the prepare was not held when the spec wrote it)")
+            if c.held_by is not None:
+                raise NotDrivable(
+                    f"TxnMarkerArrives of coordinator epoch {args['c']} while the new coordinator's "
+                    f"marker is held: the hold (the partition's ISR) refuses the old marker's "
+                    f"acks=-1 append as well; it cannot let one through and not the other")
+            obs["outcome"] = self._write_marker(run, tp, marker)
+            obs.update(self._observe(run, c, self._describe_transaction(run)))
+            return obs
         if action == "TxnMarkerArrives" and args.get("c", 0) > run.state.get("coordinator_epoch", 0):
             raise NotDrivable(f"TxnMarkerArrives of coordinator epoch {args['c']} before that "
                               f"coordinator exists")
@@ -511,7 +526,18 @@ class ProducerAdapter(Adapter):
             if not c.transactional:
                 c.bump_partitions.add(tp)     # markSequenceUnresolved, then the bump
         elif action == "WriteTxnMarker":
-            pass
+            # what the coordinator sends (TransactionMarkerChannelManager.addTxnMarkersToSend: its
+            # coordinator epoch, which is its __transaction_state partition's leader epoch, the
+            # transaction's producer id and epoch, the result), kept while held so that the
+            # marker of a coordinator that moves away can still arrive late (TxnMarkerArrives)
+            if c.held_by is not None and args.get("c", 0) == run.state.get("coordinator_epoch", 0):
+                now = self._describe_transaction(run)
+                if now and now["state"] in PREPARE:
+                    run.state.setdefault("markers", {})[(args.get("c", 0), tp)] = {
+                        "coordinator_epoch": run.broker.partition("__transaction_state", 0)["leader_epoch"],
+                        "producer_id": c.producer_id, "producer_epoch": now["epoch"],
+                        "commit": now["state"] == "PrepareCommit",
+                        "transaction_version": c.transaction_version}
         elif action == "IdempotentEpochBump":
             # bumpIdempotentProducerEpoch: sequences restart at 0 on every partition (since
             # KAFKA-12152), or only on those that asked for the bump (a 2.5-2.7 client)
@@ -775,6 +801,24 @@ class ProducerAdapter(Adapter):
             self._wait(lambda: self._probe(run, tp) == "CORRUPT_MESSAGE",
                        f"node {c.held_by} back in the ISR of {run.name}-{tp}")
         c.held_by = None
+
+    def _write_marker(self, run: TraceRun, partition: int, marker: dict) -> str:
+        """The old coordinator's WriteTxnMarkers request, sent late to the partition's leader
+        (v2 with the transaction version where the broker serves it, as 4.x coordinators send
+        it); -> the partition's error."""
+        k = _kio()
+        p, t = k["prim"], k["types"]
+        conn = self._conn(run, "old-coordinator", self._leader(run, partition))
+        version = min(2, conn.api_versions().get(27, (0, 1))[1])
+        from checker.conform.wire import schema
+        m = schema("write_txn_markers", version)
+        extra = {"transaction_version": p.i8(marker["transaction_version"])} if version >= 2 else {}
+        r = conn.send(m.WriteTxnMarkersRequest(markers=(m.WritableTxnMarker(
+            producer_id=t.ProducerId(marker["producer_id"]), producer_epoch=p.i16(marker["producer_epoch"]),
+            transaction_result=marker["commit"], coordinator_epoch=p.i32(marker["coordinator_epoch"]),
+            topics=(m.WritableTxnMarkerTopic(name=t.TopicName(run.name),
+                                             partition_indexes=(p.i32(partition),)),), **extra),)))
+        return error_name(r.markers[0].topics[0].partitions[0].error_code)
 
     def _probe(self, run: TraceRun, partition: int) -> str:
         """Whether the partition's leader refuses an acks=-1 append for want of in-sync replicas:
