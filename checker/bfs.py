@@ -234,10 +234,12 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
         res.depth, res.distinct_states = depth, visited.n
         if sym is not None:
             res.unreduced_states += int(sym.orbit_sizes(ex.frontier).sum())
-        # at most every checkpoint_every seconds, and writing at most a tenth of the time: a
-        # checkpoint writes the whole visited set (gigabytes at two_phase N=11)
+        # at most every checkpoint_every seconds, and (unless that is 0: every level) writing at
+        # most a tenth of the time: a checkpoint writes the whole visited set (gigabytes at
+        # two_phase N=11)
+        every = max(checkpoint_every, 10 * writing[0]) if checkpoint_every > 0 else 0
         if (checkpoint is not None and ex.stop_reason is None
-                and time.perf_counter() - last_saved >= max(checkpoint_every, 10 * writing[0])):
+                and time.perf_counter() - last_saved >= every):
             _count(res, ex)
             began = time.perf_counter()
             ckpt.save(checkpoint, identity, visited, ex.frontier, ex.parents, ex.actions,

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from checker import bfs, explore, graph, spark, spark_owner
-from checker.compile import fingerprint
+from checker.compile import Compiled, fingerprint
+from checker.layout import initial_words
 from checker.loader import load_spec
 from checker.trace import build, to_json
 from spark_support import MASTER, sc  # noqa: F401 (sc is a fixture)
@@ -266,3 +267,88 @@ def test_a_trace_of_format_version_1_still_replays():
     f = bfs.search(model, ["out-of-order-only-after-a-gap"], deadlock=False).found[
         "out-of-order-only-after-a-gap"]
     assert [model.instances[k].action.name for k in f.steps] == [s["action"] for s in v2["steps"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# The single process's speed-ups (issue 16) keep every figure and trace
+
+def test_steps_that_leave_their_state_unchanged_are_dropped_without_changing_anything():
+    """two_phase repeats receipts (a step to the state it leaves): the core drops those steps
+    before its sorts unless a hook must see every step; with a hook (which keeps them) and
+    without, the same counts, steps per action and counterexamples."""
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
+    seen = []
+
+    def hook(start, T, parent, action, fp):
+        seen.append(int((T[0] == ex.frontier[0, start + parent]).sum()))
+
+    runs = []
+    for on_block in (None, hook):
+        comp = Compiled(model, list(model.spec.properties))
+        ex = explore.Explorer(model, comp, list(model.spec.properties), True, block=64)
+        ex.start([tuple(w) for w in initial_words(model)])
+        ex.run(on_block=on_block)
+        runs.append((ex.visited.n, ex.transitions, ex.depth, ex.fired,
+                     {n: (f.kind, f.initial, f.steps) for n, f in ex.found.items()}))
+    assert runs[0] == runs[1]
+    assert sum(seen) > 0           # there were such steps, and the hook saw them
+
+
+def test_first_of_each_in_chunks_when_a_state_leaves_few_bits():
+    """States of 48 bits that are their own fingerprint, more candidates than 16 free bits can
+    number: the first occurrence of each, in order, as np.unique finds it."""
+    rng = np.random.default_rng(11)
+    n = 300_000
+    fp = (rng.integers(0, 1 << 12, n).astype(np.uint64) << np.uint64(36)) | \
+        rng.integers(0, 4, n).astype(np.uint64)
+    _, first = np.unique(fp, return_index=True)
+    assert explore.first_of_each(fp, None).tolist() == first.tolist()
+
+
+def test_a_level_of_wide_one_word_states_is_merged_in_few_runs():
+    """A one-word state of 56 bits leaves 8 bits for (action instance, run): the level merges
+    its runs before there are more than the tag can number, and keeps the least (action
+    instance, parent) of each state and only the states not seen before."""
+    rng = np.random.default_rng(5)
+    visited = explore.Visited(0)
+    seen = np.sort(rng.choice(1 << 10, 50, replace=False).astype(np.uint64) << np.uint64(46))
+    visited.add(seen, None)
+    level = explore.Level(visited, False, action_bits=6, one_word=True, state_bits=56)
+    assert level.max_runs == 4
+    all_fp, all_parent, all_action = [], [], []
+    for b in range(13):
+        fp = rng.choice(1 << 10, 40).astype(np.uint64) << np.uint64(46)
+        action = np.sort(rng.integers(0, 40, 40)).astype(np.int16)   # instance order
+        parent = rng.integers(0, 8, 40)
+        T = fp[None, :].copy()
+        level.add(T, T[0], parent.copy(), action, b * 8)
+        assert len(level.fp) <= 4
+        all_fp.append(fp), all_parent.append(parent + b * 8), all_action.append(action)
+    fp, parent, action = (np.concatenate(x) for x in (all_fp, all_parent, all_action))
+    pos = np.arange(len(fp))
+    order = np.lexsort((pos, parent, action, fp))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = fp[order[1:]] != fp[order[:-1]]
+    want = order[first]
+    want = want[~np.isin(fp[want], seen)]
+    got_fp, words, got_parent, got_action = level.finish()
+    assert got_fp.tolist() == fp[want].tolist() and words[0].tolist() == got_fp.tolist()
+    assert got_parent.tolist() == parent[want].tolist()
+    assert got_action.tolist() == action[want].tolist()
+
+
+def test_every_invariant_at_once_finds_what_each_finds_alone():
+    """The invariants compiled together (shared field reads) report, per invariant, the first
+    violating state that each one's own function reports."""
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 3})
+    comp = Compiled(model)
+    r = bfs.search(model, max_depth=7)
+    ex = explore.Explorer(model, comp, list(model.spec.properties), False)
+    ex.start([tuple(w) for w in initial_words(model)])
+    levels = []
+    ex.run(max_depth=7, on_level=lambda d, fp: levels.append(ex.frontier))
+    S = np.concatenate(levels, axis=1)
+    names = list(comp.invariant_names)
+    alone = {n: comp.first_violation(n, S, 16) for n in names}
+    assert comp.first_violations(names, S, 16) == {n: i for n, i in alone.items() if i is not None}
+    assert any(i is not None for i in alone.values()) and r.found
