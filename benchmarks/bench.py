@@ -12,6 +12,8 @@ between two runs (seconds and the rates are wall-clock).
     .venv/bin/python benchmarks/bench.py --no-scale   # without those (the long rows)
     .venv/bin/python benchmarks/bench.py --scale      # those alone
     .venv/bin/python benchmarks/bench.py two_phase:N=8
+    .venv/bin/python benchmarks/bench.py --largest    # two_phase N=11 alone (opt-in: ~370 million
+                                                      # states, many CPU minutes, ~6 GB)
 
 The scale rows (issue 16; about 3 CPU minutes): classic_group with three members, three
 partitions and coordinator timeouts, exhaustive and unreduced (its member slots are not
@@ -65,6 +67,11 @@ SCALE = [("classic_group", {"members": 3, "partitions": 3, "timeouts": 1}, {}),
          ("consumer_group", {"members": 3, "max_epoch": 3}, {"symmetry": True})]
 
 
+# the largest run (issue 16): only with --largest, since it takes long (docs/design.md, "The
+# largest run", has the figure and the command that resumes it from a checkpoint)
+LARGEST = [("two_phase", {"N": 11}, {})]
+
+
 def run(name: str, params: dict, opts: dict | None = None) -> dict:
     code = CHILD.format(root=str(ROOT), name=name, params=params, opts=opts or {})
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -78,16 +85,19 @@ def main(argv: list[str]) -> None:
     from spec import SHIPPED
     targets = []
     only_scale, no_scale = "--scale" in argv, "--no-scale" in argv
-    argv = [a for a in argv if a not in ("--scale", "--no-scale")]
+    largest = "--largest" in argv
+    argv = [a for a in argv if a not in ("--scale", "--no-scale", "--largest")]
     if argv:
         for a in argv:
             name, _, rest = a.partition(":")
             params = dict(kv.split("=") for kv in rest.split(",") if kv)
             targets.append((name, {k: int(v) for k, v in params.items()}, {}))
-    elif not only_scale:
+    elif not (only_scale or largest):
         targets = [("two_phase", {"N": 7}, {}), ("two_phase", {"N": 8}, {})]
         targets += [(n, {}, {}) for n in SHIPPED if n != "two_phase"]
-    if only_scale or not (argv or no_scale):
+    if largest:
+        targets += LARGEST
+    elif only_scale or not (argv or no_scale):
         targets += SCALE
     t = Table(title="kcheck explicit search, one process, this machine")
     for col in ("model", "distinct states", "transitions", "seconds", "CPU seconds", "states/s",
