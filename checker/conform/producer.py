@@ -24,7 +24,9 @@ markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and the coordinator ret
 PrepareX; the spec's TxnMarkerArrives starts the follower again and the retried marker is written.
 
 What cannot be driven (said per trace, see NOT_DRIVABLE): the second replica
-(LeaderFailover, FollowerFetch, a step at replica 1), markers of a coordinator that moved away, DeleteRecords (only
+(LeaderFailover, FollowerFetch, a step at replica 1), a marker of a coordinator that moved away
+(Kafka's old coordinator cancels it; the driver sends it late only if it saw it while held, and
+not while the new coordinator's marker is held: the hold refuses both), DeleteRecords (only
 the pre-KIP-360 world moves producer state with the log start, and Kafka 2.3 cannot run here),
 producer-id expiry (a timer of hours), a produce to a held partition (the hold itself refuses it)
 and a hold on the single broker.
@@ -135,7 +137,7 @@ def hold_needed(actions: list, step: int) -> bool:
     for action, _ in actions[step:]:
         if action == "TxnMarkerArrives":
             return False
-        if (action in REQUESTS or action == "CoordinatorFailover"):
+        if action in REQUESTS or action == "CoordinatorFailover":
             return True
     return False
 
