@@ -1,15 +1,21 @@
 """Figures for docs/spark.md: duplication between slices, Spark's overhead on a small spec, and
 the speed-up of --spark local[2] over one process on a sweep and on a spec with more than a
 million distinct states, for both partitions (slices; ownership, checker/spark_owner.py), and
-Spark's cost per stage and per ownership level. Run: .venv/bin/python scripts/bench_spark.py
-[--quick] [--only ownership|slices|overhead]
+Spark's cost per stage and per ownership level; where an ownership level's time goes (each
+phase, per level, both modes: ``--only profile``), and the whole command, Spark's start
+included, against one process (``--only command``, two_phase N=10 by default). Run:
+.venv/bin/python scripts/bench_spark.py [--quick] [--only ownership|slices|overhead|profile|command]
+[--n N ...]
 
 Each run is timed once, after a warm-up run of the same kind (Python workers started, models
 compiled); on a machine shared with other work the figures move by tens of per cent."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,14 +37,28 @@ def timed(fn):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller instances (N=7 instead of 8)")
-    ap.add_argument("--only", choices=["slices", "ownership", "overhead"])
+    ap.add_argument("--only", choices=["slices", "ownership", "overhead", "profile", "command"])
+    ap.add_argument("--n", type=int, action="append",
+                    help="two_phase sizes for --only profile (default 8 9) or command (default 10)")
+    ap.add_argument("--modes", default="barrier,levels",
+                    help="ownership modes for --only profile (default barrier,levels)")
     args = ap.parse_args()
     big = 7 if args.quick else 8
     two_phase = load_spec("two_phase")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+    if args.only == "command":
+        for n in args.n or [10]:
+            command(n)
+        return
     _, startup = timed(lambda: spark.session(MASTER))
     print(f"Spark start ({MASTER}): {startup:.1f} s (once a process)\n")
 
+    if args.only == "profile":
+        for n in args.n or [8, 9]:
+            for mode in args.modes.split(","):
+                profile(two_phase, n, mode)
+        spark.stop_session()
+        return
     if args.only in (None, "overhead"):
         overhead()
     if args.only in (None, "ownership"):
@@ -158,6 +178,82 @@ def ownership(two_phase, big, quick):
     print(f"\nsweep of two_phase over {[c['N'] for c in configs]} x 2 variants: one process "
           f"{t_one:.2f} s; a Spark task per configuration {t_sweep:.2f} s ({t_one / t_sweep:.2f}x); "
           f"each configuration by ownership, one after another, {t_own:.2f} s ({t_one / t_own:.2f}x)\n")
+
+
+
+def profile(two_phase, n, mode):
+    """Where an ownership run's time goes, level by level (the slowest owner's time in each
+    phase), next to one process on the same model; counts and traces compared."""
+    model = two_phase.instantiate("lamport", {"N": n})
+    spark_owner.check(model, master=MASTER, owners=2, max_depth=2, prefix_states=0, mode=mode)
+    single, t1 = timed(lambda: bfs.search(model))
+    load0 = os.getloadavg()[0]
+    own, t2 = timed(lambda: spark_owner.check(model, master=MASTER, owners=2, mode=mode))
+    assert own.distinct_states == single.distinct_states
+    assert {p: (f.initial, f.steps) for p, f in own.found.items()} == \
+        {p: (f.initial, f.steps) for p, f in single.found.items()}
+    d = own.distribution
+    cols = [k for k in d.profile[0] if k not in ("states", "level")] if d.profile else []
+    print(f"\ntwo_phase N={n}, ownership ({mode} mode), 2 owners, {MASTER}: "
+          f"{own.distinct_states:,} states (= one process, traces identical); "
+          f"load average {load0:.1f}")
+    print(f"one process {t1:.2f} s ({single.distinct_states / t1:,.0f} states/s); ownership "
+          f"{t2:.2f} s = driver prefix {d.prefix_s:.2f} s (levels 0-{d.prefix_depth}) + "
+          + (f"job {d.job_s:.2f} s (owners ready after {d.ready_s:.2f} s, {d.spark_levels} "
+             f"levels {d.spark_s:.2f} s, traces {d.walk_s:.2f} s)" if mode == "barrier" else
+             f"{d.spark_levels} level jobs {d.spark_s:.2f} s, {d.lookup_jobs} lookup jobs")
+          + f" + the rest {t2 - d.prefix_s - (d.job_s if mode == 'barrier' else d.spark_s):.2f} s")
+    print("| level | new states | " + " | ".join(cols) + " | level (s) |")
+    print("|---" * (len(cols) + 3) + "|")
+    tot = {k: 0.0 for k in cols}
+    for i, p in enumerate(d.profile):
+        for k in cols:
+            tot[k] += p.get(k, 0.0)
+        print(f"| {d.prefix_depth + i + 1} | {p['states']:,} | "
+              + " | ".join(f"{p.get(k, 0.0):.3f}" for k in cols) + f" | {p['level']:.3f} |")
+    print(f"| all | {sum(p['states'] for p in d.profile):,} | "
+          + " | ".join(f"{tot[k]:.2f}" for k in cols) + f" | {d.spark_s:.2f} |")
+    busy = sum(d.owner_busy_s)
+    spark_states = sum(p["states"] for p in d.profile)
+    if busy:
+        print(f"owners' work (expanding, exchanging, merging, checking; no waiting): "
+              f"{', '.join(f'{b:.2f} s' for b in d.owner_busy_s)}; states per second per core "
+              f"{spark_states / busy:,.0f} on the owners against {single.distinct_states / t1:,.0f} "
+              f"for one process")
+    fixed = [p.get("gather", 0.0) + max(0.0, p.get("wait", 0.0)) for p in d.profile]
+    print(f"per level: {d.per_level_s:.3f} s on average; the smallest levels "
+          f"({min(p['states'] for p in d.profile):,} states) took "
+          f"{min(p['level'] for p in d.profile):.3f} s")
+
+
+def command(n):
+    """The whole command, Spark's start included: `kcheck check two_phase --param N=n` in one
+    process and with --engine spark-ownership --spark local[2]; wall and CPU time of each
+    (the command and every process it starts: the JVM, the Python workers)."""
+    kcheck = [sys.executable, "-m", "checker.cli"]
+    base = ["check", "two_phase", "--param", f"N={n}", "--json"]
+    rows = []
+    for label, extra in [("one process", []),
+                         ("spark-ownership local[2]", ["--engine", "spark-ownership", "--spark",
+                                                       MASTER])]:
+        load0 = os.getloadavg()[0]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        out = subprocess.run(kcheck + base + extra, capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent.parent)
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        doc = json.loads(out.stdout)
+        rows.append((label, wall, cpu, load0, os.getloadavg()[0], doc))
+        print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU (this command and its children), "
+              f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; "
+              f"{doc['distinct_states']:,} states, exit {out.returncode}", flush=True)
+    a, b = rows[0][5], rows[1][5]
+    same = all(a[k] == b[k] for k in ("distinct_states", "depth", "exhaustive", "properties"))
+    print(f"two_phase N={n}: one process {rows[0][1]:.1f} s, spark-ownership {rows[1][1]:.1f} s: "
+          f"{rows[0][1] / rows[1][1]:.2f}x faster (whole commands, Spark's start included); "
+          f"same verdicts, counts and traces: {same}")
 
 
 if __name__ == "__main__":
