@@ -235,6 +235,23 @@ def test_the_prepares_to_hold_and_their_cluster():
                                            "late-produce-fenced-by-marker-epoch.json").read_text()))
 
 
+def test_a_hold_needs_the_cluster_and_one_partition():
+    """On a single broker (no node to stop) a prepare that must be held is not drivable, with
+    the reason; so is a held prepare of two partitions (one stopped node holds both)."""
+    model = spec.instantiate("kip360", {})
+    run = driver.TraceRun(object(), "t", model.params, model=model)
+    ongoing = {"state": "Ongoing", "epoch": 0, "partitions": [("t", 0)]}
+    with pytest.raises(driver.NotDrivable, match="only the cluster of three can hold it"):
+        ProducerAdapter()._hold(run, Client(), "EndTxn", ongoing)
+
+    class Cluster:
+        def stop_node(self, node_id):
+            raise AssertionError("nothing may be stopped")
+    run = driver.TraceRun(Cluster(), "t", model.params, model=model)
+    with pytest.raises(driver.NotDrivable, match="of 2 partitions"):
+        ProducerAdapter()._hold(run, Client(), "EndTxn", dict(ongoing, partitions=[("t", 0), ("t", 1)]))
+
+
 def test_view_compares_the_prepare_when_kafka_is_held():
     """At a step Kafka was held in PrepareX, the coordinator's state and the partition's are
     compared too: the prepare itself is checked, not only the outcome and the epoch."""
