@@ -24,7 +24,8 @@ See spec/consumer_group_notes.md for what is modelled, what is not, and the find
 """
 from itertools import combinations, product
 
-from spec.lang import (FALSE, TRUE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not, Or, Spec)
+from spec.lang import (FALSE, TRUE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not, Or, Record,
+                       Spec)
 
 spec = Spec("consumer_group", __doc__)
 spec.param("members", 2, lo=1, hi=3, doc="member slots (a slot is one consumer; it may leave and rejoin)")
@@ -68,11 +69,6 @@ def _partitions(p):
     return range(p.partitions)
 
 
-def _slot(p, m, q):
-    """Index of (member m, partition q) in the flattened per-partition arrays."""
-    return m * p.partitions + q
-
-
 def _is_static(p, m):
     return m < p.static_members
 
@@ -89,7 +85,11 @@ def _targets(p):
 @spec.state
 def state(p):
     E = p.max_epoch
-    mp, c = p.members * p.partitions, max(1, p.commits_in_flight)
+    c = max(1, p.commits_in_flight)
+
+    def per_partition(t):
+        """One value per (member, partition): read s.holds[m][q]."""
+        return Array(Array(t, p.partitions), p.members)
     return {
         # coordinator: group
         "group_epoch": Int(0, E, search_bound=True),
@@ -100,25 +100,28 @@ def state(p):
         "member_epoch": Array(Int(-2, E, search_bound=True), p.members),
         "member_state": Array(MemberState, p.members),
         "classic": Array(Bool, p.members),                   # speaks the classic protocol
-        "holds": Array(Hold, mp),
-        "assignment_epoch": Array(Int(0, E, search_bound=True), mp),
+        "holds": per_partition(Hold),
+        "assignment_epoch": per_partition(Int(0, E, search_bound=True)),
         "revocation_epoch": Array(Int(-1, E, search_bound=True), p.members),  # revocation-epoch only
         # clients
         "client_epoch": Array(Int(-1, E, search_bound=True), p.members),   # -1: not in the group
-        "client_owns": Array(Bool, mp),
+        "client_owns": per_partition(Bool),
         # a heartbeat response in flight; it carries the member's epoch and assigned partitions
         # as the coordinator recorded them, which only the member's own heartbeats change
         "response_in_flight": Array(Bool, p.members),
         "response_error": Array(Bool, p.members),      # UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH
-        # offset commits in flight
-        "commit_request": Array(Request, c),
-        "commit_member": Array(Int(0, p.members - 1), c),
-        "commit_member_id": Array(Int(0, E, search_bound=True), c),
-        "commit_epoch": Array(Int(-1, E, search_bound=True), c),
-        "commit_partition": Array(Int(0, p.partitions - 1), c),
+        # offset commits in flight: the request, its sender's slot and member id, the epoch it
+        # carries and its partition (a free slot: request NONE, the rest 0)
+        "commit": Array(Record(request=Request, member=Int(0, p.members - 1),
+                               member_id=Int(0, E, search_bound=True),
+                               epoch=Int(-1, E, search_bound=True),
+                               partition=Int(0, p.partitions - 1)), c),
         # ghosts, for the properties only (no action reads them)
-        "held_since": Array(Int(0, E, search_bound=True), mp),  # member epoch the current hold began
-        "lost": Array(Bool, mp),           # client owns it but it went to another member since
+        # (the commit slots' ghosts are arrays of their own, not members of the commit record:
+        # they come after the per-partition ghosts, so the state keeps its field order and bit
+        # layout, hence its fingerprints and the traces the search reports; notes, "Arrays")
+        "held_since": per_partition(Int(0, E, search_bound=True)),  # member epoch the current hold began
+        "lost": per_partition(Bool),       # client owns it but it went to another member since
         "commit_zombie": Array(Bool, c),   # the partition went to another member since it was owned
         "commit_owner": Array(Bool, c),    # the sender has held it without interruption since the epoch
         # ConsumerGroupMember.previousMemberEpoch: read only when a response can be lost, so it is
@@ -129,7 +132,7 @@ def state(p):
         # subscriptions, when a member may drop a topic (each partition is a topic here), and the
         # ghosts of one-owner-per-epoch: the last member that held each partition and the highest
         # member epoch at which it held it
-        **({"subscribed": Array(Bool, mp), "resolution_pending": Bool,
+        **({"subscribed": per_partition(Bool), "resolution_pending": Bool,
             "epoch_owner": Array(Int(-1, p.members - 1), p.partitions),
             "epoch_high": Array(Int(0, E, search_bound=True), p.partitions)} if p.unsubscribes else {}),
     }
@@ -137,7 +140,7 @@ def state(p):
 
 # Dynamic members are alike: the coordinator tells them apart only by member id, and the assignor
 # output is any owner per partition. Static slots are not (only they rejoin under an instance id),
-# nor is slot 0 (a free commit slot's commit_member is 0, and a hold's ghost commit_zombie is
+# nor is slot 0 (a free commit slot's commit[c].member is 0, and a hold's ghost commit_zombie is
 # set on a free slot when a member other than 0 gains its partition 0; see the notes' Scale).
 spec.symmetry("member", count=lambda p: p.members,
               slots=lambda p: range(max(1, p.static_members), p.members),
@@ -146,40 +149,44 @@ spec.symmetry("member", count=lambda p: p.members,
                                              "response_error", "previous_epoch")},
                       **{f: "slot,_" for f in ("holds", "assignment_epoch", "client_owns",
                                                "held_since", "lost", "subscribed")}},
-              values=("target_owner", "commit_member", "epoch_owner"),
+              values=("target_owner", "commit.member", "epoch_owner"),
               why="GroupMetadataManager and CurrentAssignmentBuilder treat dynamic members alike")
-# Partitions are alike too, but for partition 0: a free commit slot's commit_partition is 0, and
+# Partitions are alike too, but for partition 0: a free commit slot's commit[c].partition is 0, and
 # the ghosts of a free slot follow partition 0 (as for member slot 0 above).
 spec.symmetry("partition", count=lambda p: p.partitions, slots=lambda p: range(1, p.partitions),
               arrays={**{f: "slot" for f in ("target_owner", "partition_epoch_lost", "epoch_owner",
                                              "epoch_high")},
                       **{f: "_,slot" for f in ("holds", "assignment_epoch", "client_owns",
                                                "held_since", "lost", "subscribed")}},
-              values=("commit_partition",),
+              values=("commit.partition",),
               why="the assignor may give any partition to any member")
+
+
+# a free commit slot
+_NO_COMMIT = {"request": Request.NONE, "member": 0, "member_id": 0, "epoch": 0, "partition": 0}
 
 
 def _group(p, owners, epoch, classic, present):
     """A quiescent group at `epoch`: every present member STABLE at it, holding its target
     partitions assigned at it, clients in sync, nothing in flight; absent slots never joined."""
-    mp, c = p.members * p.partitions, max(1, p.commits_in_flight)
-    holds = [Hold.NONE] * mp
-    for q, m in enumerate(owners):
-        holds[_slot(p, m, q)] = Hold.ASSIGNED
-    held = [h == Hold.ASSIGNED for h in holds]
+    c = max(1, p.commits_in_flight)
+    held = [[owners[q] == m for q in _partitions(p)] for m in _members(p)]
+
+    def per_partition(if_held, otherwise):
+        return [[if_held if h else otherwise for h in row] for row in held]
     group = {
         "group_epoch": epoch, "target_epoch": epoch, "target_owner": list(owners),
         "member_id": [0] * p.members,
         "member_epoch": [epoch if m in present else LEFT for m in _members(p)],
         "member_state": [MemberState.STABLE] * p.members,
         "classic": [classic and m in present for m in _members(p)],
-        "holds": holds, "assignment_epoch": [epoch if h else 0 for h in held],
+        "holds": per_partition(Hold.ASSIGNED, Hold.NONE), "assignment_epoch": per_partition(epoch, 0),
         "revocation_epoch": [-1] * p.members,
-        "client_epoch": [epoch if m in present else LEFT for m in _members(p)], "client_owns": held,
+        "client_epoch": [epoch if m in present else LEFT for m in _members(p)],
+        "client_owns": per_partition(True, False),
         "response_in_flight": [False] * p.members, "response_error": [False] * p.members,
-        "commit_request": [Request.NONE] * c, "commit_member": [0] * c, "commit_member_id": [0] * c,
-        "commit_epoch": [0] * c, "commit_partition": [0] * c,
-        "held_since": [epoch if h else 0 for h in held], "lost": [False] * mp,
+        "commit": [dict(_NO_COMMIT) for _ in range(c)],
+        "held_since": per_partition(epoch, 0), "lost": per_partition(False, False),
         "commit_zombie": [False] * c, "commit_owner": [False] * c,
     }
     if p.lost_responses:
@@ -188,7 +195,7 @@ def _group(p, owners, epoch, classic, present):
     if p.partition_epochs:
         group["partition_epoch_lost"] = [False] * p.partitions
     if p.unsubscribes:
-        group.update(subscribed=[True] * mp, resolution_pending=False,
+        group.update(subscribed=per_partition(True, True), resolution_pending=False,
                      epoch_owner=list(owners), epoch_high=[epoch] * p.partitions)
     return group
 
@@ -230,7 +237,7 @@ def _reconcile(s, p, m, cur, owned, tgt, T):
     # pending revocation do not count (KAFKA-19449)
     # CurrentAssignmentBuilder asks currentPartitionEpoch: -1 means free
     elsewhere = [Exists([k for k in _members(p) if k != m],
-                        lambda k, q=q: s.holds[_slot(p, k, q)] != Hold.NONE) for q in P]
+                        lambda k, q=q: s.holds[k][q] != Hold.NONE) for q in P]
     if p.partition_epochs:
         elsewhere = [e & ~s.partition_epoch_lost[q] for q, e in zip(P, elsewhere)]
     if s.variant == "kafka-19449":
@@ -286,26 +293,24 @@ def _apply_member(s, p, m, cur, new, respond_ok, since_on_hold):
     s.member_epoch[m] = new["epoch"]
     s.member_state[m] = new["state"]
     for q in _partitions(p):
-        i = _slot(p, m, q)
-        s.holds[i] = new["holds"][q]
-        s.assignment_epoch[i] = new["epochs"][q]
+        s.holds[m][q] = new["holds"][q]
+        s.assignment_epoch[m][q] = new["epochs"][q]
         # the hold began now for a new partition, continues for a kept one
-        s.held_since[i] = If(new["fresh"][q], new["epoch"],
-                             If(new["holds"][q] == Hold.NONE, 0, since_on_hold[q]))
+        s.held_since[m][q] = If(new["fresh"][q], new["epoch"],
+                                If(new["holds"][q] == Hold.NONE, 0, since_on_hold[q]))
         # a partition going to m is "lost" for any other client that still owns it, and turns
         # that client's commits in flight for it into zombies
         for k in _members(p):
             if k != m:
-                j = _slot(p, k, q)
-                s.lost[j] = s.lost[j] | (new["fresh"][q] & s.client_owns[j])
+                s.lost[k][q] = s.lost[k][q] | (new["fresh"][q] & s.client_owns[k][q])
     for c in _commit_slots(p):
-        q = s.commit_partition[c]
-        fresh_q = _pick(q, new["fresh"])
-        released_q = _pick(q, [h == Hold.NONE for h in new["holds"]])
-        s.commit_zombie[c] = s.commit_zombie[c] | ((s.commit_member[c] != m) & fresh_q)
+        commit = s.commit[c]
+        fresh_q = _pick(commit.partition, new["fresh"])
+        released_q = _pick(commit.partition, [h == Hold.NONE for h in new["holds"]])
+        s.commit_zombie[c] = s.commit_zombie[c] | ((commit.member != m) & fresh_q)
         # a partition that comes back to m after its client revoked it (KAFKA-19449) is a new
         # hold: the client's ownership was interrupted in between
-        s.commit_owner[c] = s.commit_owner[c] & ~((s.commit_member[c] == m) & (released_q | fresh_q))
+        s.commit_owner[c] = s.commit_owner[c] & ~((commit.member == m) & (released_q | fresh_q))
     if s.variant == "revocation-epoch":
         s.revocation_epoch[m] = If(new["revoked_any"], cur["epoch"], cur["revocation"])
     if p.partition_epochs:
@@ -350,10 +355,10 @@ def _commit_slots(p):
 
 def _current(s, p, m):
     return {"epoch": s.member_epoch[m], "state": s.member_state[m],
-            "holds": [s.holds[_slot(p, m, q)] for q in _partitions(p)],
-            "epochs": [s.assignment_epoch[_slot(p, m, q)] for q in _partitions(p)],
+            "holds": [s.holds[m][q] for q in _partitions(p)],
+            "epochs": [s.assignment_epoch[m][q] for q in _partitions(p)],
             "revocation": s.revocation_epoch[m],
-            "sub": [s.subscribed[_slot(p, m, q)] for q in _partitions(p)] if p.unsubscribes else None}
+            "sub": [s.subscribed[m][q] for q in _partitions(p)] if p.unsubscribes else None}
 
 
 def _present_after(s, p, m_joining):
@@ -403,7 +408,7 @@ def Join(s, p, m, target):
     nothing = [FALSE for _ in _partitions(p)]
     new = _reconcile(s, p, m, cur, nothing, tgt, T)
     # a rejoined static member holds its partitions "from the beginning" (KIP-1251)
-    since = [If(rejoin, 0, s.held_since[_slot(p, m, q)]) for q in _partitions(p)]
+    since = [If(rejoin, 0, s.held_since[m][q]) for q in _partitions(p)]
     _apply_member(s, p, m, cur, new, True, since)
     s.classic[m] = False       # ConsumerGroupHeartbeat: the consumer protocol from now on
     s.revocation_epoch[m] = If(new_member, -1, s.post.revocation_epoch[m])
@@ -477,7 +482,7 @@ def _require_subscribed(s, p, tgt):
     """The assignor gives a partition only to a member subscribed to its topic."""
     if p.unsubscribes:
         for q, k in enumerate(tgt):
-            s.require(s.subscribed[_slot(p, k, q)])
+            s.require(s.subscribed[k][q])
 
 
 def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
@@ -487,14 +492,14 @@ def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
     s.require(s.client_epoch[m] > 0, ~s.response_in_flight[m])
     e = s.client_epoch[m]
     known = s.member_epoch[m] != LEFT
-    owned = [s.client_owns[_slot(p, m, q)] for q in _partitions(p)]
+    owned = [s.client_owns[m][q] for q in _partitions(p)]
     # GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid: the member's epoch, or its
     # previous epoch with owned partitions that are a subset of its assigned ones (the response
     # carrying the new epoch was lost); otherwise FENCED_MEMBER_EPOCH
     valid = known & (e == s.member_epoch[m])
     if p.lost_responses:
         subset = Forall(_partitions(p), lambda q: Or(
-            ~owned[q], s.holds[_slot(p, m, q)] == Hold.ASSIGNED))
+            ~owned[q], s.holds[m][q] == Hold.ASSIGNED))
         valid = known & Or(e == s.member_epoch[m], And(e == s.previous_epoch[m], subset))
     if resubscribe:
         # hasMemberSubscriptionChanged -> bumpGroupEpoch (a rejected request changes nothing)
@@ -504,10 +509,10 @@ def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
         # the new regex is not resolved yet: no group epoch bump and no new target in this
         # request; another member keeps the topic, so the assignor can always place it
         q = unsubscribe
-        s.require(valid, s.subscribed[_slot(p, m, q)], s.group_epoch == s.target_epoch,
+        s.require(valid, s.subscribed[m][q], s.group_epoch == s.target_epoch,
                   Exists([k for k in _members(p) if k != m],
-                         lambda k: (s.member_epoch[k] != LEFT) & s.subscribed[_slot(p, k, q)]))
-        s.subscribed[_slot(p, m, q)] = False
+                         lambda k: (s.member_epoch[k] != LEFT) & s.subscribed[k][q]))
+        s.subscribed[m][q] = False
         s.resolution_pending = True
     ge = s.post.group_epoch if resubscribe else s.group_epoch
     if target == "-":
@@ -535,7 +540,7 @@ def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
            "fresh": [And(valid, x) for x in new["fresh"]],
            "revoked_any": And(valid, new["revoked_any"]),
            "changed": And(valid, new["changed"])}
-    since = [s.held_since[_slot(p, m, q)] for q in _partitions(p)]
+    since = [s.held_since[m][q] for q in _partitions(p)]
     _apply_member(s, p, m, cur, new, valid, since)
     s.respond(If(~known, Error.UNKNOWN_MEMBER_ID, If(valid, Error.NONE, Error.FENCED_MEMBER_EPOCH)))
 
@@ -607,10 +612,9 @@ def HeartbeatResponse(s, p, m):
     ok = ~s.response_error[m] & (s.member_epoch[m] >= 0)
     s.client_epoch[m] = If(ok, s.member_epoch[m], LEFT)
     for q in _partitions(p):
-        i = _slot(p, m, q)
-        owns = ok & (s.holds[i] == Hold.ASSIGNED)
-        s.client_owns[i] = owns
-        s.lost[i] = owns & s.client_owns[i] & s.lost[i]
+        owns = ok & (s.holds[m][q] == Hold.ASSIGNED)
+        s.client_owns[m][q] = owns
+        s.lost[m][q] = owns & s.client_owns[m][q] & s.lost[m][q]
     s.response_in_flight[m] = False
     s.response_error[m] = False
 
@@ -638,18 +642,14 @@ def LoseHeartbeatResponse(s, p, m):
 def SendCommit(s, p, m, q, request, c):
     """The client commits an offset for a partition it owns, with the epoch it believes it has
     (OffsetCommit v9+ from the consumer, or TxnOffsetCommit from its transactional producer)."""
-    i = _slot(p, m, q)
-    s.require(s.client_epoch[m] > 0, s.client_owns[i], s.commit_request[c] == Request.NONE)
+    s.require(s.client_epoch[m] > 0, s.client_owns[m][q], s.commit[c].request == Request.NONE)
     for lower in range(c):      # fill the lowest free slot: slots are interchangeable
-        s.require(s.commit_request[lower] != Request.NONE)
+        s.require(s.commit[lower].request != Request.NONE)
     e = s.client_epoch[m]
-    s.commit_request[c] = Request[request]
-    s.commit_member[c] = m
-    s.commit_member_id[c] = s.member_id[m]
-    s.commit_epoch[c] = e
-    s.commit_partition[c] = q
-    s.commit_zombie[c] = s.lost[i]
-    s.commit_owner[c] = And(s.member_epoch[m] >= 0, s.holds[i] != Hold.NONE, s.held_since[i] <= e)
+    s.commit[c] = {"request": Request[request], "member": m, "member_id": s.member_id[m],
+                   "epoch": e, "partition": q}
+    s.commit_zombie[c] = s.lost[m][q]
+    s.commit_owner[c] = And(s.member_epoch[m] >= 0, s.holds[m][q] != Hold.NONE, s.held_since[m][q] <= e)
 
 
 # The offset-commit decision once the member id is known (ConsumerGroup.validateOffsetCommit and
@@ -658,10 +658,9 @@ def SendCommit(s, p, m, q, request, c):
 @spec.rule("offset-commit")
 def kip1251_commit(s, p, m, q, epoch):
     """assignment epoch <= commit epoch <= member epoch, any partition at the member epoch."""
-    i = _slot(p, m, q)
     return Or(epoch == s.member_epoch[m],
-              And(epoch < s.member_epoch[m], s.holds[i] != Hold.NONE,
-                  s.assignment_epoch[i] <= epoch))
+              And(epoch < s.member_epoch[m], s.holds[m][q] != Hold.NONE,
+                  s.assignment_epoch[m][q] <= epoch))
 
 
 @spec.rule("offset-commit", variant="strict")
@@ -687,9 +686,10 @@ def revocation_epoch_commit(s, p, m, q, epoch):
 def HandleCommit(s, p, c, m, q):
     """The coordinator handles a commit in flight (OffsetMetadataManager.commitOffset /
     commitTransactionalOffset): member id, API version, then the offset-commit rule."""
-    s.require(s.commit_request[c] != Request.NONE, s.commit_member[c] == m, s.commit_partition[c] == q)
-    req, e = s.commit_request[c], s.commit_epoch[c]
-    known = (s.member_epoch[m] != LEFT) & (s.member_id[m] == s.commit_member_id[c])
+    commit = s.commit[c]
+    s.require(commit.request != Request.NONE, commit.member == m, commit.partition == q)
+    req, e = commit.request, commit.epoch
+    known = (s.member_epoch[m] != LEFT) & (s.member_id[m] == commit.member_id)
     accepted = s.rule("offset-commit", m=m, q=q, epoch=e)
     # classic members get ILLEGAL_GENERATION; TxnOffsetCommit v0-5 turn STALE_MEMBER_EPOCH into
     # ILLEGAL_GENERATION, v6+ keeps it (KIP-1319)
@@ -698,11 +698,7 @@ def HandleCommit(s, p, c, m, q):
     s.respond(If(~known, Error.UNKNOWN_MEMBER_ID,
                  If((req == Request.OFFSET_COMMIT_V8) & ~s.classic[m], Error.UNSUPPORTED_VERSION,
                     If(accepted, Error.NONE, fenced))))
-    s.commit_request[c] = Request.NONE
-    s.commit_member[c] = 0
-    s.commit_member_id[c] = 0
-    s.commit_epoch[c] = 0
-    s.commit_partition[c] = 0
+    s.commit[c] = _NO_COMMIT
     s.commit_zombie[c] = False
     s.commit_owner[c] = False
 
@@ -727,28 +723,27 @@ def _remove_member(s, p, m):
     s.classic[m] = False
     s.revocation_epoch[m] = -1
     for q in _partitions(p):
-        i = _slot(p, m, q)
-        s.holds[i] = Hold.NONE
-        s.assignment_epoch[i] = 0
-        s.held_since[i] = 0
+        s.holds[m][q] = Hold.NONE
+        s.assignment_epoch[m][q] = 0
+        s.held_since[m][q] = 0
         s.target_owner[q] = If(s.target_owner[q] == m, -1, s.target_owner[q])
     s.group_epoch = s.group_epoch + 1
     if p.lost_responses:
         s.previous_epoch[m] = -1
     if p.unsubscribes:
         for q in _partitions(p):
-            s.subscribed[_slot(p, m, q)] = True   # a member that joins again subscribes anew
+            s.subscribed[m][q] = True   # a member that joins again subscribes anew
     if p.partition_epochs:
         for q in _partitions(p):
             # the tombstones remove the member's entries (those it still has)
-            s.partition_epoch_lost[q] = s.partition_epoch_lost[q] & (s.holds[_slot(p, m, q)] == Hold.NONE)
+            s.partition_epoch_lost[q] = s.partition_epoch_lost[q] & (s.holds[m][q] == Hold.NONE)
     if s.variant != "kafka-20442":
         # the fix (PR #22045) writes a ConsumerGroupTargetAssignmentMetadataRecord at the new group
         # epoch when the fence empties the group
         others_gone = Forall([k for k in _members(p) if k != m], lambda k: s.member_epoch[k] == LEFT)
         s.target_epoch = If(others_gone, s.post.group_epoch, s.target_epoch)
     for c in _commit_slots(p):
-        s.commit_owner[c] = s.commit_owner[c] & (s.commit_member[c] != m)
+        s.commit_owner[c] = s.commit_owner[c] & (s.commit[c].member != m)
 
 
 @spec.action(m=_members, epoch=lambda p: [-1, -2], actors=("member {m}", "coordinator"))
@@ -760,8 +755,8 @@ def Leave(s, p, m, epoch):
     s.require(s.client_epoch[m] > 0, ~s.response_in_flight[m], s.member_epoch[m] >= 0)
     s.client_epoch[m] = LEFT
     for q in _partitions(p):
-        s.client_owns[_slot(p, m, q)] = False
-        s.lost[_slot(p, m, q)] = False
+        s.client_owns[m][q] = False
+        s.lost[m][q] = False
     if epoch == -1:
         _remove_member(s, p, m)
         s.respond(Error.NONE)
@@ -771,18 +766,17 @@ def Leave(s, p, m, epoch):
     if p.partition_epochs:
         for q in _partitions(p):
             # the record is rewritten: its partitions' entries are removed and re-added
-            s.partition_epoch_lost[q] = s.partition_epoch_lost[q] & (s.holds[_slot(p, m, q)] == Hold.NONE)
+            s.partition_epoch_lost[q] = s.partition_epoch_lost[q] & (s.holds[m][q] == Hold.NONE)
     for q in _partitions(p):
-        i = _slot(p, m, q)
-        assigned = s.holds[i] == Hold.ASSIGNED
-        s.holds[i] = If(assigned, Hold.ASSIGNED, Hold.NONE)
+        assigned = s.holds[m][q] == Hold.ASSIGNED
+        s.holds[m][q] = If(assigned, Hold.ASSIGNED, Hold.NONE)
         if s.variant == "static-keeps-epochs":
-            s.assignment_epoch[i] = If(assigned, s.assignment_epoch[i], 0)
+            s.assignment_epoch[m][q] = If(assigned, s.assignment_epoch[m][q], 0)
         else:
-            s.assignment_epoch[i] = 0
-        s.held_since[i] = If(assigned, s.held_since[i], 0)
+            s.assignment_epoch[m][q] = 0
+        s.held_since[m][q] = If(assigned, s.held_since[m][q], 0)
     for c in _commit_slots(p):
-        s.commit_owner[c] = s.commit_owner[c] & (s.commit_member[c] != m)
+        s.commit_owner[c] = s.commit_owner[c] & (s.commit[c].member != m)
     s.respond(Error.NONE)
 
 
@@ -1054,15 +1048,15 @@ def no_spurious_fencing(pre, post, action, args, outcome, p):
 @spec.sometimes("zombie-commit-in-flight")
 def zombie_commit_in_flight(s, p):
     """A member has an offset commit in flight for a partition that has since been assigned to another member (the commit no-zombie-commit judges)."""
-    return Exists(_commit_slots(p), lambda c: And(s.commit_request[c] != Request.NONE, s.commit_zombie[c]))
+    return Exists(_commit_slots(p), lambda c: And(s.commit[c].request != Request.NONE, s.commit_zombie[c]))
 
 
 @spec.sometimes("owner-commit-behind-member-epoch")
 def owner_commit_behind_member_epoch(s, p):
     """A member that has held a partition without interruption has a commit for it in flight at an epoch below its current member epoch (KAFKA-20066's commit, which no-spurious-fencing judges)."""
     return Exists(_commit_slots(p), lambda c: Exists(_members(p), lambda m: And(
-        s.commit_request[c] != Request.NONE, s.commit_owner[c], s.commit_member[c] == m,
-        s.commit_epoch[c] < s.member_epoch[m])))
+        s.commit[c].request != Request.NONE, s.commit_owner[c], s.commit[c].member == m,
+        s.commit[c].epoch < s.member_epoch[m])))
 
 
 @spec.transition_property("join-accepted", actions=["Join", "JoinFenced"])
@@ -1077,7 +1071,7 @@ def one_owner_per_epoch(pre, post, action, args, outcome, p):
     if not p.unsubscribes:
         return TRUE     # the ghosts exist only where KAFKA-19974's path (unsubscribing) does
     return Forall([(m, q) for m in _members(p) for q in _partitions(p)], lambda mq: Or(
-        post.holds[_slot(p, *mq)] == Hold.NONE, post.member_epoch[mq[0]] < 0,
+        post.holds[mq[0]][mq[1]] == Hold.NONE, post.member_epoch[mq[0]] < 0,
         pre.epoch_owner[mq[1]] < 0, pre.epoch_owner[mq[1]] == mq[0],
         post.member_epoch[mq[0]] > pre.epoch_high[mq[1]]))
 
@@ -1094,9 +1088,9 @@ def unreleased_waits_for_another_member(pre, post, action, args, outcome, p):
     """A heartbeat leaves its member in UNRELEASED_PARTITIONS only while another member still holds a partition the target gives it."""
     m = args["m"]
     waiting = Exists(_partitions(p), lambda q: And(
-        post.target_owner[q] == m, post.holds[_slot(p, m, q)] == Hold.NONE,
+        post.target_owner[q] == m, post.holds[m][q] == Hold.NONE,
         Exists([k for k in _members(p) if k != m],
-               lambda k: post.holds[_slot(p, k, q)] != Hold.NONE)))
+               lambda k: post.holds[k][q] != Hold.NONE)))
     return Or(post.member_state[m] != MemberState.UNRELEASED_PARTITIONS, waiting)
 
 
@@ -1108,8 +1102,7 @@ def _in_group(s, m):
 def single_owner(s, p):
     """No partition is held by two members of the group at once, counting partitions pending revocation and revocations a client has not yet acknowledged."""
     def holds(m, q):
-        i = _slot(p, m, q)
-        return _in_group(s, m) & ((s.holds[i] != Hold.NONE) | s.client_owns[i])
+        return _in_group(s, m) & ((s.holds[m][q] != Hold.NONE) | s.client_owns[m][q])
     return Forall(_partitions(p), lambda q: Forall(
         [(a, b) for a in _members(p) for b in _members(p) if a < b],
         lambda ab: ~(holds(ab[0], q) & holds(ab[1], q))))
@@ -1121,7 +1114,7 @@ def epoch_order(s, p):
     def ok(m):
         e = s.member_epoch[m]
         return Or(e < 0, And(e <= s.target_epoch, Forall(_partitions(p), lambda q: Or(
-            s.holds[_slot(p, m, q)] == Hold.NONE, s.assignment_epoch[_slot(p, m, q)] <= e))))
+            s.holds[m][q] == Hold.NONE, s.assignment_epoch[m][q] <= e))))
     return And(s.target_epoch <= s.group_epoch, Forall(_members(p), ok))
 
 
@@ -1136,15 +1129,14 @@ def unrevoked_has_pending(s, p):
     """A member in UNREVOKED_PARTITIONS has at least one partition pending revocation."""
     return Forall(_members(p), lambda m: Or(
         ~_in_group(s, m), s.member_state[m] != MemberState.UNREVOKED_PARTITIONS,
-        Exists(_partitions(p), lambda q: s.holds[_slot(p, m, q)] == Hold.PENDING_REVOCATION)))
+        Exists(_partitions(p), lambda q: s.holds[m][q] == Hold.PENDING_REVOCATION)))
 
 
 @spec.invariant("client-owns-held")
 def client_owns_held(s, p):
     """A client whose member is in the group owns only partitions the coordinator records it as holding."""
     return Forall(_members(p), lambda m: Or(~(s.member_epoch[m] >= 0), Forall(
-        _partitions(p), lambda q: Or(~s.client_owns[_slot(p, m, q)],
-                                     s.holds[_slot(p, m, q)] != Hold.NONE))))
+        _partitions(p), lambda q: Or(~s.client_owns[m][q], s.holds[m][q] != Hold.NONE))))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1157,7 +1149,7 @@ def _is_static_expr(p, m):
 
 
 def _held(s, p, m, q):
-    return s.holds[_slot(p, m, q)] != Hold.NONE
+    return s.holds[m][q] != Hold.NONE
 
 
 @spec.invariant("epochs-start-at-one", lemma=True)
@@ -1178,7 +1170,7 @@ def member_epoch_behind_target(s, p):
 def assigned_no_later_than_member_epoch(s, p):
     """Every partition a member in the group holds was assigned at or before its member epoch."""
     return Forall(_members(p), lambda m: Or(s.member_epoch[m] < 0, Forall(_partitions(p), lambda q: Or(
-        ~_held(s, p, m, q), s.assignment_epoch[_slot(p, m, q)] <= s.member_epoch[m]))))
+        ~_held(s, p, m, q), s.assignment_epoch[m][q] <= s.member_epoch[m]))))
 
 
 @spec.invariant("no-record-holds-nothing", lemma=True)
@@ -1187,8 +1179,8 @@ def no_record_holds_nothing(s, p):
     return Forall(_members(p), lambda m: Or(s.member_epoch[m] != LEFT, And(
         s.member_state[m] == MemberState.STABLE, s.revocation_epoch[m] == -1,
         Forall(_partitions(p), lambda q: And(
-            s.holds[_slot(p, m, q)] == Hold.NONE, s.assignment_epoch[_slot(p, m, q)] == 0,
-            s.held_since[_slot(p, m, q)] == 0, s.target_owner[q] != m)))))
+            s.holds[m][q] == Hold.NONE, s.assignment_epoch[m][q] == 0,
+            s.held_since[m][q] == 0, s.target_owner[q] != m)))))
 
 
 @spec.invariant("static-leave-keeps-assigned", lemma=True)
@@ -1197,8 +1189,8 @@ def static_leave_keeps_assigned(s, p):
     return Forall(_members(p), lambda m: Or(s.member_epoch[m] != STATIC_LEFT, And(
         s.client_epoch[m] == LEFT, ~s.response_in_flight[m],
         Forall(_partitions(p), lambda q: And(
-            s.holds[_slot(p, m, q)] != Hold.PENDING_REVOCATION,
-            s.assignment_epoch[_slot(p, m, q)] <= s.target_epoch)))))
+            s.holds[m][q] != Hold.PENDING_REVOCATION,
+            s.assignment_epoch[m][q] <= s.target_epoch)))))
 
 
 @spec.invariant("client-follows-member", lemma=True)
@@ -1219,7 +1211,7 @@ def client_epoch_behind_target(s, p):
     return Forall(_members(p), lambda m: And(
         s.client_epoch[m] >= LEFT, s.client_epoch[m] <= s.target_epoch,
         Or(s.client_epoch[m] > 0, Forall(_partitions(p), lambda q: And(
-            ~s.client_owns[_slot(p, m, q)], ~s.lost[_slot(p, m, q)])))))
+            ~s.client_owns[m][q], ~s.lost[m][q])))))
 
 
 @spec.invariant("pending-only-while-unrevoked", lemma=True)
@@ -1227,34 +1219,32 @@ def pending_only_while_unrevoked(s, p):
     """A member in the group holds partitions pending revocation only in UNREVOKED_PARTITIONS."""
     return Forall(_members(p), lambda m: Or(
         s.member_epoch[m] < 0, s.member_state[m] == MemberState.UNREVOKED_PARTITIONS,
-        Forall(_partitions(p), lambda q: s.holds[_slot(p, m, q)] != Hold.PENDING_REVOCATION)))
+        Forall(_partitions(p), lambda q: s.holds[m][q] != Hold.PENDING_REVOCATION)))
 
 
 @spec.invariant("owned-since-client-epoch", lemma=True)
 def owned_since_client_epoch(s, p):
     """A partition the client of a member in the group owns is held by the member, assigned at or before the client's epoch."""
     return Forall(_members(p), lambda m: Or(s.member_epoch[m] < 0, Forall(_partitions(p), lambda q: Or(
-        ~s.client_owns[_slot(p, m, q)], And(_held(s, p, m, q),
-                                            s.assignment_epoch[_slot(p, m, q)] <= s.client_epoch[m])))))
+        ~s.client_owns[m][q], And(_held(s, p, m, q), s.assignment_epoch[m][q] <= s.client_epoch[m])))))
 
 
 @spec.invariant("in-flight-commits-are-transactional", lemma=True)
 def in_flight_commits_are_transactional(s, p):
     """Every commit in flight is a TxnOffsetCommit at an epoch between 1 and the target assignment epoch, and an empty commit slot is no owner's commit."""
     return Forall(_commit_slots(p), lambda c: Or(
-        And(s.commit_request[c] == Request.NONE, ~s.commit_owner[c]),
-        And(s.commit_request[c] == Request.TXN_OFFSET_COMMIT, s.commit_epoch[c] >= 1,
-            s.commit_epoch[c] <= s.target_epoch)))
+        And(s.commit[c].request == Request.NONE, ~s.commit_owner[c]),
+        And(s.commit[c].request == Request.TXN_OFFSET_COMMIT, s.commit[c].epoch >= 1,
+            s.commit[c].epoch <= s.target_epoch)))
 
 
 @spec.invariant("owner-commit-within-hold", lemma=True)
 def owner_commit_within_hold(s, p):
     """A commit whose sender has held the partition since its epoch names the member's current id, and its epoch lies between the partition's assignment epoch and the member epoch."""
     def fits(c, m, q):
-        i = _slot(p, m, q)
-        return Or((s.commit_member[c] != m) | (s.commit_partition[c] != q), And(
-            s.member_epoch[m] >= 1, s.member_id[m] == s.commit_member_id[c], s.holds[i] != Hold.NONE,
-            s.assignment_epoch[i] <= s.commit_epoch[c], s.commit_epoch[c] <= s.member_epoch[m]))
+        return Or((s.commit[c].member != m) | (s.commit[c].partition != q), And(
+            s.member_epoch[m] >= 1, s.member_id[m] == s.commit[c].member_id, s.holds[m][q] != Hold.NONE,
+            s.assignment_epoch[m][q] <= s.commit[c].epoch, s.commit[c].epoch <= s.member_epoch[m]))
     return Forall(_commit_slots(p), lambda c: Or(~s.commit_owner[c], Forall(
         [(m, q) for m in _members(p) for q in _partitions(p)], lambda mq: fits(c, *mq))))
 
@@ -1263,33 +1253,33 @@ def owner_commit_within_hold(s, p):
 def lost_only_after_removal(s, p):
     """A client still owns a partition that went to another member only after its own member record was removed."""
     return Forall(_members(p), lambda m: Forall(_partitions(p), lambda q: Or(
-        ~s.lost[_slot(p, m, q)], And(s.client_owns[_slot(p, m, q)], s.member_epoch[m] == LEFT))))
+        ~s.lost[m][q], And(s.client_owns[m][q], s.member_epoch[m] == LEFT))))
 
 
 def _commits_by(s, p, pred):
-    """pred(c, m, q, i) for every commit slot c in flight, with its sender m, partition q and slot i."""
+    """pred(c, m, q) for every commit slot c in flight, with its sender m and partition q."""
     return Forall(_commit_slots(p), lambda c: Forall(
         [(m, q) for m in _members(p) for q in _partitions(p)], lambda mq: Or(
-            s.commit_request[c] == Request.NONE, s.commit_member[c] != mq[0],
-            s.commit_partition[c] != mq[1], pred(c, mq[0], mq[1], _slot(p, *mq)))))
+            s.commit[c].request == Request.NONE, s.commit[c].member != mq[0],
+            s.commit[c].partition != mq[1], pred(c, *mq))))
 
 
 def _current_sender(s, c, m):
     """The commit's member is in the group under the member id the commit carries."""
-    return And(s.member_epoch[m] >= 1, s.member_id[m] == s.commit_member_id[c])
+    return And(s.member_epoch[m] >= 1, s.member_id[m] == s.commit[c].member_id)
 
 
 @spec.invariant("commit-member-id-not-ahead", lemma=True)
 def commit_member_id_not_ahead(s, p):
     """A commit in flight carries a member id no newer than its member's current one."""
-    return _commits_by(s, p, lambda c, m, q, i: s.commit_member_id[c] <= s.member_id[m])
+    return _commits_by(s, p, lambda c, m, q: s.commit[c].member_id <= s.member_id[m])
 
 
 @spec.invariant("commit-epoch-not-ahead", lemma=True)
 def commit_epoch_not_ahead(s, p):
     """A commit in flight from a member still in the group under the same member id carries an epoch at most its member epoch."""
-    return _commits_by(s, p, lambda c, m, q, i: Or(
-        ~_current_sender(s, c, m), s.commit_epoch[c] <= s.member_epoch[m]))
+    return _commits_by(s, p, lambda c, m, q: Or(
+        ~_current_sender(s, c, m), s.commit[c].epoch <= s.member_epoch[m]))
 
 
 @spec.invariant("reconciled-member-follows-target", lemma=True)
@@ -1297,7 +1287,7 @@ def reconciled_member_follows_target(s, p):
     """A member at the target epoch has every partition it holds as assigned (not pending revocation) assigned to it in the target assignment."""
     return Forall(_members(p), lambda m: Or(
         s.member_epoch[m] != s.target_epoch,
-        Forall(_partitions(p), lambda q: Or(s.holds[_slot(p, m, q)] != Hold.ASSIGNED,
+        Forall(_partitions(p), lambda q: Or(s.holds[m][q] != Hold.ASSIGNED,
                                             s.target_owner[q] == m))))
 
 
@@ -1308,11 +1298,11 @@ def unrevoked_at_target_owns_no_pending(s, p):
         return Or(s.member_epoch[m] < 1, s.member_epoch[m] < s.target_epoch,
                   s.member_state[m] != MemberState.UNREVOKED_PARTITIONS)
     client = Forall(_members(p), lambda m: Or(behind(m), s.client_epoch[m] != s.member_epoch[m], Forall(
-        _partitions(p), lambda q: Or(~s.client_owns[_slot(p, m, q)],
-                                     s.holds[_slot(p, m, q)] != Hold.PENDING_REVOCATION))))
-    commits = _commits_by(s, p, lambda c, m, q, i: Or(
-        behind(m), ~_current_sender(s, c, m), s.commit_epoch[c] != s.member_epoch[m],
-        s.holds[i] != Hold.PENDING_REVOCATION))
+        _partitions(p), lambda q: Or(~s.client_owns[m][q],
+                                     s.holds[m][q] != Hold.PENDING_REVOCATION))))
+    commits = _commits_by(s, p, lambda c, m, q: Or(
+        behind(m), ~_current_sender(s, c, m), s.commit[c].epoch != s.member_epoch[m],
+        s.holds[m][q] != Hold.PENDING_REVOCATION))
     return And(client, commits)
 
 
@@ -1323,17 +1313,17 @@ def unrevoked_at_target_owns_no_pending(s, p):
 @spec.invariant("released-partition-commit-is-stale", lemma=True)
 def released_partition_commit_is_stale(s, p):
     """A commit in flight for a partition its member has since released carries an epoch below the member epoch."""
-    return _commits_by(s, p, lambda c, m, q, i: Or(
-        ~_current_sender(s, c, m), s.holds[i] != Hold.NONE, s.commit_epoch[c] < s.member_epoch[m]))
+    return _commits_by(s, p, lambda c, m, q: Or(
+        ~_current_sender(s, c, m), s.holds[m][q] != Hold.NONE, s.commit[c].epoch < s.member_epoch[m]))
 
 
 @spec.invariant("zombie-commit-is-stale", lemma=True)
 def zombie_commit_is_stale(s, p):
     """A zombie commit in flight whose member id is still current carries an epoch below the member epoch and, if the member holds the partition again, below its assignment epoch."""
-    return _commits_by(s, p, lambda c, m, q, i: Or(
+    return _commits_by(s, p, lambda c, m, q: Or(
         ~s.commit_zombie[c], ~_current_sender(s, c, m), And(
-            s.commit_epoch[c] < s.member_epoch[m],
-            Or(s.holds[i] == Hold.NONE, s.commit_epoch[c] < s.assignment_epoch[i]))))
+            s.commit[c].epoch < s.member_epoch[m],
+            Or(s.holds[m][q] == Hold.NONE, s.commit[c].epoch < s.assignment_epoch[m][q]))))
 
 
 # SubscriptionResolved is the coordinator's own asynchronous regex refresh, which Kafka always
@@ -1349,8 +1339,8 @@ def eventually_converges(s, p):
             s.member_state[m] == MemberState.STABLE, s.member_epoch[m] == s.target_epoch,
             s.client_epoch[m] == s.member_epoch[m],
             Forall(_partitions(p), lambda q: And(
-                (s.holds[_slot(p, m, q)] == Hold.ASSIGNED) == (s.target_owner[q] == m),
-                s.client_owns[_slot(p, m, q)] == (s.target_owner[q] == m)))))
+                (s.holds[m][q] == Hold.ASSIGNED) == (s.target_owner[q] == m),
+                s.client_owns[m][q] == (s.target_owner[q] == m)))))
     return And(s.group_epoch == s.target_epoch, Forall(_members(p), reconciled))
 
 

@@ -135,6 +135,27 @@ def test_the_adapters_view_of_the_zombie_trace():
     assert last["outcome"] == "NONE"               # the zombie commit is accepted
 
 
+def test_the_adapter_reads_the_spec_state_by_member_and_partition():
+    """The spec's (member, partition) fields are two-dimensional and a commit in flight is a
+    record: the adapter's prediction after a HeartbeatResponse, a rebuilt state, and a commit."""
+    from checker.conform.consumer_group import _declared
+    doc = load(ZOMBIE)
+    model = SPEC.instantiate(doc["variant"], doc["params"])
+    steps = predict(model, tuple(layout_of(model).pack(doc["state"])), doc["steps"])
+    run = TraceRun(_NoBroker(), "t", model.params, state={"describes_pending": True})
+    ad = ConsumerGroupAdapter()
+    revoked = ad.view(run, steps[7])       # HeartbeatResponse(m=0): p1 revoked by the client
+    assert revoked["client_owns[0]"] == [0] and revoked["client_epoch[0]"] == 1
+    zombie = ad.view(run, steps[9])        # Heartbeat(m=1): member 1 takes p1 at epoch 4
+    assert zombie["response.assigned"] == [1] and zombie["assignment_epochs[1]"] == [0, 4]
+    assert zombie["pending[0]"] == [0] and zombie["described[1]"] == [1]
+    state = _declared(model.params, steps[3].post)     # after SendCommit(m=0, q=1)
+    assert state["holds"] == [["ASSIGNED", "PENDING_REVOCATION"], ["NONE", "NONE"]]
+    assert state["commit"] == [{"request": "TXN_OFFSET_COMMIT", "member": 0, "member_id": 0,
+                                "epoch": 1, "partition": 1}]
+    assert state["member_epoch"] == [1, -1]
+
+
 def test_initial_states_the_setup_prefix_cannot_reach_are_named():
     ad = ConsumerGroupAdapter()
     doc = load(ZOMBIE)
@@ -143,6 +164,9 @@ def test_initial_states_the_setup_prefix_cannot_reach_are_named():
     classic = json.loads(json.dumps(doc["state"]))
     classic["classic"][0] = True
     assert "classic-protocol member" in ad.initial_reason(p, classic)
+    moved = json.loads(json.dumps(doc["state"]))
+    moved["holds"][0][1], moved["holds"][1][1] = "NONE", "ASSIGNED"   # p1 held off its target
+    assert ad.initial_reason(p, moved) == "the initial holds are not the target assignment"
     unrevoked = load(SCENARIOS / "reconcile_unrevoked_to_unrevoked.json")
     why = ad.initial_reason(SPEC.instantiate(None, unrevoked["params"]).params, unrevoked["state"])
     assert "UNREVOKED_PARTITIONS" in why

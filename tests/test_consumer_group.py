@@ -87,8 +87,8 @@ def test_kip1251_fixes_the_race_but_not_the_19974_zombie(default_results):
     # the accepted commit carries the member's unchanged epoch while the member stayed in
     # UNREVOKED_PARTITIONS across a second revocation
     states = [s for s in tr.steps if s.action == "Heartbeat"]
-    assert any(s.changes.get(f"holds[{k}]", (None, None))[0] == "PENDING_REVOCATION" and
-               s.changes.get(f"holds[{k}]")[1] == "NONE" for s in states for k in range(4))
+    assert any(s.changes.get(f"holds[{m}][{q}]", (None, None)) == ("PENDING_REVOCATION", "NONE")
+               for s in states for m in range(2) for q in range(2))
     assert "unrevoked-epoch-bump" in default_results
     assert "no-zombie-commit" not in default_results["unrevoked-epoch-bump"].found
 
@@ -260,3 +260,68 @@ def test_unsubscribing_makes_19974_visible(default_results):
     tr = build(SPEC.instantiate("unsubscribes"), f.property, f.kind, f.initial, f.steps)
     assert len(tr) == 7 and "HeartbeatUnsubscribe" in [s.action for s in tr.steps]
     assert tr.steps[-1].action == "HandleCommit" and tr.steps[-1].outcome == "NONE"
+
+
+# ---------------------------------------------------------------------------------------------
+# Two-dimensional arrays and a record for a commit (issue 12)
+
+def test_per_partition_fields_are_read_member_then_partition():
+    """holds[m][q] and the other (member, partition) fields are stored row by row, and a commit in
+    flight is one record stored as the parallel arrays it replaced: the flat spec's order, so the
+    bit layout, the fingerprints and the traces the search reports did not change."""
+    model = SPEC.instantiate(None, {"members": 3, "partitions": 2, "commits_in_flight": 2,
+                                    "unsubscribes": 1})
+    fields = model.fields
+    for base in ("holds", "assignment_epoch", "client_owns", "held_since", "lost", "subscribed"):
+        assert [f.name for f in fields.arrays[base]] == \
+            [f"{base}[{m}][{q}]" for m in range(3) for q in range(2)], base
+    assert [f.name for f in fields.arrays["commit"]] == [
+        f"commit[{c}].{x}" for x in ("request", "member", "member_id", "epoch", "partition")
+        for c in range(2)]
+    shown = fields.show(model.initial_states[0])
+    assert shown["commit"][1] == {"request": "NONE", "member": 0, "member_id": 0, "epoch": 0,
+                                  "partition": 0}
+    assert [len(row) for row in shown["holds"]] == [2, 2, 2]
+
+
+FLAT = ROOT / "tests" / "traces_flat" / "consumer_group_no_zombie_commit.json"
+
+
+def _upgrade_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("upgrade_traces", ROOT / "scripts" / "upgrade_traces.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_trace_with_flat_field_names_is_converted_to_the_saved_one():
+    """A trace saved before the arrays (holds[3], commit_request[0], flat lists in the initial
+    state) no longer replays as it is, and scripts/upgrade_traces.py turns it into the shipped
+    counterexample: the same steps, field for field."""
+    old = load(FLAT)
+    model = SPEC.instantiate(old["variant"], old["params"])
+    with pytest.raises(TraceError, match="lacks field 'commit'"):
+        replay(model, old)
+    new, renamed = _upgrade_module().upgrade(model, old)
+    assert "holds[3] -> holds[1][1]" in renamed and "commit_request[0] -> commit[0].request" in renamed
+    assert new == load(SAVED / "kip1251" / "no-zombie-commit.json")
+    assert len(new["steps"]) == len(old["steps"]) == 11
+    assert replay(model, new).ok
+    # a trace already in the current names is left as it is
+    assert _upgrade_module().upgrade(model, new) == (new, [])
+
+
+def test_the_upgrade_command(tmp_path):
+    target = tmp_path / "t.json"
+    target.write_text(FLAT.read_text())
+    cmd = [sys.executable, str(ROOT / "scripts" / "upgrade_traces.py")]
+    r = subprocess.run([*cmd, "--check", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0 and "renamed (not written: --check)" in r.stdout
+    assert target.read_text() == FLAT.read_text()
+    r = subprocess.run([*cmd, str(target)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(target.read_text()) == load(SAVED / "kip1251" / "no-zombie-commit.json")
+    r = subprocess.run([*cmd, str(tmp_path / "missing.json")], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "missing.json" in r.stderr

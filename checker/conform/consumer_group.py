@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import time
 
 from kio.schema.errors import ErrorCode
@@ -112,13 +113,12 @@ class ConsumerGroupAdapter(Adapter):
                         f"prefix reaches only groups whose members are reconciled")
         for m in range(p.members):
             for q in range(p.partitions):
-                i = m * p.partitions + q
-                if (s["holds"][i] == "ASSIGNED") != (s["target_owner"][q] == m) \
-                        or s["holds"][i] == "PENDING_REVOCATION":
+                hold = s["holds"][m][q]
+                if (hold == "ASSIGNED") != (s["target_owner"][q] == m) or hold == "PENDING_REVOCATION":
                     return "the initial holds are not the target assignment"
-                if s["holds"][i] == "ASSIGNED" and s["assignment_epoch"][i] != T:
+                if hold == "ASSIGNED" and s["assignment_epoch"][m][q] != T:
                     return (f"partition {q} of member {m} was assigned at epoch "
-                            f"{s['assignment_epoch'][i]}, before the target's {T}: the setup "
+                            f"{s['assignment_epoch'][m][q]}, before the target's {T}: the setup "
                             f"prefix assigns every partition at the target epoch")
         for q in range(p.partitions):
             if s["target_owner"][q] != -1 and s["target_owner"][q] not in present:
@@ -226,19 +226,19 @@ class ConsumerGroupAdapter(Adapter):
         # scenario may set apart from its member's (a stale or a forged epoch)
         for m in range(p.members):
             st["client_epoch"][m] = self._to_kafka(run, s["client_epoch"][m])
-            st["owns"][m] = frozenset(q for q in range(p.partitions)
-                                      if s["client_owns"][m * p.partitions + q])
+            st["owns"][m] = frozenset(q for q in range(p.partitions) if s["client_owns"][m][q])
         # commits already in flight: prepared as SendCommit prepares them
-        for c, req in enumerate(s["commit_request"]):
+        for c, commit in enumerate(s["commit"]):
+            req = commit["request"]
             if req == "NONE":
                 continue
             if req == "TXN_OFFSET_COMMIT_V6":
                 raise NotDrivable(self.action_reason("HandleCommit", {"request": req}))
-            m = s["commit_member"][c]
+            m = commit["member"]
             st["commits"][c] = {"request": req, "member_id": self._mid(run, m),
                                 "instance_id": self._instance(run, m),
-                                "epoch": self._to_kafka(run, s["commit_epoch"][c]),
-                                "q": s["commit_partition"][c]}
+                                "epoch": self._to_kafka(run, commit["epoch"]),
+                                "q": commit["partition"]}
             if req.startswith("TXN"):
                 st["commits"][c]["producer"] = self._begin_transaction(run, f"c{c}")
         # the prefix must have reached the trace's initial state, as far as Kafka shows it
@@ -356,13 +356,12 @@ class ConsumerGroupAdapter(Adapter):
         if step.action in ("Join", "Heartbeat", "HeartbeatNewSubscription") and step.outcome == "NONE":
             out["response.member_epoch"] = post[f"member_epoch[{m}]"]
             out["response.assigned"] = [q for q in range(p.partitions)
-                                        if post[f"holds[{m * p.partitions + q}]"] == "ASSIGNED"]
+                                        if post[f"holds[{m}][{q}]"] == "ASSIGNED"]
         if step.action == "Leave":
             out["response.member_epoch"] = a["epoch"]
         if step.action == "HeartbeatResponse":
             out[f"client_epoch[{m}]"] = post[f"client_epoch[{m}]"]
-            out[f"client_owns[{m}]"] = [q for q in range(p.partitions)
-                                        if post[f"client_owns[{m * p.partitions + q}]"]]
+            out[f"client_owns[{m}]"] = [q for q in range(p.partitions) if post[f"client_owns[{m}][{q}]"]]
         if step.action in ("FenceMember", "StaticMemberExpires"):
             out["fence.error"] = "NONE"
         shown = _declared(p, post)
@@ -379,19 +378,17 @@ class ConsumerGroupAdapter(Adapter):
             if e != LEFT:
                 shown = ("ASSIGNED", "PENDING_REVOCATION") if run.state.get("describes_pending") \
                     else ("ASSIGNED",)
-                out[f"described[{m}]"] = [q for q in range(p.partitions)
-                                          if s["holds"][m * p.partitions + q] in shown]
+                out[f"described[{m}]"] = [q for q in range(p.partitions) if s["holds"][m][q] in shown]
         for q in range(p.partitions):
             out[f"target_owner[{q}]"] = s["target_owner"][q]
         for m in range(p.members):
             if s["member_epoch"][m] == LEFT:
                 continue
-            held = [s["holds"][m * p.partitions + q] for q in range(p.partitions)]
+            held = s["holds"][m]
             out[f"member_state[{m}]"] = s["member_state"][m]
             out[f"pending[{m}]"] = [q for q, h in enumerate(held) if h == "PENDING_REVOCATION"]
-            out[f"assignment_epochs[{m}]"] = [
-                s["assignment_epoch"][m * p.partitions + q] if h != "NONE" else 0
-                for q, h in enumerate(held)]
+            out[f"assignment_epochs[{m}]"] = [s["assignment_epoch"][m][q] if h != "NONE" else 0
+                                              for q, h in enumerate(held)]
         return out
 
     # -- requests ------------------------------------------------------------------------------
@@ -715,16 +712,31 @@ def _summary(described) -> tuple | None:
 _STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 3: "UNKNOWN"}
 
 
+_PATH = re.compile(r"\[(\d+)\]|\.(\w+)")
+
+
 def _declared(p, flat: dict) -> dict:
-    """Flat shown values ('member_epoch[1]') back to declared names with lists."""
+    """Flat shown values ('member_epoch[1]', 'holds[0][1]', 'commit[0].epoch') back to declared
+    names with their shapes: lists for arrays (nested for two dimensions), dicts for records."""
     out: dict = {}
     for k, v in flat.items():
-        if "[" in k:
-            base, idx = k[:-1].split("[")
-            out.setdefault(base, {})[int(idx)] = v
-        else:
+        base, _, rest = k.partition("[") if "[" in k else (k, "", "")
+        if not rest:
             out[k] = v
-    return {k: ([v[i] for i in sorted(v)] if isinstance(v, dict) else v) for k, v in out.items()}
+            continue
+        node, key = out, base
+        for index, member in _PATH.findall("[" + rest):
+            node = node.setdefault(key, {})
+            key = int(index) if index else member
+        node[key] = v
+
+    def shaped(x):
+        if not isinstance(x, dict):
+            return x
+        if all(isinstance(k, int) for k in x):
+            return [shaped(x[i]) for i in sorted(x)]
+        return {k: shaped(y) for k, y in x.items()}
+    return {k: shaped(v) for k, v in out.items()}
 
 
 register_adapter("consumer_group", "checker.conform.consumer_group:ConsumerGroupAdapter")
