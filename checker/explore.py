@@ -276,7 +276,7 @@ def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | Non
             del order
             by_run = np.argsort(run_of, kind="stable")
             del run_of
-            order = np.empty(n, dtype=np.int64)
+            order = np.empty(n, dtype=np.int32 if n < (1 << 31) else np.int64)
             for a in range(0, n, 1 << 22):     # the inverse permutation, a part at a time
                 b = min(n, a + (1 << 22))
                 order[by_run[a:b]] = np.arange(a, b)
@@ -586,14 +586,16 @@ class Level:
         order, each with its least (action instance, parent)."""
         if not self.fp:
             return
-        fp = np.concatenate(self.fp) if len(self.fp) > 1 else self.fp[0]
+        runs = [len(c) for c in self.fp]
+
+        def joined(parts, axis=0):   # the runs joined, each list let go at once (less memory)
+            return np.concatenate(parts, axis=axis) if len(parts) > 1 else parts[0]
+        fp, self.fp = joined(self.fp), []
         words = None
         if not self.one_word:
-            words = np.concatenate(self.words, axis=1) if len(self.words) > 1 else self.words[0]
-        action = np.concatenate(self.action) if len(self.action) > 1 else self.action[0]
-        parent = np.concatenate(self.parent) if len(self.parent) > 1 else self.parent[0]
-        runs = [len(c) for c in self.fp]
-        self.fp = self.words = self.parent = self.action = []
+            words, self.words = joined(self.words, axis=1), []
+        action, self.action = joined(self.action), []
+        parent, self.parent = joined(self.parent), []
         keys = self.keys(words) if words is not None else None
         sel = first_of_each(fp, keys, runs, action, self.action_bits) if len(runs) > 1 else None
         u = fp if sel is None else fp[sel]
