@@ -149,8 +149,9 @@ class System:
     breadth-first search): that makes bmc and the search decide the very same state space."""
 
     def __init__(self, model: Model, keep_search_bounds: bool = False, timeout_s: float | None = None,
-                 cap: int | None = None):
+                 cap: int | None = None, bits: bool = False):
         self.model, self.lay = model, model.fields
+        self.bits = bits      # bit-vector fields are made of named Boolean atoms (checker.cnf)
         self.keep = keep_search_bounds
         self.cap = None if keep_search_bounds or cap is None else \
             max([cap] + [f.type.hi for f in model.fields.fields if f.type.search_bound])
@@ -234,16 +235,6 @@ class System:
             s.set("timeout", self.timeout_ms)
         return s
 
-    def bmc_solver(self) -> z3.Solver:
-        """The one incremental solver of an unrolling: Z3's finite-domain solver bit-blasts each
-        new frame once into an incremental SAT solver that answers under assumptions (measured
-        on consumer_group's 11-step zombie commit: about 2x faster than Z3's default incremental
-        solver, 10x faster than a fresh solver per question over integers)."""
-        s = z3.SolverFor("QF_FD")
-        if self.timeout_ms:
-            s.set("timeout", self.timeout_ms)
-        return s
-
     def check(self, s: z3.Solver, *assumptions) -> bool:
         r = s.check(*assumptions)
         # a solver's counters accumulate over its checks: keep each solver's latest snapshot
@@ -264,6 +255,11 @@ class System:
             if f.type.kind == "bool":
                 out.append(z3.Bool(name))
                 self.raw[tag].append(out[-1])
+            elif self.bv and self.bits:
+                unsigned, bits = self.field_bits[f.index]
+                v = self._atoms(name, max(1, bits), self.raw[tag])
+                extend = z3.ZeroExt if unsigned else z3.SignExt
+                out.append(extend(self.bv - v.size(), v) if v.size() < self.bv else v)
             elif self.bv:
                 unsigned, bits = self.field_bits[f.index]
                 v = z3.BitVec(name, max(1, bits))
@@ -275,23 +271,50 @@ class System:
                 self.raw[tag].append(out[-1])
         return out
 
-    def frame(self, pre: str, c, post: str) -> list:
-        """``step`` from the state tagged ``pre`` to the one tagged ``post``, with the range
-        constraints of ``pre``: built over template states once, then copied per frame by
-        substituting variables (in Z3, not by walking the spec's trees again)."""
+    @staticmethod
+    def _atoms(name: str, width: int, into: list):
+        """A bit-vector made of the Boolean atoms name#0 (its lowest bit) .. name#width-1."""
+        bits = [z3.Bool(f"{name}#{i}") for i in range(width)]
+        into += bits
+        one, zero = z3.BitVecVal(1, 1), z3.BitVecVal(0, 1)
+        parts = [z3.If(b, one, zero) for b in reversed(bits)]
+        return parts[0] if width == 1 else z3.Concat(*parts)
+
+    def template_states(self):
+        """The template states of a frame, S -c-> T ('frame.pre', 'frame.step', 'frame.post'),
+        over which bmc writes every question once (checker.cnf.Template)."""
         if self._frame is None:
-            S, T, c0 = self.state("frame.pre"), self.state("frame.post"), self.choice("frame.step")
-            # one term, so that a frame is one substitution (z3's Python wrapper checks the
-            # sorts of every pair at each call: per constraint, that cost more than solving)
-            self._frame = (z3.And(*self.step(S, c0, T), *self.in_range(S)), c0)
-        cons, c0 = self._frame
-        pairs = list(zip(self.raw["frame.pre"], self.raw[pre])) + \
-            list(zip(self.raw["frame.post"], self.raw[post])) + \
-            (list(zip(c0, c)) if isinstance(c, list) else [(c0, c)])
-        return [z3.substitute(cons, *pairs)]
+            S, T = self.state("frame.pre"), self.state("frame.post")
+            self._frame = (S, self.choice("frame.step"), T)
+        return self._frame
+
+    def read_state(self, value, tag: str) -> list[int]:
+        """The field values of the state ``tag`` from a SAT model (``value(atom name)``)."""
+        out = []
+        for f in self.lay.fields:
+            name = f"{tag}.{f.name}"
+            if f.type.kind == "bool":
+                out.append(int(value(name)))
+                continue
+            unsigned, bits = self.field_bits[f.index]
+            w = max(1, bits)
+            x = sum(1 << i for i in range(w) if value(f"{name}#{i}"))
+            out.append(x - (1 << w) if not unsigned and x >= 1 << (w - 1) else x)
+        return out
+
+    def read_choice(self, value, name: str) -> int:
+        return sum(1 << i for i in range(self.choice_bits) if value(f"{name}#{i}"))
+
+    def assume(self, lemmas: list[str], S):
+        """The ``lemmas`` in state S where its ordinary fields are in range (a lemma is proved
+        for such states; a state out of range is a spec error, reported by bmc, which the
+        lemmas must not hide)."""
+        return z3.Implies(z3.Not(self.out_of_range(S)), z3.And(*[self.holds(l, S) for l in lemmas]))
 
     def choice(self, name: str):
         """The variable naming the action instance a step runs."""
+        if self.bv and self.bits:
+            return self._atoms(name, self.choice_bits, self.raw.setdefault(name, []))
         return z3.BitVec(name, self.choice_bits) if self.bv else z3.Int(name)
 
     def chose(self, c, k: int):
@@ -526,6 +549,7 @@ class BmcResult(RunResult):
     cap: int | None = None            # the cap on lifted search bounds (None: the bounds kept)
     requested_depth: int | None = None
     search_bounds_kept: bool = False
+    lemmas_assumed: list[str] = field(default_factory=list)   # inductive lemmas asserted per state
 
     def status(self, prop: str) -> str:
         if prop in self.found:
@@ -560,6 +584,7 @@ class BmcResult(RunResult):
         return {"depth": self.depth, "requested_depth": self.requested_depth,
                 "search_bounds": "kept" if self.search_bounds_kept else "lifted",
                 "encoding": {"integer_bits": self.width, "lifted_bound_cap": self.cap},
+                "lemmas_assumed": list(self.lemmas_assumed),
                 "exhaustive": self.exhaustive, "inconclusive": self.inconclusive,
                 "elapsed_s": round(self.elapsed_s, 3), "solver": self.stats}
 
@@ -586,7 +611,7 @@ class _Widen(Exception):
 
 def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
         keep_search_bounds: bool = False, timeout_s: float | None = None,
-        check_domain: bool = True, min_depth: int = 0) -> BmcResult:
+        check_domain: bool = True, min_depth: int = 0, lemmas: bool = True) -> BmcResult:
     """Shortest violations of ``properties`` within ``depth`` steps from the initial states
     (looking only at depths from ``min_depth`` on, when given: a quick search for a violation
     of known length).
@@ -595,95 +620,134 @@ def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
     raises an epoch by at most one, which makes every field bounded and the encoding bit-vectors;
     whether a path passes the cap is asked at every depth with the other questions, and when one
     does the unrolling starts again with the cap raised: the answer is the one over unbounded
-    integers."""
+    integers.
+
+    With ``lemmas``, the spec's lemmas that are inductive (``inductive_lemmas``) are asserted in
+    every state of the unrolling: they hold in every reachable state, so no path is lost, and
+    the SAT solver need not rediscover them to rule a depth out."""
     props = _check_props(model, properties)
     t0 = time.perf_counter()
+    assumed, extra = ([], []) if not lemmas else inductive_lemmas(model, timeout_s)
     cap = None if keep_search_bounds else depth + max(
         [f.type.hi for f in model.fields.fields if f.type.search_bound] + [0])
-    extra: list[dict] = []
     while True:
         try:
             res = _bmc(model, props, depth, keep_search_bounds, timeout_s, check_domain, min_depth,
-                       cap, extra)
+                       cap, extra, assumed)
             break
         except _Widen:
             cap = 4 * cap + 1
     res.elapsed_s = time.perf_counter() - t0
     res.requested_depth, res.search_bounds_kept = depth, keep_search_bounds
+    res.lemmas_assumed = assumed
     return res
+
+
+def _rename(d: int):
+    """A template's atom names as frame d's: S -c-> T is state d-1, step d, state d."""
+    pre, post, step = f"s{d - 1}.", f"s{d}.", f"step{d}#"
+
+    def rename(name: str) -> str:
+        if name.startswith("frame.post."):
+            return post + name[11:]
+        if name.startswith("frame.pre."):
+            return pre + name[10:]
+        if name.startswith("frame.step#"):
+            return step + name[11:]
+        return name
+    return rename
 
 
 def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
          timeout_s: float | None, check_domain: bool, min_depth: int, cap: int | None,
-         extra: list[dict]) -> BmcResult:
-    sy = System(model, keep_search_bounds, timeout_s, cap)
-    sy._extra = extra   # the statistics of encodings given up for a wider one count too
+         extra: list[dict], assumed: list[str]) -> BmcResult:
+    from checker.cnf import Cnf, Interrupted, Template
+    sy = System(model, keep_search_bounds, timeout_s, cap, bits=True)
     lifted = any(f.type.search_bound for f in model.fields.fields)
     res = BmcResult(model, props, 0, width=sy.bv, cap=sy.cap if lifted else None)
-    # One solver for the whole unrolling: each depth adds its frame (one step's transition
-    # relation) once, and every question is asked under an assumption literal, so what the SAT
-    # solver learnt at depth d is kept at depth d + 1.
-    s = sy.bmc_solver()
-    states = [sy.state("s0")]
-    choices: list = []
-    s.add(sy.init(states[0]))
-    pending = list(props)
-    asked = [0]
+    # Every question is written once over the template frame S -c-> T and bit-blasted once;
+    # a frame is a renumbered copy of its clauses (checker/cnf.py). One incremental solver for
+    # the whole unrolling: each depth adds its frame once, and every question is asked under an
+    # assumption literal, so what the SAT solver learnt at depth d is kept at depth d + 1.
+    S, c0, T = sy.template_states()
+    out = z3.Bool("out")   # a question's answer, one atom per copy
 
-    def solve(cond=None):
-        """A model of the unrolling so far (and ``cond``, when given), or None."""
-        if cond is None:
-            return s.model() if sy.check(s) else None
-        asked[0] += 1
-        a = z3.Bool(f"ask{asked[0]}")
-        s.add(z3.Implies(a, cond))
-        m = s.model() if sy.check(s, a) else None
-        s.add(z3.Not(a))   # retire the question
+    def answer(term) -> Template:
+        return Template(out == term)
+
+    step = Template(z3.And(*sy.step(S, c0, T), *sy.in_range(S),
+                           *([] if check_domain else sy.in_range(T, capped=False))))
+    init = Template(sy.init(T))
+    lemmas = Template(sy.assume(assumed, T)) if assumed else None
+    bad = {}
+    for p in props:
+        if sy.kind(p) == "transition":
+            bad[p] = answer(z3.Not(sy.step_ok(p, S, c0, T)))
+        else:
+            bad[p] = answer(z3.Not(sy.holds(p, T)))
+    wrong_terms = ([sy.out_of_range(T)] if check_domain else []) + \
+        ([sy.over_cap(T)] if sy.cap is not None else [])
+    wrong = answer(z3.Or(*wrong_terms)) if wrong_terms else None
+    cnf = Cnf(timeout_s)
+    cnf.add(init, _rename(0))
+    if lemmas:
+        cnf.add(lemmas, _rename(0))
+    pending = list(props)
+
+    def ask(template: Template, d: int, name: str) -> int:
+        """The literal of a question about depth d."""
+        rename = _rename(d)
+        cnf.add(template, lambda a: name if a == "out" else rename(a))
+        return cnf.atom(name)
+
+    def solve(lits: list[int]):
+        """A model of the unrolling in which one of ``lits`` holds, or None."""
+        a = cnf.fresh()
+        cnf.clause([-a, *lits])
+        m = cnf.solve([a])
+        cnf.clause([-a])   # retire the question
         return m
 
-    def bad_at(p: str, d: int):
-        S = states[d]
-        if sy.kind(p) == "transition":
-            return None if d == 0 else z3.Not(sy.step_ok(p, states[d - 1], choices[d - 1], S))
-        return z3.Not(sy.holds(p, S))
+    def path(m) -> SolverPath:
+        value = lambda name: cnf.value(m, name)
+        return SolverPath([sy.read_state(value, f"s{i}") for i in range(d_now[0] + 1)],
+                          [sy.read_choice(value, f"step{i}") for i in range(1, d_now[0] + 1)])
+
+    d_now = [0]
 
     def look(d: int) -> bool:
         """Check depth d; False when no path has d steps."""
+        d_now[0] = d
         if d < min_depth:
             return True
-        S = states[d]
-        bads = {p: bad_at(p, d) for p in pending}
-        bads = {p: b for p, b in bads.items() if b is not None}
-        wrong = []   # a spec error (ordinary field out of range) or a bound past the cap
-        if d > 0:
-            wrong += [sy.out_of_range(S)] if check_domain else []
-            wrong += [sy.over_cap(S)] if sy.cap is not None else []
+        bads = {p: ask(bad[p], d, f"bad.{p}.{d}") for p in pending
+                if not (d == 0 and sy.kind(p) == "transition")}
+        w = ask(wrong, d, f"wrong.{d}") if wrong is not None and d > 0 else None
         # one question per depth when nothing is wrong there (the common case)
-        m = solve(z3.Or(*wrong, *bads.values()))
+        m = solve([*bads.values()] + ([w] if w else []))
         if m is None:
             # no state at depth d violates anything: a fact the solver keeps for deeper depths
-            s.add(*[z3.Not(b) for b in bads.values()])
-            return d == 0 or solve() is not None
-        if wrong:
-            mw = solve(z3.Or(*wrong))
+            for b in bads.values():
+                cnf.clause([-b])
+            return d == 0 or cnf.solve([]) is not None
+        if w:
+            mw = m if w in m else solve([w])
             if mw is not None:
-                path = path_from(sy, mw, states, choices)
-                f = sy.first_out_of_range(path.states[-1])
+                pa = path(mw)
+                f = sy.first_out_of_range(pa.states[-1])
                 if f is None:
                     raise _Widen()
-                inst = model.instances[path.steps[-1]]
+                inst = model.instances[pa.steps[-1]]
                 raise SpecError(f"{sy.where_action[inst.action.name]}: action {inst.label} sets {f.name} to "
-                                f"{path.states[-1][f.index]}, outside its range {f.type.lo}..{f.type.hi} "
+                                f"{pa.states[-1][f.index]}, outside its range {f.type.lo}..{f.type.hi} "
                                 f"(found by bmc at depth {d}): widen the field's Int range or guard the action")
-        for p, bad in bads.items():
+        for p, b in bads.items():
             # the first model answers for every property it violates; the others are asked
-            if not z3.is_true(m.eval(bad, model_completion=True)):
-                m2 = solve(bad)
-                if m2 is None:
-                    continue
-            else:
-                m2 = m
-            res.found[p] = solver_counterexample(p, sy.kind(p), path_from(sy, m2, states, choices))
+            m2 = m if b in m else solve([b])
+            if m2 is None:
+                cnf.clause([-b])
+                continue
+            res.found[p] = solver_counterexample(p, sy.kind(p), path(m2))
             pending.remove(p)
         return True
 
@@ -692,27 +756,25 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
         for d in range(1, depth + 1):
             if props and not pending:
                 break   # every property is violated
-            c = sy.choice(f"step{d}")
-            T = sy.state(f"s{d}")
-            # the step, and ordinary fields in range on the path so far (a domain error is
-            # reported above), lifted bounds under the cap
-            s.add(*sy.frame(f"s{d - 1}", c, f"s{d}"))
-            if not check_domain:
-                s.add(*sy.in_range(T, capped=False))
-            states.append(T)
-            choices.append(c)
+            cnf.add(step, _rename(d))
+            if lemmas:
+                cnf.add(lemmas, _rename(d))
             if not look(d):
                 res.exhaustive = True   # no path has d steps: every behaviour was covered
                 break
             res.depth = d
-    except Inconclusive as e:
+    except Interrupted as e:
         res.inconclusive = f"solver: {e}"
     except _Widen:
-        extra.append(_snapshot(s))   # the statistics of this encoding count too
+        extra.append({"checks": cnf.calls, **cnf.stats})   # this encoding's work counts too
+        cnf.close()
         raise
     for cx in res.found.values():
         decode(model, cx)
-    res.stats = sy.stats
+    res.stats = {"checks": cnf.calls, **cnf.stats}
+    for more in extra:
+        merge_stats(res.stats, more)
+    cnf.close()
     return res
 
 
@@ -804,6 +866,25 @@ def _houdini(sy: System, k: int, lemmas: list[str], dropped: dict) -> list[str]:
     return live
 
 
+def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list[str], list[dict]]:
+    """The spec's lemmas that hold in every reachable state, epochs unbounded: those true in
+    every initial state that are 1-inductive together (Houdini), and the statistics of the
+    solvers that showed it. When the solver gives up, no lemma is assumed."""
+    names = [p.name for p in model.invariants if p.lemma]
+    if not names:
+        return [], []
+    sy = System(model, False, timeout_s)
+    try:
+        S = sy.state("init")
+        s = sy.solver()
+        s.add(sy.init(S), *sy.in_range(S))
+        live = [l for l in names if not sy.check(s, z3.Not(sy.holds(l, S)))]
+        live = _houdini(sy, 1, live, {})
+    except Inconclusive:
+        live = []
+    return live, [sy.stats]
+
+
 def prove(model: Model, prop: str, k_max: int = 3, use_lemmas: bool = True,
           timeout_s: float | None = None, bmc_depth: int = 5) -> ProofResult:
     """Prove ``prop`` for every reachable state with the search bounds lifted, by k-induction
@@ -847,7 +928,8 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
     lemmas = [p.name for p in model.invariants if p.lemma and p.name != prop] if use_lemmas else []
     try:
         # base: no violation of the target or of a lemma within k_max - 1 steps
-        base = bmc(model, [prop] + lemmas, k_max - 1, timeout_s=timeout_s)
+        # (a few steps deep: proving the lemmas inductive first would cost more than it saves)
+        base = bmc(model, [prop] + lemmas, k_max - 1, timeout_s=timeout_s, lemmas=False)
         sy._extra.append(base.stats)
         if base.inconclusive:
             raise Inconclusive(base.inconclusive)

@@ -149,6 +149,8 @@ class SolverStop:
         self._saved = None
 
     def __enter__(self):
+        from checker import cnf
+        cnf.STOP.clear()
         try:
             r, w = os.pipe()
             os.set_blocking(w, False)
@@ -181,6 +183,8 @@ class SolverStop:
 
     def _on_sigterm(self, signum, frame):
         self.terminated.set()
+        from checker import cnf      # bmc's SAT solver stops between two slices of its call
+        cnf.STOP.set()
 
     def _on_sigint(self, signum, frame):
         if self.terminated.is_set():

@@ -1,0 +1,141 @@
+"""Z3 terms as clauses for an incremental SAT solver (CaDiCaL, through python-sat): bmc's solver.
+
+bmc asks the same questions of every frame of an unrolling (the step from state d-1 to state d,
+a violation at state d), so each is written once, over template variables, and Z3 bit-blasts it
+into clauses once (``Template``); a frame is then the template's clauses with its variables
+renumbered, which costs a list walk, not a Z3 call. The variables that frames share (the bits of
+a state's fields, the bits naming the action instance a step runs) are Boolean atoms with names,
+so a template's clauses name them; every other variable of a template (Tseitin's) is its own,
+fresh in each copy.
+
+Why not Z3's own SAT solver: on consumer_group's zombie commit, CaDiCaL ruled out the depths
+below the violation in less than half the time Z3's incremental finite-domain solver took on
+the same unrolling (docs/symbolic.md, "How bmc is encoded").
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import z3
+
+SOLVER = "cadical195"
+# set to stop every solver call between two slices (symbolic_cli.SolverStop sets it on SIGTERM)
+STOP = threading.Event()
+# bit-blasting and Tseitin's transformation, as Z3's finite-domain solver does them
+_TO_CNF = z3.Then("simplify", "bit-blast", "tseitin-cnf")
+
+
+class Interrupted(Exception):
+    """The solver call was stopped: by its time limit, or by SIGINT (Ctrl-C, or SIGTERM
+    through symbolic_cli.SolverStop)."""
+
+
+class Template:
+    """The clauses of a Boolean term: each literal a signed index into ``atoms`` (the named
+    Boolean variables it shares with other terms) or, past ``len(atoms)``, into its own
+    fresh variables (``fresh`` of them)."""
+
+    def __init__(self, term):
+        g = z3.Goal()
+        g.add(term)
+        goals = _TO_CNF(g)
+        text = goals[0].dimacs(True) if len(goals) == 1 else None
+        if text is None:
+            raise ValueError("bit-blasting split the goal")
+        names: dict[int, str] = {}
+        rows = []
+        for line in text.splitlines():
+            if line.startswith("c "):
+                _, num, name = line.split(None, 2)
+                names[int(num)] = name
+            elif line and not line.startswith("p "):
+                rows.append([int(x) for x in line.split()[:-1]])
+        shared = sorted(n for n, name in names.items() if not name.startswith("k!"))
+        self.atoms = [names[n] for n in shared]
+        index = {n: i for i, n in enumerate(shared)}
+        own = sorted(set(abs(x) for r in rows for x in r) - set(shared))
+        index.update({n: len(shared) + i for i, n in enumerate(own)})
+        self.fresh = len(own)
+        # literal -> (index + 1) with its sign: 0 stays free for DIMACS's terminator
+        self.clauses = [[(index[abs(x)] + 1) * (1 if x > 0 else -1) for x in r] for r in rows]
+
+
+class Cnf:
+    """One incremental SAT solver, fed copies of templates. Atoms are numbered by name on
+    first use; ``rename`` maps a template's atom names to a frame's (e.g. 'frame.pre.' to
+    's3.')."""
+
+    def __init__(self, timeout_s: float | None = None):
+        from pysat.solvers import Solver
+        self.solver = Solver(name=SOLVER)
+        self.ids: dict[str, int] = {}
+        self.top = 0
+        self.timeout_s = timeout_s
+        self.calls = 0
+
+    SLICE = 2000   # conflicts per slice when a time limit is kept (a few milliseconds each)
+
+    def atom(self, name: str) -> int:
+        i = self.ids.get(name)
+        if i is None:
+            self.top += 1
+            i = self.ids[name] = self.top
+            if name in ("true", "false"):   # Z3's DIMACS names the constants as atoms
+                self.solver.add_clause([i if name == "true" else -i])
+        return i
+
+    def fresh(self) -> int:
+        self.top += 1
+        return self.top
+
+    def add(self, t: Template, rename=lambda name: name) -> None:
+        ids = [self.atom(rename(a)) for a in t.atoms]
+        ids += range(self.top + 1, self.top + 1 + t.fresh)
+        self.top += t.fresh
+        add = self.solver.add_clause
+        for c in t.clauses:
+            add([ids[x - 1] if x > 0 else -ids[-x - 1] for x in c])
+
+    def clause(self, lits: list[int]) -> None:
+        self.solver.add_clause(lits)
+
+    def solve(self, assumptions: list[int]) -> set[int] | None:
+        """The atoms true in a model (under ``assumptions``), or None when there is none.
+
+        CaDiCaL cannot be interrupted from another thread through python-sat, so a call is
+        solved in slices of conflicts (what was learnt is kept between them), and between two
+        slices Python sees its signals (Ctrl-C), ``STOP`` (SIGTERM, set by
+        symbolic_cli.SolverStop) and the time limit."""
+        self.calls += 1
+        deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
+        budget = self.SLICE if deadline is not None else 10 * self.SLICE
+        try:
+            while True:
+                self.solver.conf_budget(budget)
+                r = self.solver.solve_limited(assumptions=assumptions)
+                if r is not None:
+                    break
+                if STOP.is_set():
+                    raise Interrupted("canceled (SIGTERM)")
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise Interrupted("timeout")
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted from keyboard") from None
+        if not r:
+            return None
+        return {x for x in self.solver.get_model() if x > 0}
+
+    def value(self, model: set[int], name: str) -> bool:
+        """An atom's value in a model (an atom no clause mentions is free: false)."""
+        i = self.ids.get(name)
+        return i is not None and i in model
+
+    @property
+    def stats(self) -> dict:
+        st = self.solver.accum_stats() or {}
+        return {"conflicts": st.get("conflicts", 0), "decisions": st.get("decisions", 0),
+                "propagations": st.get("propagations", 0)}
+
+    def close(self) -> None:
+        self.solver.delete()
