@@ -408,6 +408,7 @@ def _owner_task(ctx: dict, it, bar=None):
     ready_s = time.perf_counter() - t_task
     while not rule.stop_before(depth):
         prof = {}
+        cpu = time.process_time()
         t = time.perf_counter()
         _inject_fault(ctx, depth, me)
         ex, dest = own.expand(rule.pending_tprops(), DEADLOCK in rule.pending)
@@ -445,7 +446,8 @@ def _owner_task(ctx: dict, it, bar=None):
                    "tviol": {n: [int(f), int(k)] for n, (f, k) in ex.tviol.items()},
                    "deadlock": ex.deadlock, "sent": sent, "sent_away": away, "new": new,
                    "inv": inv, "received": received, "owned": own.visited.n,
-                   "unreduced": unreduced, "prof": prof}
+                   "unreduced": unreduced, "prof": prof,
+                   "cpu": time.process_time() - cpu}
         del ex
         sums = [json.loads(m) for m in bar.allGather(json.dumps(summary))]
         _lap(prof, "gather", t)
@@ -662,8 +664,10 @@ class Ownership:
     # per level on Spark: each phase's time, the slowest owner's ("spark": the job's wall time
     # that no owner's phase accounts for, levels mode)
     profile: list[dict] = field(default_factory=list)
-    # each owner's time at work on the levels (not waiting for the others)
+    # each owner's time at work on the levels (not waiting for the others), and its CPU time
+    # (barrier mode: the processor time of its Python worker over the levels)
     owner_busy_s: list[float] = field(default_factory=list)
+    owner_cpu_s: list[float] = field(default_factory=list)
     startup_s: float = 0.0
 
     @property
@@ -738,6 +742,8 @@ class _Search(Rule):
         dist.profile.append(prof)
         busy = [sum(v for k, v in s["prof"].items() if k not in ("wait", "gather")) for s in sums]
         dist.owner_busy_s = [a + b for a, b in zip(dist.owner_busy_s or [0.0] * len(busy), busy)]
+        cpu = [s.get("cpu", 0.0) for s in sums]
+        dist.owner_cpu_s = [a + b for a, b in zip(dist.owner_cpu_s or [0.0] * len(cpu), cpu)]
         self.record(depth, tviol, dl, inv, new)
         return new
 

@@ -186,7 +186,9 @@ def profile(two_phase, n, mode):
     phase), next to one process on the same model; counts and traces compared."""
     model = two_phase.instantiate("lamport", {"N": n})
     spark_owner.check(model, master=MASTER, owners=2, max_depth=2, prefix_states=0, mode=mode)
+    c0 = time.process_time()
     single, t1 = timed(lambda: bfs.search(model))
+    c1 = time.process_time() - c0
     load0 = os.getloadavg()[0]
     own, t2 = timed(lambda: spark_owner.check(model, master=MASTER, owners=2, mode=mode))
     assert own.distinct_states == single.distinct_states
@@ -220,6 +222,11 @@ def profile(two_phase, n, mode):
               f"{', '.join(f'{b:.2f} s' for b in d.owner_busy_s)}; states per second per core "
               f"{spark_states / busy:,.0f} on the owners against {single.distinct_states / t1:,.0f} "
               f"for one process")
+    if any(d.owner_cpu_s):
+        print(f"owners' CPU time over the levels: {', '.join(f'{c:.2f} s' for c in d.owner_cpu_s)}: "
+              f"{spark_states / sum(d.owner_cpu_s):,.0f} states per CPU second against "
+              f"{single.distinct_states / c1:,.0f} for one process ({c1:.2f} s CPU): the rate "
+              f"per core, whatever the load")
     fixed = [p.get("gather", 0.0) + max(0.0, p.get("wait", 0.0)) for p in d.profile]
     print(f"per level: {d.per_level_s:.3f} s on average; the smallest levels "
           f"({min(p['states'] for p in d.profile):,} states) took "
