@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -233,6 +232,32 @@ def profile(two_phase, n, mode):
           f"{min(p['level'] for p in d.profile):.3f} s")
 
 
+def _tree_cpu(root: int, seen: dict):
+    """Adds to ``seen`` (pid -> CPU seconds) every live process under ``root``: the JVM's Python
+    workers outlive the command's own accounting (their parent, the JVM, does not wait for
+    them), so the process tree is sampled instead."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(d))
+            seen.setdefault(("stat", int(d)), fields)
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        fields = seen.pop(("stat", pid), None)
+        if fields is not None:
+            seen[pid] = (int(fields[11]) + int(fields[12])) / tick
+        todo += children.get(pid, [])
+    for k in [k for k in seen if isinstance(k, tuple)]:
+        del seen[k]
+
+
 def command(n):
     """The whole command, Spark's start included: `kcheck check two_phase --param N=n` in one
     process and with --engine spark-ownership --spark local[2]; wall and CPU time of each
@@ -244,16 +269,27 @@ def command(n):
                          ("spark-ownership local[2]", ["--engine", "spark-ownership", "--spark",
                                                        MASTER])]:
         load0 = os.getloadavg()[0]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        out = subprocess.run(kcheck + base + extra, capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parent.parent)
+        proc = subprocess.Popen(kcheck + base + extra, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True,
+                                cwd=Path(__file__).resolve().parent.parent)
+        seen: dict = {}
+        stdout: list[str] = []
+        reader = __import__("threading").Thread(target=lambda: stdout.append(proc.stdout.read()))
+        reader.start()
+        while proc.poll() is None:
+            _tree_cpu(proc.pid, seen)
+            time.sleep(0.5)
+        reader.join()
         wall = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        # every process of the tree at its last sample (each at most 0.5 s short of its end;
+        # the command's own accounting would miss the workers the JVM does not wait for)
+        cpu = sum(seen.values())
+        out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout[0], "")
         doc = json.loads(out.stdout)
         rows.append((label, wall, cpu, load0, os.getloadavg()[0], doc))
-        print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU (this command and its children), "
+        print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU (the command, and its descendants "
+              f"sampled every 0.5 s), "
               f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; "
               f"{doc['distinct_states']:,} states, exit {out.returncode}", flush=True)
     a, b = rows[0][5], rows[1][5]
