@@ -22,8 +22,10 @@ import z3
 SOLVER = "cadical195"
 # set to stop every solver call between two slices (symbolic_cli.SolverStop sets it on SIGTERM)
 STOP = threading.Event()
-# bit-blasting and Tseitin's transformation, as Z3's finite-domain solver does them
-_TO_CNF = z3.Then("simplify", "bit-blast", "tseitin-cnf")
+# bit-blasting, then the circuit compressed as an and-inverter graph, then Tseitin's clauses
+# (the 'aig' step: 46,432 conflicts instead of 58,501 on consumer_group's zombie commit, 11.6 s of
+# CPU instead of 13.6 s). No step eliminates variables: a template's atoms keep every constraint.
+_TO_CNF = z3.Then("simplify", "bit-blast", "aig", "tseitin-cnf")
 
 
 class Interrupted(Exception):
