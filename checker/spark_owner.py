@@ -81,7 +81,7 @@ from checker import symmetry as symmetry_
 from checker.bfs import DEADLOCK, Found, SearchResult
 from checker.compile import Compiled, fingerprint
 from checker.explore import BLOCK
-from checker.layout import initial_words
+from checker.layout import initial_words, layout_of
 from spec.lang import Model
 
 # a frontier below this many states is expanded in the driver: measured on this machine, one
@@ -150,8 +150,10 @@ def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock
     ninst = len(comp.model.instances)
     ex = Expansion(_EMPTY, np.zeros((words, 0), dtype=np.uint64), _EMPTY, np.zeros(0, np.int32),
                    fired=[0] * ninst)
+    # a one-word state is its own fingerprint and is kept once, as it (the core's fast path)
     level = explore.Level(visited if visited is not None else explore.Visited(0), False,
-                          max(1, (ninst - 1).bit_length()))
+                          max(1, (ninst - 1).bit_length()), words == 1,
+                          layout_of(comp.model).bits)
     for start in range(0, S.shape[1], block):
         B = S[:, start:start + block]
         Bfp = fps[start:start + block]
