@@ -390,7 +390,12 @@ def replay(model: Model, doc: dict) -> ReplayResult:
         try:
             words = tuple(lay.pack(doc["state"]))
         except SpecError as e:
-            raise TraceError(f"initial state: {e}") from None
+            # a trace saved before its spec's fields became arrays or records names them flat
+            # (holds[3], commit_request[0]); scripts/upgrade_traces.py rewrites such a file
+            hint = ("; if the trace names the spec's fields as they were before they became "
+                    "arrays or records, convert it with 'python scripts/upgrade_traces.py FILE'"
+                    if any("[" in k or k not in lay.declared for k in doc["state"]) else "")
+            raise TraceError(f"initial state: {e}{hint}") from None
     else:
         if len(initial_words(model)) != 1:
             raise TraceError(f"spec {model.spec.name} has {len(initial_words(model))} initial states "
