@@ -45,7 +45,7 @@ from checker.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,
                              SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
                              SaveFailed, json_option, model_options, out_dir, params,
                              positive,
-                             property_option, save_options)
+                             property_option, save_options, symmetry_option)
 from checker.trace import traces_of  # noqa: E402
 from checker.verdict import exit_code, from_search, print_json  # noqa: E402
 from checker.verdict import search_differences as compare_record  # noqa: E402,F401
@@ -90,7 +90,7 @@ def register(sub) -> dict:
 
     ck = sub.add_parser("check", help="explore a spec breadth-first and check its properties",
                         parents=[*model_options(all_variants=True), property_option(),
-                                 json_option(),
+                                 json_option(), symmetry_option(),
                                  save_options("counterexamples under counterexamples/<spec>/<variant>/")])
     ck.add_argument("--max-depth", type=positive("--max-depth"))
     ck.add_argument("--max-states", type=positive("--max-states"))
@@ -101,8 +101,6 @@ def register(sub) -> dict:
     ck.add_argument("--checkpoint", metavar="DIR",
                     help="write the search's state to DIR at level ends (at most once a minute) "
                          "and resume from DIR's checkpoint when there is one")
-    ck.add_argument("--no-symmetry", action="store_true",
-                    help="store every state, not one per orbit of the spec's declared symmetry")
     ck.add_argument("--por", action="store_true",
                     help="partial-order reduction: expand ample sets of steps that commute with "
                          "the rest (same verdicts; a trace may be longer than the shortest)")

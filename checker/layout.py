@@ -74,3 +74,10 @@ def initial_words(model: Model) -> list[tuple[int, ...]]:
         lay = layout_of(model)
         words = _initial[model] = [tuple(lay.pack_flat(s)) for s in model.initial_states]
     return words
+
+
+def show_words(model: Model, words) -> str:
+    """A packed state as one line of its declared fields, for error messages."""
+    lay = layout_of(model)
+    st = lay.show(lay.unpack_flat([int(w) for w in words]))
+    return "{" + ", ".join(f"{k}={v}" for k, v in st.items()) + "}"

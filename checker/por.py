@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checker.layout import layout_of
+from checker.layout import layout_of, show_words
 from spec.lang import And, Expr, Model, Not, Or, SpecError
 
 
@@ -327,7 +327,7 @@ def _check_ample_step(model, comp, S, masks, t, group, dep_set, blocked):
         if (a != c).any():
             i = int(np.flatnonzero(a != c)[0])
             raise PorError(f"{name_}: step {label} changes invariant {name} at state "
-                           f"{_show(model, P[:, i])}, yet counts as invisible")
+                           f"{show_words(model, P[:, i])}, yet counts as invisible")
     after = [np.broadcast_to(np.asarray(g), (Pt.shape[1],)) for g in comp.guards(Pt)]
     for u in range(len(model.instances)):
         if u in group:
@@ -337,13 +337,13 @@ def _check_ample_step(model, comp, S, masks, t, group, dep_set, blocked):
             if en.any():
                 i = int(np.flatnonzero(en)[0])
                 raise PorError(f"{name_}: step {model.instances[u].label} depends on {label} "
-                               f"and is enabled at {_show(model, P[:, i])}, where {label} was "
+                               f"and is enabled at {show_words(model, P[:, i])}, where {label} was "
                                f"taken as ample")
             continue
         if (en != after[u]).any():
             i = int(np.flatnonzero(en != after[u])[0])
             raise PorError(f"{name_}: step {label} enables or disables "
-                           f"{model.instances[u].label} at state {_show(model, P[:, i])}, yet "
+                           f"{model.instances[u].label} at state {show_words(model, P[:, i])}, yet "
                            f"the two count as independent")
         if not en.any():
             continue
@@ -359,12 +359,7 @@ def _check_ample_step(model, comp, S, masks, t, group, dep_set, blocked):
         if not same.all():
             i = int(sel[np.flatnonzero(~same)[0]])
             raise PorError(f"{name_}: steps {label} and {model.instances[u].label} do not "
-                           f"commute at state {_show(model, P[:, i])}, yet count as independent")
-
-
-def _show(model, words) -> str:
-    from checker.symmetry import _show as show
-    return show(model, words)
+                           f"commute at state {show_words(model, P[:, i])}, yet count as independent")
 
 
 def prepare(model: Model, comp, enabled: bool, symmetry=None, checkpoint=None) -> Reduction | None:

@@ -29,7 +29,7 @@ from itertools import permutations, product
 
 import numpy as np
 
-from checker.layout import initial_words, layout_of
+from checker.layout import initial_words, layout_of, show_words
 from spec.lang import Model, SpecError
 
 CHUNK = 1 << 15          # columns canonicalised at once (a field row per column: bounded memory)
@@ -253,7 +253,7 @@ def verify(model: Model, comp, sym: Symmetry, sample: int = SAMPLE_STATES,
                 raise SymmetryError(
                     f"symmetry {sym.description} of spec {model.spec.name}: the initial states are "
                     f"not closed under {e.label}: the image of initial state "
-                    f"{_show(model, init[:, i])} is not initial")
+                    f"{show_words(model, init[:, i])} is not initial")
     S = sample_states(model, comp, sample, depth)
     base = _observe(comp, S)
     for e in sym.group[1:]:
@@ -318,12 +318,12 @@ def _compare(model, comp, sym, e, S, base, imgd):
         bad = np.flatnonzero(invs[n] != invs2[n])
         if bad.size:
             raise SymmetryError(f"{name}: invariant {n} differs between state "
-                                f"{_show(model, S[:, bad[0]])} and its image under {e.label}")
+                                f"{show_words(model, S[:, bad[0]])} and its image under {e.label}")
     if term is not None:
         bad = np.flatnonzero(term != term2)
         if bad.size:
             raise SymmetryError(f"{name}: the terminal condition differs between state "
-                                f"{_show(model, S[:, bad[0]])} and its image under {e.label}")
+                                f"{show_words(model, S[:, bad[0]])} and its image under {e.label}")
     # the image's successors must be the images of the successors (parent positions agree)
     W = comp.words
     mapped = R.copy()
@@ -342,7 +342,7 @@ def _compare(model, comp, sym, e, S, base, imgd):
             if verdicts:
                 what += f" (it breaks {', '.join(verdicts)} on one side only, or differs)"
             raise SymmetryError(
-                f"{name}: step {inst.label} from state {_show(model, S[:, int(col[0])])} has no "
+                f"{name}: step {inst.label} from state {show_words(model, S[:, int(col[0])])} has no "
                 f"counterpart from its image under {e.label}{what}")
     raise SymmetryError(f"{name}: a state's image under {e.label} has more successors than the "
                         f"images of the state's successors")
@@ -353,11 +353,6 @@ def _sorted_rows(R):
         return R
     order = np.lexsort(R[::-1])
     return R[:, order]
-
-
-def _show(model, words) -> str:
-    st = layout_of(model).show(layout_of(model).unpack_flat([int(w) for w in words]))
-    return "{" + ", ".join(f"{k}={v}" for k, v in st.items()) + "}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -106,9 +106,9 @@ def test_join_phase_is_never_held_open():
     ex = driver.Executor(model)
     for action, args in [("StartConsumer", {"m": 0}), ("JoinGroup", {"m": 0})]:
         inst = model.instance(action, args)
-        pre = driver._flat(model, words)
+        pre = driver.field_values(model, words)
         words, out, _ = ex.apply(words, inst.index)
-    post = driver._flat(model, words)
+    post = driver.field_values(model, words)
     assert not a.walk_allows(post, "JoinGroup") and a.walk_allows(post, "CompleteJoin")
     step = driver.SpecStep(2, "JoinGroup(m=0)", "JoinGroup", {"m": 0}, "NONE", pre, post)
     run = driver.TraceRun(None, "t", model.params, model=model)

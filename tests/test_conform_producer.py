@@ -55,7 +55,7 @@ def spec_step(model, action, args, words):
     inst = model.instance(action, args)
     nxt, out, _ = ex.apply(words, inst.index)
     return driver.SpecStep(1, inst.label, action, args, model.show_outcome(out),
-                           driver._flat(model, words), driver._flat(model, nxt)), nxt
+                           driver.field_values(model, words), driver.field_values(model, nxt)), nxt
 
 
 # ---------------------------------------------------------------------------------------------

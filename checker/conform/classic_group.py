@@ -137,7 +137,7 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
                     subscriptions: dict[int, tuple[list[int], int]]) -> dict[int, list[int]]:
     """The leader's assignor, run by the spec itself: the assignment the spec's SyncGroup(leader)
     computes from these subscriptions ({member: (ownedPartitions, generation)}) and protocol."""
-    from checker.conform.driver import _flat
+    from checker.conform.driver import field_values
     from checker.trace import Executor
     lay, P = layout_of(model), model.params.partitions
     st = lay.show(lay.unpack_flat(initial_words(model)[0]))
@@ -156,7 +156,7 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
     k = model.instance("SyncGroup", {"m": leader}).index
     if not ex.enabled(words, k):
         raise NotDrivable("the spec's assignor does not run on the subscriptions Kafka sent")
-    post = _flat(model, ex.apply(words, k)[0])
+    post = field_values(model, ex.apply(words, k)[0])
     return {j: [q for q in range(P) if post[f"assignment[{j * P + q}]"]] for j in subscriptions}
 
 

@@ -33,7 +33,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
 from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
-                                    _version_key, register_adapter)
+                                    version_key, register_adapter)
 from checker.conform.wire import WireError, error_name, ms, schema
 
 LEFT, STATIC_LEFT = -1, -2
@@ -158,8 +158,8 @@ class ConsumerGroupAdapter(Adapter):
                   extra_topics=[0] * p.members,
                   # ConsumerGroupMember.asConsumerGroupDescribeMember shows the assigned partitions
                   # up to 4.2, and the assigned plus those pending revocation from 4.3 on
-                  describes_pending=_version_key(run.broker.version) is None
-                  or _version_key(run.broker.version) >= (4, 3, 0))
+                  describes_pending=version_key(run.broker.version) is None
+                  or version_key(run.broker.version) >= (4, 3, 0))
         conn = run.connect()
         st["topic_id"] = conn.create_topic(st["topic"], p.partitions)
         host, port = conn.find_coordinator(st["group"])

@@ -57,7 +57,8 @@ class SpecStep:
     post: dict
 
 
-def _flat(model, words) -> dict:
+def field_values(model, words) -> dict:
+    """A packed state as each field's shown value, by flat field name (holds[0][1])."""
     lay = layout_of(model)
     return {f.name: f.type.show(v) for f, v in zip(lay.fields, lay.unpack_flat(words))}
 
@@ -111,7 +112,7 @@ def predict(model, initial_words: tuple | None, steps: list[dict]) -> list[SpecS
             break
         nxt, o, _ = ex.apply(words, inst.index)
         out.append(SpecStep(i, inst.label, inst.action.name, dict(st.get("args", {})),
-                            model.show_outcome(o), _flat(model, words), _flat(model, nxt)))
+                            model.show_outcome(o), field_values(model, words), field_values(model, nxt)))
         words = nxt
     return out
 
@@ -204,14 +205,14 @@ class Adapter:
     def expected_variants(self, version: str) -> list[tuple[str, str]]:
         """[(variant, why)] whose changes this release runs, from ``releases`` (a release may run
         several: one rule of one variant, another rule of another)."""
-        v = _version_key(version)
+        v = version_key(version)
         if v is None:
             return []
         return [(variant, why) for lo, hi, variant, why in self.releases
-                if _version_key(lo) <= v and (hi is None or v <= _version_key(hi))]
+                if version_key(lo) <= v and (hi is None or v <= version_key(hi))]
 
 
-def _version_key(version: str):
+def version_key(version: str):
     """(4, 3, 1) for "4.3.1"; None for a version that is not a release number."""
     m = re.match(r"^(\d+)\.(\d+)\.(\d+)", version or "")
     return tuple(int(x) for x in m.groups()) if m else None
@@ -428,10 +429,10 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
             out.kind = EXPECTED
             out.detail += f" (Kafka {version} runs variant {variant}: {why})"
     if out.kind == DIVERGES and version:
-        v = _version_key(version)
+        v = version_key(version)
         for suffix, lo, hi, step, why in adapter.expected_divergences:
             if (Path(job.name).as_posix().endswith(suffix) and out.step == step and v is not None
-                    and _version_key(lo) <= v and (hi is None or v <= _version_key(hi))):
+                    and version_key(lo) <= v and (hi is None or v <= version_key(hi))):
                 out.kind = EXPECTED
                 out.detail += f" (recorded for Kafka {version}: {why})"
     out.seconds = time.monotonic() - t0
