@@ -34,6 +34,12 @@ def run(cmd: str | None, script: str | None = None) -> str:
         argv = [str(ROOT / ".venv/bin/kcheck"), *cmd.split()]
         shown = f"$ kcheck {cmd}\n"
     p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    # a script exits 0; a kcheck command 0 (all as recorded) or 1 (the violation a block shows).
+    # Anything else is a failed run, whose partial output must not replace a block
+    if p.returncode not in ((0,) if cmd is None else (0, 1)):
+        what = script or (f"kcheck {cmd}" if cmd else "benchmarks/bench.py")
+        err = (p.stderr.strip().splitlines() or ["no message"])[-1]
+        sys.exit(f"readme.py: {what} failed (exit {p.returncode}): {err}; README.md not changed")
     out = "\n".join(line.rstrip() for line in p.stdout.rstrip().splitlines())
     return shown + out + "\n"
 

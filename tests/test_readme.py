@@ -69,3 +69,20 @@ def test_readme_matrix_agrees_with_the_record(name, block):
             assert departs == (prop in record), (row[0], prop, cell)
             assert "≠ record" not in cell
         assert not any("≠ record" in c for c in row)
+
+
+def test_a_failed_run_never_replaces_a_readme_block(tmp_path):
+    # scripts/readme.py writes a block from a command's output: a script that fails part-way
+    # (a broker that would not start in the conformance table) must stop it, not truncate a table
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("readme_script", ROOT / "scripts" / "readme.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    failing = tmp_path / "half.py"
+    failing.write_text("print('| a table cut short |')\nraise SystemExit('the broker did not start')\n")
+    with pytest.raises(SystemExit) as e:
+        mod.run(None, str(failing))
+    assert "failed (exit 1): the broker did not start; README.md not changed" in str(e.value)
+    fine = tmp_path / "fine.py"
+    fine.write_text("print('| a whole table |')\n")
+    assert mod.run(None, str(fine)) == "| a whole table |\n"
