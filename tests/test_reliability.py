@@ -398,9 +398,16 @@ def test_a_signal_prints_the_partial_verdicts(sig, code, word):
 
 
 def _interrupted_solver(monkeypatch):
+    # prove asks Z3, which answers unknown when Ctrl-C stops it; bmc asks CaDiCaL (checker/cnf.py)
+    # between slices of conflicts, where Ctrl-C arrives as a KeyboardInterrupt
+    import pysat.solvers
     import z3
     monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
     monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "interrupted from keyboard")
+
+    def ctrl_c(self, *a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(pysat.solvers.Solver, "solve_limited", ctrl_c)
 
 
 @pytest.mark.z3
