@@ -92,6 +92,11 @@ CLUSTER_SETTINGS = {
     "auto.leader.rebalance.enable": "false",
 }
 
+# the settings a run's header line shows (Broker.describe): those a trace's outcome depends on
+# (the producer's expiry check interval included: its ExpireProducer steps rely on it)
+SHOWN_SETTINGS = ("group.", "offsets.topic.replication", "transaction.state.log.replication",
+                  "producer.id.")
+
 _LOG4J2 = """<?xml version="1.0" encoding="UTF-8"?>
 <Configuration status="WARN">
   <Appenders><Console name="out" target="SYSTEM_OUT">
@@ -250,7 +255,7 @@ class Broker:
     def describe(self) -> str:
         """One line for the run's header: release, address and the settings that matter."""
         shown = ", ".join(f"{k}={v}" for k, v in self.settings.items()
-                          if k.startswith(("group.", "offsets.topic.replication", "transaction.state.log.replication")))
+                          if k.startswith(SHOWN_SETTINGS))
         return f"Kafka {self.version} (KRaft combined, 1 broker) at {self.bootstrap}; {shown}"
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -480,8 +485,7 @@ class Cluster(Broker):
 
     def describe(self) -> str:
         shown = ", ".join(f"{k}={v}" for k, v in self.settings.items()
-                          if k.startswith(("group.", "offsets.topic.replication",
-                                           "transaction.state.log.replication", "default.replication")))
+                          if k.startswith(SHOWN_SETTINGS + ("default.replication",)))
         nodes = ", ".join(f"node {n.node_id} at 127.0.0.1:{n.port}" for n in self.nodes)
         return f"Kafka {self.version} (KRaft, 3 combined broker+controller nodes: {nodes}); {shown}"
 

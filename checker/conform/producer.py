@@ -23,13 +23,18 @@ follower of the data partition (neither its leader nor the coordinator) is stopp
 markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and the coordinator retries it, still in
 PrepareX; the spec's TxnMarkerArrives starts the follower again and the retried marker is written.
 
+DeleteRecords is the real request (the log start moves; since KAFKA-7190 the producer state
+stays, which the pre-fix variant kafka-7190 does not say: an expected divergence). Producer-id
+expiry is Kafka's own timer, scheduled for the step (see EXPIRY): producer.id.expiration.ms is
+lowered for it broker-wide and restored, and the check runs every
+producer.id.expiration.check.interval.ms (a static setting of the brokers kcheck starts).
+
 What cannot be driven (said per trace, see NOT_DRIVABLE): the second replica
 (LeaderFailover, FollowerFetch, a step at replica 1), a marker of a coordinator that moved away
 (Kafka's old coordinator cancels it; the driver sends it late only if it saw it while held, and
-not while the new coordinator's marker is held: the hold refuses both), DeleteRecords (only
-the pre-KIP-360 world moves producer state with the log start, and Kafka 2.3 cannot run here),
-producer-id expiry (a timer of hours), a produce to a held partition (the hold itself refuses it)
-and a hold on the single broker.
+not while the new coordinator's marker is held: see OLD_MARKER_WHILE_HELD), a produce to a held
+partition (the hold itself refuses it), a hold on the single broker, and expiry on a broker
+kcheck did not start (its check interval is the user's, ten minutes by default).
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ import io
 import time
 from dataclasses import dataclass, field
 
-from checker.conform.driver import Adapter, NotDrivable, SpecStep, TraceRun, register_adapter
+from checker.conform.driver import Adapter, NotDrivable, SpecStep, TimerFired, TraceRun, register_adapter
 
 # ---------------------------------------------------------------------------------------------
 # The mapping, readable without a broker
@@ -67,6 +72,11 @@ REQUESTS = {
                                 "Ongoing transaction runs prepareFenceProducerEpoch and the "
                                 "coordinator-side abort, the same path as "
                                 "abortTimedOutTransactions; the timer itself is not exercised",
+    "DeleteRecords": "DeleteRecords v2 to the partition's leader at offset -1 (its high watermark, "
+                     "the log end once every append is replicated): UnifiedLog."
+                     "maybeIncrementLogStartOffset moves the log start, and ProducerStateManager."
+                     "onLogStartOffsetIncremented keeps every producer (KAFKA-7190's fix); the log "
+                     "is read back from the new log start, the deleted records counted as appended",
     "TxnMarkerArrives": "wait until DescribeTransactions shows the transaction completed (the "
                         "coordinator writes its markers by itself); a held prepare (HOLD) is "
                         "released first: the stopped follower is started again. A marker of a "
@@ -89,19 +99,34 @@ CLIENT_SIDE = {
     "IdempotentEpochBump": "the idempotent producer's own epoch bump (TransactionManager."
                            "bumpIdempotentEpochAndResetIdIfNeeded): epoch + 1, sequences from 0",
 }
+# Kafka's own timers, scheduled by the driver for the step that names them
+TIMERS = {
+    "ExpireProducer": "producer.id.expiration.ms lowered broker-wide for the step (1 ms when the "
+                      "driver has nothing in flight, on the wire or on its way to the partition; "
+                      "else 5 minutes, see EXPIRY) until DescribeProducers no longer shows the "
+                      "producer or four checks passed, then restored (UnifiedLog's "
+                      "PeriodicProducerExpirationCheck -> ProducerStateManager."
+                      "removeExpiredProducers, which spares an open transaction)",
+}
 NOT_DRIVABLE = {
     "LeaderFailover": "the partition's second in-sync replica needs a second broker; the "
                       "conformance broker is one",
     "FollowerFetch": "the follower replica needs a second broker; the conformance broker is one",
-    "DeleteRecords": "DeleteRecords changes producer state only before KAFKA-7190 (Kafka 2.3 "
-                     "and earlier, which cannot run here: no KRaft); on 4.x it moves the log "
-                     "start offset and nothing the spec compares",
-    "ExpireProducer": "producer-id expiry is a timer (producer.id.expiration.ms, checked every "
-                      "producer.id.expiration.check.interval.ms) that no request takes the path of",
 }
 KAFKA_2_3 = ("models Kafka 2.3 (before KIP-360: no epoch bumps, producer state dropped with the "
              "log start, the 2.3 client's sequence reset), a release before KRaft that cannot run "
              "here")
+# the traces of the pre-fix variants kafka-7190 and kafka-9144 on a 4.x broker: where they part
+KAFKA_7190_FIXED = ("KAFKA-7190's fix (PR #7388, Kafka 2.4) is in this release: DeleteRecords moves the log "
+                    "start and the producer's state stays (UnifiedLog.maybeIncrementLogStartOffset "
+                    "-> ProducerStateManager.onLogStartOffsetIncremented removes no producer), "
+                    "where variant kafka-7190 drops it (ProducerStateManager.truncateHead before "
+                    "the fix)")
+KAFKA_9144_FIXED = ("KAFKA-9144's fix (PR #7687, long before 4.0) is in this release: a marker sets the entry's "
+                    "timestamp (ProducerAppendInfo.appendEndTxnMarker -> ProducerStateEntry.update), "
+                    "so a producer whose marker is seconds old does not expire with "
+                    "producer.id.expiration.ms at 5 minutes, where variant kafka-9144 (timestamp -1 "
+                    "after the marker) expires it at the next check")
 UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3,
                         "kafka-8483": KAFKA_2_3}
 PREPARE = ("PrepareCommit", "PrepareAbort")
@@ -124,10 +149,51 @@ HOLD = ("the data topic has 3 replicas and min.insync.replicas=3; a follower of 
         "(neither its leader nor the coordinator) is stopped before the request that starts the "
         "prepare, so the markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and retried "
         "(TransactionMarkerRequestCompletionHandler) until the spec's TxnMarkerArrives starts it again")
+# Why the kafka-19999 pair stops at its step 10: the old coordinator's marker must be written
+# while the new coordinator's is held. Both are WriteTxnMarkers appends to the same partition,
+# both at acks=-1 (KafkaApis.handleWriteTxnMarkersRequest appends every marker with
+# requiredAcks = -1, whoever sends it), so the hold's gate, the partition's ISR against
+# min.insync.replicas (Partition.appendRecordsToLeader), cannot tell them apart; and the only
+# window that lets one through is the release, where the new coordinator's refused marker is
+# already re-enqueued (TransactionMarkerRequestCompletionHandler -> TransactionMarkerChannelManager.
+# addTxnMarkersToBrokerQueue, resent at the next poll of its InterBrokerSendThread, about 1,600
+# times a second measured): the old marker would race it, not come first. A hold on another
+# partition cannot help either: the spec's two markers are for its one partition.
+OLD_MARKER_WHILE_HELD = (
+    "the hold is the partition's ISR against min.insync.replicas (Partition.appendRecordsToLeader), "
+    "and every marker is appended at acks=-1 whoever sends it (KafkaApis."
+    "handleWriteTxnMarkersRequest), so it refuses the old coordinator's marker as it refuses the "
+    "new one's; releasing it lets the new coordinator's marker through at its next retry "
+    "(TransactionMarkerRequestCompletionHandler re-enqueues it at once), which the old marker "
+    "would race instead of coming first")
 HOLD_MIN_ISR = "3"
 MIN_ISR = "min.insync.replicas"
 TOPIC_RESOURCE = 2             # ConfigResource.Type.TOPIC
 HOLD_WAIT_S = 60.0             # bound on a follower leaving or rejoining the ISR
+
+# Producer-id expiry (TIMERS). ProducerStateManager.isProducerExpired: no open transaction and
+# now - lastTimestamp >= producer.id.expiration.ms, where lastTimestamp is the last data batch's
+# max timestamp or the last marker's (ProducerAppendInfo.appendEndTxnMarker ->
+# ProducerStateEntry.update, since KAFKA-9144); each log checks every
+# producer.id.expiration.check.interval.ms (UnifiedLog's PeriodicProducerExpirationCheck, an
+# internal static broker config: TransactionLogConfig). producer.id.expiration.ms is dynamic,
+# broker-wide (DynamicProducerStateManagerConfig), so the driver lowers it for the step only and
+# restores it: the traces run one at a time, and the producers of finished traces may expire.
+# The spec's ExpireProducer (kip360 and every live variant) comes only once the producer is idle,
+# long after its last write; 1 ms stands for that. Only kafka-9144 expires a producer with
+# something in flight (its entry's timestamp was -1 after a marker that bumped the epoch), which
+# no 4.x broker does: there the driver asks whether a producer whose last write is recent
+# expires, with 5 minutes.
+EXPIRATION = "producer.id.expiration.ms"
+EXPIRATION_CHECK = "producer.id.expiration.check.interval.ms"
+EXPIRATION_CHECK_MS = 500
+DEFAULT_EXPIRATION_MS = "86400000"   # TransactionLogConfig.PRODUCER_ID_EXPIRATION_MS_DEFAULT
+IDLE_EXPIRATION_MS = 1
+RECENT_EXPIRATION_MS = 300_000
+EXPIRY_CHECKS = 4              # check intervals waited for the entry to go
+EXPIRY = (f"{EXPIRATION} lowered for the step ({IDLE_EXPIRATION_MS} ms for an idle producer, "
+          f"{RECENT_EXPIRATION_MS // 60_000} minutes for one with a write in flight), the check "
+          f"every {EXPIRATION_CHECK_MS} ms ({EXPIRATION_CHECK})")
 
 
 def hold_needed(actions: list, step: int) -> bool:
@@ -140,6 +206,26 @@ def hold_needed(actions: list, step: int) -> bool:
         if action in REQUESTS or action == "CoordinatorFailover":
             return True
     return False
+
+
+def old_marker_while_held(actions: list) -> tuple[int, int] | None:
+    """(step, coordinator epoch) of the first TxnMarkerArrives of a coordinator that moved away
+    while the new coordinator's markers are still held: from a CoordinatorFailover (the spec
+    moves the coordinator only while it prepares, so the prepare is held and the new coordinator
+    loads it and sends its markers at once, held too) until the new coordinator's marker
+    arrives. OLD_MARKER_WHILE_HELD says why no hold can let that marker through; None if the
+    trace has no such step."""
+    epoch, held = 0, False
+    for step, (action, args) in enumerate(actions, start=1):
+        if action == "CoordinatorFailover":
+            epoch, held = epoch + 1, True
+        elif action == "TxnMarkerArrives":
+            c = args.get("c", 0)
+            if c == epoch:
+                held = False
+            elif held and c < epoch:
+                return step, c
+    return None
 
 
 def prepares_to_hold(model, doc: dict) -> list[int]:
@@ -305,7 +391,9 @@ class ProducerAdapter(Adapter):
     """spec/producer.py on a 4.x broker: one topic of one partition (replica 0, the leader) and
     one transactional id per trace."""
     spec_name = "producer"
-    broker_settings: dict[str, str] = {}
+    # the expiry check runs often so that a step's expiry takes a second (EXPIRY); the expiration
+    # itself stays Kafka's default (a day) outside that step, so nothing expires unasked
+    broker_settings: dict[str, str] = {EXPIRATION_CHECK: str(EXPIRATION_CHECK_MS)}
     # Kafka 4.x runs both of the spec's live client worlds: transaction version 2 (kip360, and
     # no-last-epoch, whose rule only a version-1 client can reach) and version 1 (pre-kip890,
     # run with partition verification off, see VERIFICATION); pre-kip360 is Kafka 2.3. No release
@@ -341,7 +429,12 @@ class ProducerAdapter(Adapter):
          "transaction in PrepareAbort with its completion pending is CONCURRENT_TRANSACTIONS "
          "before any epoch check (TransactionCoordinator.endTransaction), where variant "
          "kafka-18464 says PRODUCER_FENCED"),
-    ]
+    ] + [(f"producer/kafka-7190/{name}.json", "4.0.0", None, step, KAFKA_7190_FIXED)
+         for name, step in (("appended-retry-is-rejected", 6), ("no-duplicate", 6),
+                            ("out-of-order-only-after-a-gap", 6), ("marker-epoch-monotonic", 11),
+                            ("stale-markers-are-fenced", 11))] \
+      + [(f"producer/kafka-9144/{name}.json", "4.0.0", None, step, KAFKA_9144_FIXED)
+         for name, step in (("appended-retry-is-rejected", 9), ("marker-epoch-monotonic", 11))]
 
     def __init__(self, tv1_without_verification: bool = True, settle_timeout: float = 15.0):
         self.tv1_without_verification = tv1_without_verification
@@ -368,14 +461,19 @@ class ProducerAdapter(Adapter):
         if args.get("r", 0) != 0:
             return (f"{action} at replica {args['r']}: the partition's second replica needs a "
                     f"second broker; the conformance broker is one")
-        if action not in REQUESTS and action not in self.replica_actions and action not in CLIENT_SIDE:
+        if not any(action in kind for kind in (REQUESTS, TIMERS, CLIENT_SIDE, self.replica_actions)):
             return f"{action}: the producer adapter has no mapping for it"
         return None
 
     def walk_allows(self, pre: dict, action: str) -> bool:
         """A random walk asks Kafka nothing from a state it cannot hold: while the spec's
-        coordinator prepares, only the markers and the producer's own steps may come next."""
-        return pre["txn_state"] not in PREPARE or action not in REQUESTS or action == "TxnMarkerArrives"
+        coordinator prepares a transaction of one partition, any request but a Produce may come
+        (the prepare is held: the walk runs on the cluster of three); of two partitions, only
+        the markers and the producer's own steps."""
+        if pre["txn_state"] not in PREPARE or action not in REQUESTS or action == "TxnMarkerArrives":
+            return True
+        touched = sum(bool(v) for k, v in pre.items() if k.startswith("txn_partition["))
+        return action != "Produce" and touched <= 1
 
     def initial_reason(self, params, state: dict) -> str | None:
         """Requests reach only the spec's initial state: a new transactional id, a new topic."""
@@ -397,6 +495,11 @@ class ProducerAdapter(Adapter):
         variant = getattr(run, "variant", None)
         if variant in UNREACHABLE_VARIANTS:
             raise NotDrivable(f"variant {variant} {UNREACHABLE_VARIANTS[variant]}")
+        late = old_marker_while_held(run.actions)
+        if late is not None:
+            # known from the trace's actions alone: said before any request, as a step's reason
+            raise NotDrivable(f"step {late[0]}: TxnMarkerArrives of coordinator epoch {late[1]} "
+                              f"while the new coordinator's marker is held: {OLD_MARKER_WHILE_HELD}")
         self._describe = describe_transactions_response()
         transactional = bool(getattr(run.params, "transactional", 1))
         run.state["client"] = Client(transaction_version=self._version(run), transactional=transactional,
@@ -472,8 +575,8 @@ class ProducerAdapter(Adapter):
             if c.held_by is not None:
                 raise NotDrivable(
                     f"TxnMarkerArrives of coordinator epoch {args['c']} while the new coordinator's "
-                    f"marker is held: the hold (the partition's ISR) refuses the old marker's "
-                    f"acks=-1 append as well; it cannot let one through and not the other")
+                    f"marker is held: {OLD_MARKER_WHILE_HELD}")
+            del run.state["markers"][(args["c"], tp)]     # delivered: nothing of it on its way
             obs["outcome"] = self._write_marker(run, tp, marker)
             obs.update(self._observe(run, c, self._describe_transaction(run)))
             return obs
@@ -496,6 +599,10 @@ class ProducerAdapter(Adapter):
                 c.producer_id = got_pid        # the partition's state is read by producer id
         elif action == "AddPartitionsToTxn":
             obs["outcome"] = self._add_partitions(run, c, args.get("t", 0))
+        elif action == "DeleteRecords":
+            self._delete_records(run, tp)
+        elif action == "ExpireProducer":
+            self._expire_producer(run, c, tp)
         elif action == "BeginTransaction":
             c.pending_end = None
         elif action == "Send":
@@ -563,7 +670,7 @@ class ProducerAdapter(Adapter):
             c.markers_pending = False
             if c.held_by is not None:
                 self._release(run, c)      # the retried marker is written: the spec's arrival
-        if action in REQUESTS:
+        if action in REQUESTS or action in TIMERS:
             if not c.transactional:
                 obs.update(self._observe(run, c, None))
                 return obs
@@ -839,6 +946,61 @@ class ProducerAdapter(Adapter):
         with Connection(*self._leader(run, partition), client_id=f"kcheck-{run.name}-probe") as conn:
             return error_name(conn.send(req).responses[0].partition_responses[0].error_code)
 
+    # DeleteRecords and producer-id expiry --------------------------------------------------------
+    def _delete_records(self, run: TraceRun, partition: int) -> None:
+        """DeleteRecords at offset -1 (DeleteRecordsRequest.HIGH_WATERMARK): the log start moves
+        to the high watermark (ReplicaManager.deleteRecords -> UnifiedLog.deleteRecordsOnLeader ->
+        maybeIncrementLogStartOffset). What was appended so far is counted first, and later
+        reads start at the new log start (the low watermark the response names)."""
+        from checker.conform.wire import ms, schema
+        k = _kio()
+        p, t = k["prim"], k["types"]
+        appended = self._log_records(run, partition)
+        m = schema("delete_records", 2)
+        r = self._conn(run, "admin", self._leader(run, partition)).send(m.DeleteRecordsRequest(
+            topics=(m.DeleteRecordsTopic(name=t.TopicName(run.name), partitions=(
+                m.DeleteRecordsPartition(partition_index=p.i32(partition), offset=p.i64(-1)),)),),
+            timeout=ms(int(self.settle_timeout * 1000))))
+        result = r.topics[0].partitions[0]
+        err = error_name(result.error_code)
+        if err != "NONE":
+            raise RuntimeError(f"DeleteRecords {run.name}-{partition}: {err}")
+        run.state.setdefault("deleted", {})[partition] = appended
+        run.state.setdefault("log_start", {})[partition] = int(result.low_watermark)
+
+    def _expire_producer(self, run: TraceRun, c: Client, partition: int) -> None:
+        """Kafka's expiry timer for the producer at the partition's leader (EXPIRY): the
+        expiration lowered broker-wide, waited for until DescribeProducers no longer shows the
+        producer or EXPIRY_CHECKS checks passed, then restored. The entry of another partition
+        that goes with it is a timer the trace did not ask for."""
+        interval = run.broker.settings.get(EXPIRATION_CHECK) if hasattr(run.broker, "settings") else None
+        if interval is None:
+            raise NotDrivable(f"ExpireProducer needs {EXPIRATION_CHECK} set short at the broker's "
+                              f"start (a static setting; Kafka's default checks every ten "
+                              f"minutes): only the brokers kcheck starts have it")
+        # the spec's expiry of an idle producer: nothing in flight, on the wire or on its way
+        idle = (not any(c.in_flight.values()) and not any(c.held.values())
+                and not c.markers_pending and not run.state.get("markers"))
+        expiration = IDLE_EXPIRATION_MS if idle else RECENT_EXPIRATION_MS
+        others = [u for u in range(getattr(run.params, "partitions", 1))
+                  if u != partition and self._describe_producer(run, c, u) is not None]
+        leader = self._conn(run, "admin", self._leader(run, partition))
+        node = run.broker.node_at(self._leader(run, partition))
+        node_id = str(node.node_id) if node is not None else str(leader.metadata([]).brokers[0].node_id)
+        saved = broker_config(leader, node_id, EXPIRATION) or DEFAULT_EXPIRATION_MS
+        set_broker_default(leader, node_id, EXPIRATION, str(expiration))
+        try:
+            deadline = time.monotonic() + EXPIRY_CHECKS * int(interval) / 1000
+            while self._describe_producer(run, c, partition) is not None and time.monotonic() < deadline:
+                time.sleep(0.05)   # the next check of the log's expiry timer: poll
+        finally:
+            set_broker_default(leader, node_id, EXPIRATION, saved)
+        gone = [u for u in others if self._describe_producer(run, c, u) is None]
+        if gone:
+            raise TimerFired(f"ExpireProducer at partition {partition} expired the producer at "
+                             f"partition(s) {gone} as well ({EXPIRATION} is broker-wide), which "
+                             f"the trace did not ask for")
+
     def _set_min_isr(self, run: TraceRun, value: str) -> None:
         """min.insync.replicas of the trace's topic (IncrementalAlterConfigs), waited for until
         each data partition's leader serves it (DescribeConfigs at the leader)."""
@@ -881,18 +1043,24 @@ class ProducerAdapter(Adapter):
         return None
 
     def _log_records(self, run, partition: int = 0) -> dict[int, int]:
-        """Times each record is in the log: Fetch from offset 0, uncommitted included, data
-        batches only (markers are control batches)."""
+        """Times each record was appended: Fetch from the log start (0, or where DeleteRecords
+        moved it), uncommitted included, data batches only (markers are control batches), plus
+        the records DeleteRecords removed (the spec's `appended` counts appends, not what the
+        log still holds)."""
         k = _kio()
         m, p, t = k["fetch"], k["prim"], k["types"]
+        start = run.state.get("log_start", {}).get(partition, 0)
         req = m.FetchRequest(max_wait=p.i32Timedelta.parse(datetime.timedelta(milliseconds=0)),
                              min_bytes=p.i32(0), isolation_level=p.i8(0),
                              topics=(m.FetchTopic(topic=t.TopicName(run.name), partitions=(
-                                 m.FetchPartition(partition=p.i32(partition), fetch_offset=p.i64(0),
+                                 m.FetchPartition(partition=p.i32(partition), fetch_offset=p.i64(start),
                                                   partition_max_bytes=p.i32(1 << 20)),)),),
                              forgotten_topics_data=())
-        data = self._conn(run, "admin", self._leader(run, partition)).send(req).responses[0].partitions[0].records or b""
-        counts: dict[int, int] = {}
+        fetched = self._conn(run, "admin", self._leader(run, partition)).send(req).responses[0].partitions[0]
+        if error_name(fetched.error_code) != "NONE":
+            raise RuntimeError(f"Fetch {run.name}-{partition} from {start}: {error_name(fetched.error_code)}")
+        data = fetched.records or b""
+        counts: dict[int, int] = dict(run.state.get("deleted", {}).get(partition, {}))
         for b in read_batches(bytes(data)):
             if b.attributes & CONTROL_BATCH:
                 continue
@@ -905,28 +1073,37 @@ class ProducerAdapter(Adapter):
 def set_verification(admin, enabled: bool, wait_s: float = 15.0) -> None:
     """transaction.partition.verification.enable, cluster-wide and dynamic
     (IncrementalAlterConfigs on the broker default): a version-1 client's produce is verified
-    with the coordinator (KIP-890 part 1) unless it is off. Waits (polling DescribeConfigs)
-    until the broker runs the new value: a dynamic config travels through the metadata log."""
+    with the coordinator (KIP-890 part 1) unless it is off."""
+    set_broker_default(admin, str(admin.metadata([]).brokers[0].node_id), VERIFICATION,
+                       str(enabled).lower(), wait_s)
+
+
+def broker_config(conn, node_id: str, name: str) -> str:
+    """The value of a broker config that node `node_id` runs (DescribeConfigs at `conn`)."""
     from kio.schema.describe_configs.v4 import request as d
+    from kio.static.primitive import i8
+    res = conn.send(d.DescribeConfigsRequest(resources=(d.DescribeConfigsResource(
+        resource_type=i8(BROKER_RESOURCE), resource_name=node_id, configuration_keys=(name,)),)))
+    return next((c.value for c in res.results[0].configs if c.name == name), None)
+
+
+def set_broker_default(conn, node_id: str, name: str, value: str, wait_s: float = 15.0) -> None:
+    """Set a dynamic broker config cluster-wide (IncrementalAlterConfigs on the broker
+    default) and wait (polling DescribeConfigs) until node `node_id`, which `conn` reaches,
+    runs it: a dynamic config travels through the metadata log."""
     from kio.schema.incremental_alter_configs.v1 import request as m
     from kio.static.primitive import i8
-    value = str(enabled).lower()
-    r = admin.send(m.IncrementalAlterConfigsRequest(resources=(m.AlterConfigsResource(
+    r = conn.send(m.IncrementalAlterConfigsRequest(resources=(m.AlterConfigsResource(
         resource_type=i8(BROKER_RESOURCE), resource_name="", configs=(m.AlterableConfig(
-            name=VERIFICATION, config_operation=i8(0), value=value),)),),
+            name=name, config_operation=i8(0), value=value),)),),
         validate_only=False))
     err = error_name(r.responses[0].error_code)
     if err != "NONE":
-        raise RuntimeError(f"IncrementalAlterConfigs {VERIFICATION}={value}: {err}")
-    node = str(admin.metadata([]).brokers[0].node_id)
+        raise RuntimeError(f"IncrementalAlterConfigs {name}={value}: {err}")
     deadline = time.monotonic() + wait_s
-    while True:
-        res = admin.send(d.DescribeConfigsRequest(resources=(d.DescribeConfigsResource(
-            resource_type=i8(BROKER_RESOURCE), resource_name=node, configuration_keys=(VERIFICATION,)),)))
-        if any(c.name == VERIFICATION and c.value == value for c in res.results[0].configs):
-            return
+    while broker_config(conn, node_id, name) != value:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the broker does not run {VERIFICATION}={value} after {wait_s:.0f}s")
+            raise RuntimeError(f"node {node_id} does not run {name}={value} after {wait_s:.0f}s")
         time.sleep(0.05)   # the metadata log has not reached the broker yet: poll again
 
 
