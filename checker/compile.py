@@ -66,17 +66,76 @@ class CodeGen:
             w, sh, width = lay.word[idx], lay.shift[idx], lay.width[idx]
             raw = f"(({src}[{w}] >> {sh}) & {(1 << width) - 1})" if sh else f"({src}[{w}] & {(1 << width) - 1})"
             ftype = lay.fields[idx].type
-            if ftype.kind == "bool":
-                code = f"({raw} != 0)"
+            if ftype.kind == "bool":   # the bit tested where it lies: no shift
+                code = f"(({src}[{w}] & {1 << sh}) != 0)"
             else:
                 code = f"{raw}.astype(np.int64)" + (f" + {ftype.lo}" if ftype.lo else "")
             r = self.tmp(code)
+        elif op in _ORDERED and (r := self._compare_bits(op, a)) is not None:
+            pass
+        elif op == "and" and (r := self._no_pair(a)) is not None:
+            pass
         elif op in OPS:
             r = self.tmp(OPS[op].numpy(*[self.expr(x) for x in a]))
         else:
             raise SpecError(f"the numpy compiler does not know operation '{op}'")
         self.memo[key] = r
         return r
+
+
+    def _compare_bits(self, op: str, a) -> str | None:
+        """A field of integers compared with a constant, on the field's bits where they lie in
+        their word: masked, not shifted down nor widened to int64 (the value is its bits plus
+        the type's lower bound, and the bits below it are zero, so the order is the same). Two
+        passes over a block instead of four, and the masked word is shared by every comparison
+        of the field (an enum's several states). None when it does not apply."""
+        x, y = a
+        if x.op == "const" and y.op == "field":
+            x, y, op = y, x, _MIRROR[op]
+        if x.op != "field" or y.op != "const":
+            return None
+        c = y.args[0]
+        if isinstance(c, bool) or not isinstance(c, int):
+            return None
+        idx, _name, tag = x.args
+        lay = self.layout
+        ftype = lay.fields[idx].type
+        if ftype.kind == "bool":
+            return None
+        w, sh, width = lay.word[idx], lay.shift[idx], lay.width[idx]
+        raw = c - ftype.lo
+        if not 0 <= raw < (1 << width):   # outside the bits: the general code decides
+            return None
+        masked = self.tmp(f"({self.sources[tag]}[{w}] & {((1 << width) - 1) << sh})")
+        return self.tmp(f"{masked} {_SYMBOL[op]} {raw << sh}")
+
+    def _no_pair(self, a) -> str | None:
+        """A conjunction of not(p and q) over every pair of p in P and q in Q (two_phase's
+        `consistent`: no RM committed while any RM aborted, N^2 terms) computed as
+        not((any of P) and (any of Q)): 2N operations instead of 3N^2. None when the terms
+        are not such a product."""
+        pairs, rest = [], []
+        for x in a:
+            inner = x.args[0] if x.op == "not" else None
+            if inner is not None and inner.op == "and" and len(inner.args) == 2:
+                pairs.append((self.expr(inner.args[0]), self.expr(inner.args[1])))
+            else:
+                rest.append(x)
+        P = list(dict.fromkeys(p for p, _ in pairs))
+        Q = list(dict.fromkeys(q for _, q in pairs))
+        if (len(pairs) < 4 or len(set(pairs)) != len(P) * len(Q)
+                or any(n in ("True", "False") for n in P + Q)):
+            return None
+        anyp = self.tmp(" | ".join(P)) if len(P) > 1 else P[0]
+        anyq = self.tmp(" | ".join(Q)) if len(Q) > 1 else Q[0]
+        terms = [self.tmp(f"~({anyp} & {anyq})")] + [self.expr(x) for x in rest]
+        return self.tmp(" & ".join(terms)) if len(terms) > 1 else terms[0]
+
+
+# comparisons that _compare_bits does on a field's bits, and each with its sides swapped
+_ORDERED = ("eq", "ne", "lt", "le")
+_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_MIRROR = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge"}
 
 
 class Compiled:

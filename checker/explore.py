@@ -45,6 +45,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from checker import native
 from checker.compile import Compiled, fingerprint
 from checker.layout import layout_of
 
@@ -171,9 +172,8 @@ def absent(sorted_fp: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Mask of the fingerprints u not in the sorted array (states known by fingerprint only)."""
     if not len(sorted_fp):
         return np.ones(len(u), dtype=bool)
-    pos = np.searchsorted(sorted_fp, u)
-    pos[pos == len(sorted_fp)] = 0
-    return sorted_fp[pos] != u
+    return native.absent(np.ascontiguousarray(sorted_fp, dtype=np.uint64), None,
+                         len(sorted_fp), u, None)
 
 
 def insert_sorted(sorted_fp: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -244,12 +244,17 @@ def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | Non
         return np.empty(0, dtype=np.int64)
     if runs is not None and len(runs) == 1:
         return np.arange(n)
-    if runs is None and keys is None and n > 1:
-        # a state that is its own fingerprint and leaves fewer free bits than the positions
-        # need (two_phase N=11: 48 bits, 2^18 candidates a block): the exact sort in chunks
-        # whose positions fit, the chunks then merged as runs (the earliest chunk wins)
+    if runs is None and keys is None:
         free = 64 - int(fp.max()).bit_length()
-        if (n - 1).bit_length() > free >= 12:
+        tag_bits = max(1, (n - 1).bit_length())
+        if tag_bits <= free:
+            # a state that is its own fingerprint, with room for its position below it (a
+            # block of two_phase's): the packing and the reading of the sorted words compiled
+            return native.first_positions(fp, tag_bits)
+        if free >= 12:
+            # too few free bits for the positions (two_phase N=11: 48 bits, 2^18 candidates a
+            # block): the exact sort in chunks whose positions fit, the chunks then merged as
+            # runs (the earliest chunk wins)
             size = 1 << free
             parts = [first_of_each(fp[a:a + size], None) + a for a in range(0, n, size)]
             at = np.concatenate(parts)
@@ -261,6 +266,10 @@ def first_of_each(fp: np.ndarray, keys: np.ndarray | None, runs: list[int] | Non
         got = _sort_with_tag(fp, np.arange(n, dtype=np.uint64), tag_bits)
     else:
         run_bits = max(1, (len(runs) - 1).bit_length())
+        if keys is None and int(fp.max()).bit_length() + run_bits + action_bits <= 64:
+            # a state that is its own fingerprint, with room for (action instance, run) below
+            # it: the packing and the recovery of positions compiled
+            return native.first_in_runs(fp, actions, runs, action_bits, run_bits)
         got = _sort_with_tag(fp, _run_tags(runs, actions, run_bits), run_bits + action_bits)
     order = sf = first = None
     if got is not None:
@@ -337,7 +346,9 @@ class Visited:
     """The sorted fingerprints (and keys, see ``state_keys``) of every state seen. One buffer for
     the whole search, reserved once and merged into in place from the back, level by level: no
     array of the visited set's size is allocated per level (that cost a quarter of the time in
-    system calls and page faults at two_phase N=10)."""
+    system calls and page faults at two_phase N=10). The membership test walks forward through
+    the set with a level's sorted states, the merge walks back through it once (both in C:
+    checker/native.py), instead of a binary search a state and a scatter of the whole set."""
 
     def __init__(self, nkeys: int):
         self.nkeys = nkeys
@@ -350,26 +361,11 @@ class Visited:
         return self.fp[:self.n]
 
     def absent(self, u: np.ndarray, ukeys: np.ndarray | None) -> np.ndarray:
-        """Mask of the states (u sorted, distinct) not in the set."""
-        n = self.n
-        if not n or not len(u):
+        """Mask of the states (u sorted, distinct) not in the set: one forward walk through
+        the set (checker/native.py)."""
+        if not self.n or not len(u):
             return np.ones(len(u), dtype=bool)
-        V = self.fp[:n]
-        pos = np.searchsorted(V, u)
-        pos[pos == n] = n - 1
-        seen = V[pos] == u
-        if self.keys is None or not seen.any():
-            return ~seen
-        same = seen & (self.keys[:, pos] == ukeys).all(axis=0)
-        for i in np.flatnonzero(seen & ~same):
-            # a fingerprint shared by distinct states: look through all the states that have it
-            j = int(pos[i])
-            while j < n and V[j] == u[i]:
-                if (self.keys[:, j] == ukeys[:, i]).all():
-                    same[i] = True
-                    break
-                j += 1
-        return ~same
+        return native.absent(self.fp, self.keys, self.n, u, ukeys)
 
     def add(self, new: np.ndarray, new_keys: np.ndarray | None):
         """Merge the new states (sorted by fingerprint, none already present) into the set."""
@@ -382,37 +378,12 @@ class Visited:
             self.fp = _grow(self.fp, (max(n + k, 2 * len(self.fp)),), n)
         if self.keys is not None and n + k > self.keys.shape[1]:
             self.keys = _grow(self.keys, (self.nkeys, max(n + k, 2 * self.keys.shape[1])), n)
-        fp, keys = self.fp, self.keys
-        if not n:   # the first level, or a checkpoint's set: a copy (no positions of its size)
-            fp[:k] = new
-            if keys is not None:
-                keys[:, :k] = new_keys
-            self.n = k
-            return
-        pos = np.searchsorted(fp[:n], new)
-        # each old state moves up by the number of new ones that go before it; from the back,
-        # a chunk at a time, so that nothing is overwritten before it has moved
-        lo = int(pos[0])
-        step = 1 << 20
-        for b in range(n, lo, -step):
-            a = max(lo, b - step)
-            i0, i1 = np.searchsorted(pos, [a, b])
-            if i0 == i1:                               # no new state among these: one slice
-                fp[a + i0:b + i0] = fp[a:b].copy()
-                if keys is not None:
-                    keys[:, a + i0:b + i0] = keys[:, a:b].copy()
-                continue
-            dest = np.bincount(pos[i0:i1] - a, minlength=b - a).cumsum()
-            dest += np.arange(a + int(i0), b + int(i0))
-            fp[dest] = fp[a:b].copy()
-            if keys is not None:
-                keys[:, dest] = keys[:, a:b].copy()
-        at = pos                      # the new states' places: each moves up by those before it
-        for a in range(0, k, PART):
-            at[a:a + PART] += np.arange(a, min(k, a + PART))
-        fp[at] = new
-        if keys is not None:
-            keys[:, at] = new_keys
+        if not n:   # the first level, or a checkpoint's set: a copy
+            self.fp[:k] = new
+            if self.keys is not None:
+                self.keys[:, :k] = new_keys
+        else:       # one backward walk, in place (checker/native.py)
+            native.merge(self.fp, self.keys, n, new, new_keys)
         self.n = n + k
 
 

@@ -4,6 +4,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
+# the package compiles checker/native.c (the visited set's loops) when it is installed
+if ! command -v cc >/dev/null 2>&1; then
+    apt-get update -q && apt-get install -y -q gcc
+fi
 if [ "${1:-}" = "--test" ]; then
     .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
     bash scripts/ensure_java.sh

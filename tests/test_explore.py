@@ -352,3 +352,103 @@ def test_every_invariant_at_once_finds_what_each_finds_alone():
     alone = {n: comp.first_violation(n, S, 16) for n in names}
     assert comp.first_violations(names, S, 16) == {n: i for n, i in alone.items() if i is not None}
     assert any(i is not None for i in alone.values()) and r.found
+
+
+@pytest.mark.parametrize("nkeys", [0, 2])
+def test_the_visited_set_answers_as_a_search_of_every_state_seen(nkeys):
+    """The compiled membership test and merge (checker/native.py) against the rule written out:
+    levels of sorted distinct states, fingerprints shared by distinct states (told apart by
+    their keys), queries in order and out of order; the set stays sorted and complete."""
+    rng = np.random.default_rng(3)
+    visited = explore.Visited(nkeys)
+    seen: set = set()
+    for level in range(12):
+        fp = rng.integers(0, 40 if nkeys else 1 << 62, 300, dtype=np.uint64)
+        keys = rng.integers(0, 3, (nkeys, 300), dtype=np.uint64) if nkeys else None
+        cols = [fp] + ([] if keys is None else list(keys))
+        uniq = sorted(set(zip(*(c.tolist() for c in cols))))
+        fp = np.array([u[0] for u in uniq], dtype=np.uint64)
+        keys = np.array([u[1:] for u in uniq], dtype=np.uint64).T.copy() if nkeys else None
+        want = np.array([u not in seen for u in uniq], dtype=bool)
+        assert visited.absent(fp, keys).tolist() == want.tolist()
+        if level % 3 == 2:    # out of order, as a reduction's block asks
+            shuffle = rng.permutation(len(fp))
+            got = visited.absent(fp[shuffle], None if keys is None else keys[:, shuffle])
+            assert got.tolist() == want[shuffle].tolist()
+        visited.add(fp[want], None if keys is None else keys[:, want])
+        seen |= {u for u, new in zip(uniq, want) if new}
+        stored = visited.sorted_fp
+        assert visited.n == len(seen) and (stored[1:] >= stored[:-1]).all()
+        got = set(zip(stored.tolist(), *(visited.keys[r, :visited.n].tolist()
+                                          for r in range(nkeys))))
+        assert got == seen
+
+
+def test_first_of_each_in_a_block_is_the_first_occurrence():
+    """A block of one-word states (the compiled packing and reading of the sorted words): the
+    first occurrence of each, in order, as np.unique finds it; and for states too wide for the
+    positions' bits, the general sort gives the same."""
+    rng = np.random.default_rng(13)
+    for top in (20, 44, 62):
+        fp = rng.integers(0, 1 << 12, 5000).astype(np.uint64) << np.uint64(top - 12)
+        _, first = np.unique(fp, return_index=True)
+        assert explore.first_of_each(fp, None).tolist() == first.tolist()
+
+
+COMPARISONS = '''
+"""Fields of integers compared with constants every way round, in range and out of it."""
+from spec.lang import Array, Bool, Enum, Int, Spec, Forall
+
+spec = Spec("comparisons", __doc__)
+Colour = Enum("Colour", "red green blue")
+
+
+@spec.state
+def state(p):
+    return {"a": Int(-3, 5), "b": Int(2, 9), "c": Colour, "f": Bool, "cs": Array(Colour, 2)}
+
+
+@spec.init
+def init(p):
+    yield {"a": 0, "b": 2, "c": Colour.red, "f": False, "cs": [Colour.red, Colour.red]}
+
+
+@spec.invariant("mixed")
+def mixed(s, p):
+    """Comparisons of every kind, joined so that each counts."""
+    return ((s.a == -3) | (s.a != 5) & (s.a < 0)) & ((s.a <= -4) | (7 > s.a) & (1 <= s.a)) | \\
+        ((s.b < 10) & (s.b == 9) | (4 == s.b) | (s.b >= 3) & (s.b > 8) | (s.a >= 5)) & \\
+        ((s.c == Colour.blue) | (Colour.green != s.c) & s.f)
+
+
+@spec.invariant("no-pair")
+def no_pair(s, p):
+    """No slot red while another is blue (the pairwise form the compiler folds)."""
+    return Forall(range(2), lambda i: Forall(range(2), lambda j: ~((s.cs[i] == Colour.red) &
+                                                                   (s.cs[j] == Colour.blue))))
+'''
+
+
+def test_comparisons_on_a_field_s_bits_are_the_interpreter_s(tmp_path):
+    """A field compared with a constant is compiled on its bits where they lie in the word
+    (masked, not shifted nor widened), and a conjunction of not(p and q) over every pair as
+    not(any p and any q): on every state of the fields' ranges, the compiled invariants say what
+    the reference interpreter says."""
+    import itertools
+
+    from checker.layout import layout_of
+    from checker.reference import evaluate
+    path = tmp_path / "comparisons.py"
+    path.write_text(COMPARISONS)
+    model = load_spec(str(path)).instantiate(None, {})
+    comp = Compiled(model)
+    lay = layout_of(model)
+    ranges = [range(f.type.lo, f.type.hi + 1) for f in lay.fields]
+    flats = list(itertools.product(*ranges))
+    S = np.array([lay.pack_flat(v) for v in flats], dtype=np.uint64).T.copy()
+    for prop in model.invariants:
+        got = np.broadcast_to(comp.invariants[prop.name](S), (S.shape[1],))
+        want = [bool(evaluate(model.invariant_expr(prop), list(v))) for v in flats]
+        assert got.tolist() == want, prop.name
+    body = comp.source.split("def inv_1")[1].split("\ndef ")[0]
+    assert body.count("~") == 1     # folded: not four pairwise terms

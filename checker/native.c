@@ -1,0 +1,150 @@
+/* The visited set's and the sorts' loops over sorted arrays, in C (checker/native.py loads
+ * this through ctypes; scripts/setup.sh and `pip install` build it with the project).
+ *
+ * numpy has no merge of two sorted arrays, nor a search that walks forward through sorted
+ * queries, and it takes several passes (and temporaries) for what is one pass here. Every
+ * function is one forward or backward walk; see checker/native.py for what each computes. */
+#include <stdint.h>
+#include <stddef.h>
+
+/* The first index i >= lo with V[i] >= x (n when none), galloping forward from lo: a query
+ * that lands near the previous one touches a few cache lines, not log2(n) scattered ones. */
+static int64_t lower_bound(const uint64_t *V, int64_t lo, int64_t n, uint64_t x)
+{
+    if (lo >= n || V[lo] >= x)
+        return lo;
+    int64_t prev = lo, step = 1, cur = lo + 1;      /* V[prev] < x */
+    while (cur < n && V[cur] < x) {
+        prev = cur;
+        step *= 2;
+        cur = prev + step;
+    }
+    int64_t hi = cur < n ? cur : n;
+    lo = prev + 1;
+    while (lo < hi) {
+        int64_t mid = lo + ((hi - lo) >> 1);
+        if (V[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* out[i] = 1 when the state u[i] (with keys uk[r * ustride + i], r < nkeys) is not among the
+ * first n of V (keys K[r * kstride + j]). Fastest when u is sorted. */
+void kc_absent(const uint64_t *V, const uint64_t *K, int64_t kstride, int64_t nkeys, int64_t n,
+               const uint64_t *u, const uint64_t *uk, int64_t ustride, int64_t m, uint8_t *out)
+{
+    int64_t j = 0;
+    for (int64_t i = 0; i < m; i++) {
+        uint64_t x = u[i];
+        if (i && x < u[i - 1])          /* queries out of order (a reduction's block) */
+            j = 0;
+        j = lower_bound(V, j, n, x);
+        int found = 0;
+        for (int64_t at = j; at < n && V[at] == x; at++) {   /* every state of this fingerprint */
+            int same = 1;
+            for (int64_t r = 0; r < nkeys; r++)
+                if (K[r * kstride + at] != uk[r * ustride + i]) {
+                    same = 0;
+                    break;
+                }
+            if (same) {
+                found = 1;
+                break;
+            }
+        }
+        out[i] = !found;
+    }
+}
+
+/* The sorted new states (none present) merged into the first n of V, in place, from the back:
+ * each old state moves up by the number of new ones before it, and a new state goes before the
+ * old ones with its fingerprint (np.searchsorted's left side). */
+void kc_merge(uint64_t *V, uint64_t *K, int64_t kstride, int64_t nkeys, int64_t n,
+              const uint64_t *nw, const uint64_t *nk, int64_t nstride, int64_t m)
+{
+    int64_t i = n - 1, w = n + m - 1;
+    for (int64_t j = m - 1; j >= 0; j--) {
+        uint64_t x = nw[j];
+        while (i >= 0 && V[i] >= x) {
+            V[w] = V[i];
+            for (int64_t r = 0; r < nkeys; r++)
+                K[r * kstride + w] = K[r * kstride + i];
+            w--;
+            i--;
+        }
+        V[w] = x;
+        for (int64_t r = 0; r < nkeys; r++)
+            K[r * kstride + w] = nk[r * nstride + j];
+        w--;
+    }
+}
+
+/* key[i] = fp[i] << b | i */
+void kc_pack_positions(const uint64_t *fp, int64_t n, int64_t b, uint64_t *key)
+{
+    for (int64_t i = 0; i < n; i++)
+        key[i] = (fp[i] << b) | (uint64_t)i;
+}
+
+/* The positions (low b bits) of the first word of each run of equal values (high bits) of the
+ * sorted key -> how many. */
+int64_t kc_first_positions(const uint64_t *key, int64_t n, int64_t b, int64_t *out)
+{
+    uint64_t mask = (((uint64_t)1) << b) - 1, prev = 0;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t v = key[i] >> b;
+        if (i == 0 || v != prev) {
+            out[m++] = (int64_t)(key[i] & mask);
+            prev = v;
+        }
+    }
+    return m;
+}
+
+/* key[i] = fp[i] << tag_bits | action[i] << run_bits | run of i (runs start at starts[r]);
+ * action: integers of action_size bytes (1, 2 or 4), none negative */
+void kc_pack_runs(const uint64_t *fp, const void *action, int64_t action_size,
+                  const int64_t *starts, int64_t runs, int64_t tag_bits, int64_t run_bits,
+                  uint64_t *key)
+{
+    for (int64_t r = 0; r < runs; r++)
+        for (int64_t i = starts[r]; i < starts[r + 1]; i++) {
+            uint64_t a = action_size == 1 ? ((const uint8_t *)action)[i]
+                       : action_size == 2 ? ((const uint16_t *)action)[i]
+                       : ((const uint32_t *)action)[i];
+            key[i] = (fp[i] << tag_bits) | (a << run_bits) | (uint64_t)r;
+        }
+}
+
+/* The position of the first word of each run of equal values of the sorted key, where a word's
+ * low run_bits are its run: a run being sorted, the k-th time run r appears is its k-th
+ * element. seen: one zeroed counter per run. -> how many. */
+int64_t kc_first_in_runs(const uint64_t *key, int64_t n, int64_t tag_bits, int64_t run_bits,
+                         const int64_t *starts, int64_t *seen, int32_t *out32, int64_t *out64)
+{
+    uint64_t run_mask = (((uint64_t)1) << run_bits) - 1, prev = 0;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t k = key[i];
+        int64_t r = (int64_t)(k & run_mask);
+        uint64_t v = k >> tag_bits;
+        if (i == 0 || v != prev) {
+            int64_t at = starts[r] + seen[r];
+            if (out32)
+                out32[m] = (int32_t)at;
+            else
+                out64[m] = at;
+            m++;
+            prev = v;
+        }
+        seen[r]++;
+    }
+    return m;
+}
+
+/* The version of this file's functions that checker/native.py expects (its ABI). */
+int64_t kc_abi(void) { return 1; }

@@ -1,0 +1,135 @@
+"""The visited set's and the sorts' loops over sorted arrays, compiled: checker/native.c, built
+with the package (``pip install``, which scripts/setup.sh runs) and called through ctypes.
+
+numpy has no merge of two sorted arrays, nor a search that walks forward through sorted
+queries: a level's membership test was one binary search a state (each a handful of cache
+misses in a set of hundreds of megabytes), its merge into the set a scatter of the whole set
+computed with bincount and cumsum, and the packing of sort keys and the reading of sorted keys
+several passes with a temporary each. Each is one walk here (docs/design.md, "Third round":
+3 million states into 30 million, measured here: membership 0.19 -> 0.06 s, merge ~0.5 ->
+0.07 s). C through ctypes rather than numba: the same speed, without numba's half a second of
+start-up in every process (a search, a test, each of Spark's Python workers).
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+import numpy as np
+
+ABI = 1     # kc_abi() of the checker/native.c this module was written for
+
+
+def _load() -> ctypes.CDLL:
+    here = Path(__file__).resolve().parent
+    paths = [here / f"_native{suffix}" for suffix in EXTENSION_SUFFIXES]
+    spec = importlib.util.find_spec("checker._native")
+    if spec is not None and spec.origin:
+        paths.append(Path(spec.origin))
+    for path in paths:
+        if path.exists():
+            lib = ctypes.CDLL(str(path))
+            lib.kc_abi.restype = ctypes.c_int64
+            if lib.kc_abi() != ABI:
+                raise ImportError(f"{path} was built from another checker/native.c: rebuild it "
+                                  f"with `sh scripts/setup.sh` (or `pip install -e .`)")
+            return lib
+    raise ImportError("checker/native.c is not built (checker/_native*.so is missing): install "
+                      "kcheck with `sh scripts/setup.sh` (or `pip install -e .`), which compiles it")
+
+
+_P, _I = ctypes.c_void_p, ctypes.c_int64
+_lib = _load()
+_lib.kc_absent.argtypes = [_P, _P, _I, _I, _I, _P, _P, _I, _I, _P]
+_lib.kc_merge.argtypes = [_P, _P, _I, _I, _I, _P, _P, _I, _I]
+_lib.kc_pack_positions.argtypes = [_P, _I, _I, _P]
+_lib.kc_first_positions.argtypes = [_P, _I, _I, _P]
+_lib.kc_first_positions.restype = _I
+_lib.kc_pack_runs.argtypes = [_P, _P, _I, _P, _I, _I, _I, _P]
+_lib.kc_first_in_runs.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P]
+_lib.kc_first_in_runs.restype = _I
+
+
+def _at(a: np.ndarray | None):
+    return None if a is None else a.ctypes.data
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.uint64)
+
+
+def _rows(K: np.ndarray) -> np.ndarray:
+    """Keys as rows of contiguous words (a row's stride may be longer than the row)."""
+    K = K if K.dtype == np.uint64 and K.strides[1] == 8 else np.ascontiguousarray(K, np.uint64)
+    return K
+
+
+def absent(V: np.ndarray, K: np.ndarray | None, n: int, u: np.ndarray,
+           uk: np.ndarray | None) -> np.ndarray:
+    """Mask of the states ``u`` (fingerprints; with their keys ``uk`` when the set keeps keys
+    ``K``, one row per key) not among the first ``n`` of the sorted set ``V``: one forward walk
+    through V, galloping, when u is sorted (a query out of order starts afresh)."""
+    u = _words(u)
+    out = np.empty(len(u), dtype=bool)
+    if K is None:
+        _lib.kc_absent(_at(V), None, 0, 0, n, _at(u), None, 0, len(u), _at(out))
+    else:
+        uk = _rows(uk)
+        _lib.kc_absent(_at(V), _at(K), K.strides[0] // 8, K.shape[0], n, _at(u), _at(uk),
+                       uk.strides[0] // 8, len(u), _at(out))
+    return out
+
+
+def merge(V: np.ndarray, K: np.ndarray | None, n: int, new: np.ndarray,
+          newk: np.ndarray | None):
+    """The sorted ``new`` states (none already present) merged into the first ``n`` of ``V``
+    (and their keys into ``K``), in place, one backward walk: V has room for n + len(new)."""
+    new = _words(new)
+    if K is None:
+        _lib.kc_merge(_at(V), None, 0, 0, n, _at(new), None, 0, len(new))
+    else:
+        newk = _rows(newk)
+        _lib.kc_merge(_at(V), _at(K), K.strides[0] // 8, K.shape[0], n, _at(new), _at(newk),
+                      newk.strides[0] // 8, len(new))
+
+
+def first_positions(fp: np.ndarray, b: int) -> np.ndarray:
+    """Positions of the first occurrence of each distinct value of ``fp``, in ascending order of
+    the values, when every value leaves ``b`` bits free above it for a position (b >= the bits
+    of len(fp) - 1). One np.sort of (value, position) words; the packing before it and the
+    reading of the first positions after it are one pass each."""
+    fp = _words(fp)
+    key = np.empty(len(fp), dtype=np.uint64)
+    _lib.kc_pack_positions(_at(fp), len(fp), b, _at(key))
+    key.sort()
+    out = np.empty(len(fp), dtype=np.int64)
+    return out[:_lib.kc_first_positions(_at(key), len(fp), b, _at(out))]
+
+
+def first_in_runs(fp: np.ndarray, action: np.ndarray, runs: list[int], action_bits: int,
+                  run_bits: int) -> np.ndarray:
+    """first_of_each over sorted runs (checker/explore.py) for values that leave
+    ``action_bits + run_bits`` bits free above them: one np.sort of (value, action instance,
+    run) words; a run being sorted, the k-th time run r appears in the sorted words is its k-th
+    element, so one pass with a counter per run recovers every first occurrence's position
+    (no argsort of the run numbers, no inverse permutation)."""
+    fp = _words(fp)
+    action = np.ascontiguousarray(action)
+    if action.dtype.itemsize not in (1, 2, 4) or action.dtype.kind not in "iu":
+        action = action.astype(np.int32)
+    starts = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum(runs, out=starts[1:])
+    key = np.empty(len(fp), dtype=np.uint64)
+    tag_bits = action_bits + run_bits
+    _lib.kc_pack_runs(_at(fp), _at(action), action.dtype.itemsize, _at(starts), len(runs),
+                      tag_bits, run_bits, _at(key))
+    key.sort()
+    seen = np.zeros(len(runs), dtype=np.int64)
+    small = len(fp) < (1 << 31)       # positions as 32-bit integers where they fit (less memory)
+    out = np.empty(len(fp), dtype=np.int32 if small else np.int64)
+    m = _lib.kc_first_in_runs(_at(key), len(fp), tag_bits, run_bits, _at(starts), _at(seen),
+                              _at(out) if small else None, None if small else _at(out))
+    del key
+    return out[:m].copy() if m < len(fp) // 2 else out[:m]
