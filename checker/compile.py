@@ -162,6 +162,11 @@ class Compiled:
         outs = [g.expr(inst.guard) for inst in model.instances]
         src.append("def guards(S):\n" + "\n".join(g.lines) + f"\n    return [{', '.join(outs)}]\n")
 
+        # the action instances whose writes are all constants: a successor's word w is the
+        # state's word w & constant_keep[k, w] | constant_put[k, w]
+        self.constant = [False] * len(model.instances)
+        self.constant_keep = np.full((len(model.instances), self.words), U64, dtype=np.uint64)
+        self.constant_put = np.zeros((len(model.instances), self.words), dtype=np.uint64)
         for inst in model.instances:
             src.append(self._effect_source(inst))
 
@@ -215,6 +220,12 @@ class Compiled:
                                   {p.name for p in model.transition_props
                                    if want is None or p.name in want})
         self.terminal = ns.get("terminal")
+
+    def constant_addresses(self) -> tuple[int, int]:
+        """Where constant_keep's and constant_put's data begin (their rows are read in place by
+        the compiled expansion, checker/native.py)."""
+        return (self.constant_keep.__array_interface__["data"][0],
+                self.constant_put.__array_interface__["data"][0])
 
     def successors(self, S: np.ndarray):
         """Every enabled action instance on the block S, in instance order:
@@ -286,6 +297,7 @@ class Compiled:
         ok_terms: list[str] = []
         per_word: dict[int, list[str]] = {}
         clear: dict[int, int] = {}
+        constant = True
         for idx, e in sorted(inst.writes.items()):
             f = lay.fields[idx]
             if e.op == "field" and e.args[0] == idx and e.args[2] == "pre":
@@ -297,6 +309,7 @@ class Compiled:
                 if enc:
                     per_word.setdefault(w, []).append(str(enc))
                 continue
+            constant = False
             v = g.expr(e)
             if f.type.kind == "bool":
                 per_word.setdefault(w, []).append(f"({v}.astype(np.uint64) << {sh})")
@@ -311,6 +324,12 @@ class Compiled:
             off = f" - {lo}" if lo else ""
             per_word.setdefault(w, []).append(
                 f"((({v}{off}) & {(1 << width) - 1}).astype(np.uint64) << {sh})")
+        if constant:
+            # every word of a successor is (word & keep) | put: expanded in C (checker/native.py)
+            self.constant[inst.index] = True
+            for w, m in clear.items():
+                self.constant_keep[inst.index, w] = U64 ^ m
+                self.constant_put[inst.index, w] = sum(int(t) for t in per_word.get(w, []))
         # the outcome is a function of the state before the step
         out = g.expr(inst.outcome) if inst.outcome is not None else "None"
         body = list(g.lines)

@@ -446,9 +446,11 @@ def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: 
     blk = Block()
     enabled = np.zeros(m, dtype=bool) if deadlock else None
     inside = np.zeros(m, dtype=bool) if deadlock else None
-    cS, cpar, cact = [], [], []
     viol = blk.violations
-    for k, idx, sub, T, out, ok in (successors or comp.successors)(S):
+
+    def judged(k, idx, sub, T, out, ok):
+        """Counts and judges one instance's steps -> the steps kept (successors, positions),
+        or None."""
         blk.transitions += idx.size
         fired[k] += idx.size
         if enabled is not None:
@@ -473,12 +475,27 @@ def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: 
         if keep is not None:
             idx, T = idx[keep], T[:, keep]
             if not idx.size:
-                continue
+                return None
         if inside is not None and loops:
             inside[idx] = True
-        cS.append(T)
-        cpar.append(idx)
-        cact.append(np.full(idx.size, k, dtype=act_dtype))
+        return T, idx
+
+    if successors is None and on_batch is None and np.dtype(act_dtype).itemsize in (2, 4):
+        _expand_in_place(comp, S, blk, fired, skip, enabled, inside, act_dtype, loops, judged)
+    else:
+        cS, cpar, cact = [], [], []
+        for k, idx, sub, T, out, ok in (successors or comp.successors)(S):
+            got = judged(k, idx, sub, T, out, ok)
+            if got is not None:
+                cS.append(got[0])
+                cpar.append(got[1])
+                cact.append(np.full(got[1].size, k, dtype=act_dtype))
+        if cS:
+            if len(cS) > 1:
+                blk.words = np.concatenate(cS, axis=1)
+                blk.parent, blk.action = np.concatenate(cpar), np.concatenate(cact)
+            else:
+                blk.words, blk.parent, blk.action = cS[0], cpar[0], cact[0]
     if enabled is not None:
         blk.cut_only = int((enabled & ~inside).sum())
         if stuck:
@@ -487,13 +504,50 @@ def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: 
                 none &= ~np.broadcast_to(comp.terminal(S), (m,))
             if none.any():
                 blk.stuck = int(np.flatnonzero(none)[0])
-    if cS:
-        if len(cS) > 1:
-            blk.words = np.concatenate(cS, axis=1)
-            blk.parent, blk.action = np.concatenate(cpar), np.concatenate(cact)
-        else:
-            blk.words, blk.parent, blk.action = cS[0], cpar[0], cact[0]
     return blk
+
+
+def _expand_in_place(comp: Compiled, S: np.ndarray, blk: Block, fired: list, skip, enabled,
+                     inside, act_dtype, loops: bool, judged):
+    """expand_block's steps written into one array for the block (no concatenation at the
+    end): an instance whose writes are all constants, and that no transition property still
+    pending judges, is taken in one compiled pass (checker/native.py, Steps.constant); the
+    others through their compiled effects and ``judged``. The same steps in the same (action
+    instance, position) order as comp.successors gives."""
+    m = S.shape[1]
+    masks = comp.guards(S)
+    counts = [0 if mask is False else m if mask is True else int(np.count_nonzero(mask))
+              for mask in masks]
+    if not sum(counts):
+        return
+    if S.dtype != np.uint64 or S.strides[1] != 8:
+        S = np.ascontiguousarray(S, dtype=np.uint64)
+    steps = native.Steps(S.shape[0], sum(counts), act_dtype)
+    at_S = native.address(S)
+    keeps, puts = comp.constant_addresses()
+    row = 8 * S.shape[0]
+    for k, mask in enumerate(masks):
+        count = counts[k]
+        if not count:
+            continue
+        if comp.constant[k] and all(name in skip for name, _ in comp.tprops_by_instance.get(k, ())):
+            blk.transitions += count
+            fired[k] += count
+            if enabled is not None:      # no step of constant writes leaves a search bound
+                if mask is True:
+                    enabled[:] = inside[:] = True
+                else:
+                    enabled |= mask
+                    inside |= mask
+            steps.constant(S, at_S, mask, keeps + row * k, puts + row * k, k, loops)
+            continue
+        idx = np.arange(m) if mask is True else np.flatnonzero(mask)
+        sub = S[:, idx]
+        got = judged(k, idx, sub, *comp.effects[k](sub))
+        if got is not None:
+            steps.put(got[0], got[1], k)
+    if steps.n:
+        blk.words, blk.parent, blk.action = steps.taken()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -147,4 +147,37 @@ int64_t kc_first_in_runs(const uint64_t *key, int64_t n, int64_t tag_bits, int64
 }
 
 /* The version of this file's functions that checker/native.py expects (its ABI). */
-int64_t kc_abi(void) { return 1; }
+int64_t kc_abi(void) { return 2; }
+
+/* The steps of one action instance whose writes are all constants, from the states of a block
+ * (word w of state i at S[w * sstride + i]): the successor's word w is (S[w] & keep[w]) |
+ * set[w]. Only the states whose mask byte is set (every state when mask is NULL); a step whose
+ * successor is its state is left out unless keep_loops. Writes the successors (T, row stride
+ * tstride), their states' positions (parent) and the instance k (action, of action_size bytes)
+ * from 0 -> how many. T has room for one column per state of the mask. */
+int64_t kc_expand_constant(const uint64_t *S, int64_t sstride, int64_t nwords, int64_t m,
+                           const uint8_t *mask, const uint64_t *keep, const uint64_t *set,
+                           int64_t keep_loops, uint64_t *T, int64_t tstride, int64_t *parent,
+                           void *action, int64_t action_size, int64_t k)
+{
+    int64_t fill = 0;
+    for (int64_t i = 0; i < m; i++) {
+        if (mask && !mask[i])
+            continue;
+        uint64_t moved = 0;
+        for (int64_t w = 0; w < nwords; w++) {
+            uint64_t s = S[w * sstride + i], t = (s & keep[w]) | set[w];
+            T[w * tstride + fill] = t;
+            moved |= t ^ s;
+        }
+        if (moved || keep_loops) {
+            parent[fill] = i;
+            if (action_size == 2)
+                ((int16_t *)action)[fill] = (int16_t)k;
+            else
+                ((int32_t *)action)[fill] = (int32_t)k;
+            fill++;
+        }
+    }
+    return fill;
+}
