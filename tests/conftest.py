@@ -1,8 +1,12 @@
+import inspect
 import os
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
 sys.path.insert(0, str(ROOT))
 
 # Every JSON document a command prints during the tests, in this process or in a kcheck
@@ -43,8 +47,33 @@ def _is_slow(item) -> bool:
     return specs is None or any(f"[{spec}" in item.name for spec in specs)
 
 
+def _shares_a_fixture_of_its_module(item) -> bool:
+    """Whether the test uses a fixture of the tests' own that is wider than one test (a module's
+    searches, a Spark session): the tests that share it must run on one worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        for fd in defs:
+            if fd.scope != "function" and inspect.getsourcefile(fd.func).startswith(str(TESTS)):
+                return True
+    return False
+
+
+def _group(config, item, name: str) -> None:
+    """Run the test on the worker that runs the others of group `name` (pytest-xdist loadgroup)."""
+    item.add_marker(pytest.mark.xdist_group(name))
+    # xdist groups by the "@name" it appends to the test's id in its own collection hook, through
+    # item._nodeid; pytest 9.2 keeps the id in item._id and no longer reads _nodeid, so that no
+    # test was grouped (each worker computed every module fixture, a broker per release on both).
+    # The id is set here as xdist means to set it, on a worker of a loadgroup run only.
+    if config.getoption("loadgroup", default=False) and hasattr(item, "_id") and \
+            not item.nodeid.endswith("@" + name):
+        item._id = type(item._id).parse(f"{item.nodeid}@{name}")
+
+
+# tryfirst: pytest-xdist reads the xdist_group marks in its own pytest_collection_modifyitems, so
+# they must be there before it runs.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    import pytest
     for item in items:
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
@@ -53,8 +82,12 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("kafka") or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
         # Two workers (pytest-xdist, `-n auto --dist loadgroup` in pyproject.toml) halve the
-        # wall time on two cores. A module stays on one worker so that its module fixtures (a
-        # search, a Spark session) are computed once; every broker test shares one worker, so
-        # the brokers of a release are started once per run, as in a single process.
-        group = "kafka" if item.get_closest_marker("kafka") else item.path.name
-        item.add_marker(pytest.mark.xdist_group(group))
+        # wall time on two cores. Every broker test shares one worker, so the brokers of a release
+        # are started once per run; the tests that share a module fixture stay on one worker, so
+        # that it is computed once. Every other test is a unit of its own: xdist hands out the
+        # groups first (the most tests first) and the single tests fill in behind them, which
+        # keeps the two workers busy until the end.
+        if item.get_closest_marker("kafka"):
+            _group(config, item, "kafka")
+        elif _shares_a_fixture_of_its_module(item):
+            _group(config, item, item.path.name)
