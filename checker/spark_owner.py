@@ -4,9 +4,12 @@ Every state has one owner: its fingerprint, mixed, modulo the number of owners P
 checker/spark.py's, so a one-word state, which is its own fingerprint, spreads too). The search
 is breadth-first and level-synchronous; each state is explored exactly once, by its owner:
 
-1. The driver builds the first levels itself while they are small (a Spark round costs more
-   than expanding a few thousand states; ``prefix_states``), then hands each owner its share:
-   the fingerprints it has seen and its part of the frontier.
+1. Spark starts in a thread (``_Starter``: the JVM, then the owners' Python workers with the
+   model compiled) while the driver builds the first levels itself, on the single process's
+   core; at the first level of at least ``prefix_states`` states after Spark is ready, the
+   driver hands each owner its share (the fingerprints it has seen and its part of the
+   frontier, as .npy files in the run's exchange directory). Spark's start thus costs the run
+   the CPU it takes, not its wall time.
 2. The owners run as one Spark job in barrier mode (``mode="barrier"``, the default when every
    owner has a task slot): P tasks started together, each the long-lived home of one owner's
    visited set, frontier and parent links, in its own memory, for the whole search. Per level,
@@ -15,11 +18,15 @@ is breadth-first and level-synchronous; each state is explored exactly once, by 
    successors for each other owner as one packed array (fingerprint, parent fingerprint, action
    instance, words: 8 bytes a word) to the exchange directory (``exchange_root``); a barrier;
    each owner reads what it was sent, drops what it has seen, keeps one parent per new state
-   and checks the invariants on its new states. One ``allGather`` of the owners' small
+   and checks the invariants on its new states. An owner does per state what the single
+   process does (steps that leave their state unchanged dropped before any sort, its own
+   successors checked against its visited set while it gathers them, every invariant checked
+   at once); what it does more is the exchange and the merge of the runs it received. One ``allGather`` of the owners' small
    summaries (counts, the least violating fingerprint per property) gives every owner the same
    view, so each applies the driver's stopping rule (``Rule``, the core's ``explore.Pending``)
    itself and they stop together. No Spark job, shuffle or serialisation per level: a level
-   costs the work, the exchange through files and two barrier round trips.
+   costs the work, the exchange through files and two round trips of ``FileSync`` (files in
+   the exchange directory; Spark's own barrier() took a second each).
 3. Traces: when the search stops, the owners walk each violation back through the parents they
    own, handing over to the owner of the next parent (one ``allGather`` per hand-over), down to
    the driver's prefix; the task returns the per-level summaries and the walks, and the driver
@@ -154,11 +161,14 @@ def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock
     level = explore.Level(visited if visited is not None else explore.Visited(0), False,
                           max(1, (ninst - 1).bit_length()), words == 1,
                           layout_of(comp.model).bits)
+    act_dtype = np.int16 if ninst < 32000 else np.int32
     for start in range(0, S.shape[1], block):
         B = S[:, start:start + block]
         Bfp = fps[start:start + block]
+        # as the core's level loop: steps that leave their state as it was reach a state seen
+        # already (two_phase: 37 % of its steps) and are dropped before any sort
         blk = explore.expand_block(comp, B, ex.fired, judged_elsewhere, deadlock,
-                                   deadlock and ex.deadlock is None)
+                                   deadlock and ex.deadlock is None, act_dtype, loops=False)
         ex.transitions += blk.transitions
         ex.cut += blk.cut
         ex.cut_only += blk.cut_only
@@ -221,14 +231,9 @@ def merge(visited: np.ndarray, parts: list[tuple]) -> tuple:
 
 def check_invariants(comp: Compiled, S: np.ndarray, fps: np.ndarray, names: set,
                      block: int = BLOCK) -> dict:
-    """-> {invariant: least violating fingerprint} over the states S (sorted by fingerprint)."""
-    found = {}
-    for name in comp.invariants:
-        if name in names:
-            i = comp.first_violation(name, S, block)
-            if i is not None:
-                found[name] = int(fps[i])
-    return found
+    """-> {invariant: least violating fingerprint} over the states S (sorted by fingerprint).
+    Every invariant at once, block by block, as the core checks a level (shared field reads)."""
+    return {name: int(fps[i]) for name, i in comp.first_violations(names, S, block).items()}
 
 
 def combine(sums: list[dict]) -> tuple[dict, int | None, dict, int]:
@@ -331,13 +336,15 @@ def _walk_levels(levels: dict, me: int, P: int, requests: dict) -> dict:
 # -- barrier mode: one long-lived task per owner ---------------------------------------------
 
 
-def _pack(fp, words, parent, action) -> np.ndarray:
-    """Candidates as one array of 64-bit rows (fingerprint, parent, action instance, words)."""
-    return np.vstack([fp[None], parent[None], action.astype(np.uint64)[None], words])
+def _pack(fp, words, parent, action, one_word: bool = False) -> np.ndarray:
+    """Candidates as one array of 64-bit rows (fingerprint, parent, action instance, words;
+    a one-word state is its fingerprint, sent once)."""
+    return np.vstack([fp[None], parent[None], action.astype(np.uint64)[None]] +
+                     ([] if one_word else [words]))
 
 
 def _unpack(a: np.ndarray) -> tuple:
-    return a[0], a[3:], a[1], a[2].astype(np.int32)
+    return a[0], (a[3:] if a.shape[0] > 3 else a[:1]), a[1], a[2].astype(np.int32)
 
 
 def _inject_fault(ctx: dict, depth: int, me: int):
@@ -354,12 +361,14 @@ class _Owner:
     """One owner's state for the whole search, in its task's memory: the visited set (the
     core's, merged into in place), the frontier, and per level its states' parents."""
 
-    def __init__(self, ctx: dict, share: dict):
+    def __init__(self, ctx: dict, me: int):
         self.comp, self.sym = _compiled(ctx)
-        self.P, self.me, self.block = ctx["parts"], share["owner"], ctx["block"]
+        self.P, self.me, self.block = ctx["parts"], me, ctx["block"]
+        share = load_share(Path(ctx["exchange"]), me)
         self.visited = explore.Visited(0)
         self.visited.add(share["visited"], None)
         self.S, self.fp = share["words"], share["fp"]
+        self.one_word = self.S.shape[0] == 1
         self.levels: dict[int, tuple] = {}
 
     def expand(self, tprops, deadlock) -> tuple[Expansion, np.ndarray]:
@@ -367,16 +376,21 @@ class _Owner:
                     None if self.sym is None else self.sym.canonical, self.visited)
         return ex, owner_of(ex.fp, self.P)
 
-    def merge(self, depth: int, parts: list[tuple]) -> int:
-        """The candidates received -> this owner's states of level ``depth`` (the frontier)."""
-        got = _candidates(parts)
+    def merge(self, depth: int, kept: tuple, received: list[tuple]) -> int:
+        """This owner's own candidates (``kept``: already checked against its visited set while
+        it expanded) and those the others sent -> its states of level ``depth`` (the
+        frontier). Only what the others sent is looked up in the visited set."""
+        fresh = []
+        for part in received:
+            new = self.visited.absent(part[0], None)
+            fresh.append(part if new.all() else tuple(x[..., new] for x in part))
+        got = _candidates([kept] + fresh)
+        del fresh
         if got is None:
             self.fp, self.S = _EMPTY, self.S[:, :0]
             self.levels[depth] = (_EMPTY, _EMPTY, np.zeros(0, np.int32))
             return 0
         fp, S, par, act = got
-        fresh = self.visited.absent(fp, None)
-        fp, S, par, act = fp[fresh], S[:, fresh], par[fresh], act[fresh]
         self.visited.add(fp, None)
         self.fp, self.S = fp, S
         self.levels[depth] = (fp, par, act)
@@ -388,18 +402,17 @@ def _owner_task(ctx: dict, it, bar=None):
     what synchronises the owners (``barrier()``, ``allGather(message)``): Spark's
     BarrierTaskContext, or ``Threads`` (tests of the protocol without Spark)."""
     t_task = time.perf_counter()
-    share = _one(it)
+    me, P = _one(it), ctx["parts"]
     if bar is None:
         from pyspark import BarrierTaskContext
         bar = BarrierTaskContext.get()
-    me, P = share["owner"], ctx["parts"]
-    own = _Owner(ctx, share)
-    del share
+    own = _Owner(ctx, me)
     # one directory per attempt of the stage: a retried stage never reads a failed one's files
+    # (PySpark tells a task its own attempt, not the stage's: owner 0 names it). One round of
+    # Spark's synchronisation, which costs a second here; every later round goes through files
     token = next(m for m in bar.allGather(uuid.uuid4().hex if me == 0 else "") if m)
     where = Path(ctx["exchange"]) / token
     where.mkdir(parents=True, exist_ok=True)
-    bar.barrier()                     # the directory exists for everyone
     bar = FileSync(where, me, P)
     pending = explore.Pending(ctx["props"], ctx["deadlock"])
     pending.left = set(ctx["left"])
@@ -422,21 +435,21 @@ def _owner_task(ctx: dict, it, bar=None):
             if q == me:
                 kept = part
             else:
-                np.save(where / f"{depth}-{me}-{q}.npy", _pack(*part))
+                np.save(where / f"{depth}-{me}-{q}.npy", _pack(*part, own.one_word))
         sent, away = len(ex.fp), int((dest != me).sum())
         del dest
         t = _lap(prof, "write", t)
         bar.barrier()
         t = _lap(prof, "wait", t)
-        parts = [kept]
+        parts = []
         for p in range(P):
             if p != me:
                 path = where / f"{depth}-{p}-{me}.npy"
                 parts.append(_unpack(np.load(path)))
                 path.unlink()
-        received = sum(len(x[0]) for x in parts)
+        received = len(kept[0]) + sum(len(x[0]) for x in parts)
         t = _lap(prof, "read", t)
-        new = own.merge(depth + 1, parts)
+        new = own.merge(depth + 1, kept, parts)
         del parts, kept
         t = _lap(prof, "merge", t)
         inv = check_invariants(own.comp, own.S, own.fp, rule.pending_invariants(),
@@ -670,7 +683,9 @@ class Ownership:
     # (barrier mode: the processor time of its Python worker over the levels)
     owner_busy_s: list[float] = field(default_factory=list)
     owner_cpu_s: list[float] = field(default_factory=list)
-    startup_s: float = 0.0
+    startup_s: float = 0.0            # Spark's start (in a thread, beside the driver's prefix)
+    warm_s: float = 0.0               # then the owners' Python workers started, the model compiled
+    waited_s: float = 0.0             # the driver's wait for them after its prefix
 
     @property
     def per_level_s(self) -> float:
@@ -684,10 +699,14 @@ class Ownership:
         share = [100.0 * n / total for n in self.owner_states] if total else [0.0]
         how = ("one barrier job, the owners' state in their tasks" if self.mode == "barrier"
                else "one Spark job a level")
+        spark_states = sum(self.levels[self.prefix_depth + 1:])
+        rate = (f", {spark_states / sum(self.owner_cpu_s):,.0f} states per CPU second an owner"
+                if self.mode == "barrier" and sum(self.owner_cpu_s) > 0 else "")
         return (f"spark ({self.master}): ownership by fingerprint over {self.owners} owners "
-                f"({how}); levels 0-{self.prefix_depth} in the driver "
-                f"({self.prefix_states:,} states), {self.spark_levels} levels on Spark "
-                f"({self.per_level_s:.2f} s a level); each owner holds "
+                f"({how}); Spark started in {self.startup_s + self.warm_s:.1f} s while the "
+                f"driver searched levels 0-{self.prefix_depth} ({self.prefix_states:,} states, "
+                f"{self.prefix_s:.1f} s); {self.spark_levels} levels on Spark "
+                f"({self.per_level_s:.2f} s a level{rate}); each owner holds "
                 f"{min(share):.0f}-{max(share):.0f} % of the states; {self.sent:,} successors "
                 f"exchanged, {self.sent_away:,} to another owner; no state explored twice")
 
@@ -766,27 +785,26 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     ``mode``: "barrier" (one job, the default when every owner has a task slot) or "levels"
     (one job per level). ``threads`` (tests, with master None): the barrier mode's owners run
     as threads of this process, without Spark."""
-    t_start = time.perf_counter()
+    t0 = time.perf_counter()
     spec = model.spec
     props = list(spec.properties) if properties is None else list(properties)
     check_deadlock = spec.check_deadlock if deadlock is None else deadlock
     if mode is not None and mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
-    # master None: the driver alone (tests of the numpy core); it must then answer by itself
-    sc = spark.session(master, verbose) if master else None
-    if threads and (sc is not None or mode == "levels"):
+    if threads and (master or mode == "levels"):
         raise ValueError("threads: the barrier mode's owners without Spark (master None)")
-    t0 = time.perf_counter()
-    P = owners or (sc.defaultParallelism if sc else 1)
-    if mode is None:
-        mode = "barrier" if sc is None or P <= sc.defaultParallelism else "levels"
-    dist = Ownership(master, P, mode, startup_s=t0 - t_start)
+    # master None: the driver alone (tests of the numpy core); it must then answer by itself.
+    # Otherwise Spark starts in a thread while the driver searches (_Starter)
+    starter = _Starter(master, verbose, owners, mode) if master else None
+    dist = Ownership(master, owners or 1, mode or "barrier")
     comp = Compiled(model, props)
     res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
                        deadlock_checked=check_deadlock)
     sym = symmetry_.prepare(model, comp, res, symmetry)
     srch = _Search(model, props, check_deadlock, max_depth, block, sym, comp, res)
     pre = srch.prefix
+    if starter is not None:
+        starter.warm(_ctx(srch, model, 0, 0, None, symmetry and sym is not None))
 
     # level 0, and the prefix, in the driver: the core's loop, one owner
     prefix_fp = [pre.start(initial_words(model))]
@@ -802,19 +820,34 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
         if progress:
             progress(depth, pre.visited.n, len(fp))
 
-    stop, store, walking = None, None, {}
+    def hand_over() -> bool:
+        """Before each level: whether the owners take the search from here. At
+        ``prefix_depth`` when given; else once a level has ``prefix_states`` states and Spark
+        is ready (until then the driver goes on searching, as one process would)."""
+        if prefix_depth is not None and pre.depth >= prefix_depth:
+            return True
+        return pre.frontier.shape[1] >= prefix_states and (starter is None or starter.ready())
+
+    stop, store, walking, sc = None, None, {}, None
     try:
-        stop = pre.run(max_depth, until=lambda: pre.frontier.shape[1] >= prefix_states or
-                       (prefix_depth is not None and pre.depth >= prefix_depth),
-                       on_level=level_added)
+        stop = pre.run(max_depth, until=hand_over, on_level=level_added)
         depth = pre.depth
         dist.prefix_depth, dist.prefix_states = depth, pre.visited.n
         dist.prefix_s = time.perf_counter() - t0
+        if starter is not None:
+            # a search the driver finished still reports a Spark that could not start
+            t = time.perf_counter()
+            sc = starter.wait()
+            dist.waited_s = time.perf_counter() - t
+            dist.startup_s, dist.warm_s = starter.startup_s, starter.warm_s
+            dist.owners = owners or sc.defaultParallelism
+            dist.mode = mode or ("barrier" if dist.owners <= sc.defaultParallelism else "levels")
+        P, mode = dist.owners, dist.mode
         if stop is None and pre.frontier.shape[1]:
             if sc is None and not threads:
                 raise spark.SparkError("the search outgrew the driver's prefix and no Spark master was given")
             run = _barrier if mode == "barrier" else _levels
-            store, walking, stop = run(sc, srch, model, P, pre.visited.sorted_fp.copy(),
+            store, walking, stop = run(sc, srch, model, P, pre.visited.sorted_fp,
                                        pre.frontier, prefix_fp[-1], depth, dist, progress,
                                        fail_once_at, symmetry and sym is not None)
         else:
@@ -848,6 +881,81 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     return res
 
 
+class _Starter:
+    """Spark's start, in a thread beside the driver's prefix: the session (the JVM: 5-35 s on
+    this machine), then, for a barrier job, one small job on every owner's task slot that
+    starts its Python worker and compiles the model there (``_warm``; Spark reuses the worker
+    for the barrier job's task). The driver searches meanwhile, as one process would, and
+    hands over at the first level past ``PREFIX_STATES`` once this is done: Spark's start
+    costs the run only the CPU it takes from the driver."""
+
+    def __init__(self, master: str, verbose: bool, owners: int | None, mode: str | None):
+        self.owners, self.mode = owners, mode
+        self.sc = self.error = None
+        self.startup_s = self.warm_s = 0.0
+        self._ctx: dict | None = None
+        self._ctx_set = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(master, verbose), daemon=True,
+                                        name="kcheck-spark-start")
+        self._thread.start()
+
+    def warm(self, ctx: dict):
+        """What the owners' workers compile (the run's spec, variant, parameters)."""
+        self._ctx = ctx
+        self._ctx_set.set()
+
+    def _run(self, master: str, verbose: bool):
+        t = time.perf_counter()
+        try:
+            sc = spark.session(master, verbose)
+            self.startup_s = time.perf_counter() - t
+            self._ctx_set.wait()
+            t = time.perf_counter()
+            P = self.owners or sc.defaultParallelism
+            if self.mode != "levels" and P <= sc.defaultParallelism:
+                add_spec_file(sc, self._ctx["spec"])
+                sc.parallelize(range(P), P).mapPartitions(
+                    functools.partial(_warm, self._ctx)).collect()
+            self.warm_s = time.perf_counter() - t
+            self.sc = sc
+        except BaseException as e:        # noqa: BLE001 (raised in the caller's thread)
+            self.error = e
+        finally:
+            self._done.set()
+
+    def ready(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self):
+        """-> the SparkContext, once started (Spark's own error, raised here)."""
+        while not self._done.wait(0.2):      # a short wait: Ctrl-C stays responsive
+            pass
+        if self.error is not None:
+            raise self.error
+        return self.sc
+
+
+def _warm(ctx: dict, it):
+    """A Python worker made ready for an owner: input drained (so Spark reuses the worker),
+    the model compiled into its cache."""
+    for _ in it:
+        pass
+    _compiled(ctx)
+    yield os.getpid()
+
+
+def add_spec_file(sc, ref: str):
+    """A spec given by path shipped to the executors, once a session."""
+    added = _ADDED.setdefault(id(sc), set())
+    if ref.endswith(".py") and ref not in added:
+        sc.addFile(ref)
+        added.add(ref)
+
+
+_ADDED: dict = {}
+
+
 def _ctx(srch: _Search, model, P: int, depth: int, fail_once_at, symmetry: bool) -> dict:
     return {"spec": spark.spec_ref(model.spec), "variant": model.variant,
             "params": model.params.as_dict(), "props": srch.props, "parts": P,
@@ -862,12 +970,29 @@ def _shares(P: int, visited, S, fp) -> list[dict]:
              "levels": {}, "summary": None} for o in range(P)]
 
 
+SHARE_ARRAYS = ("visited", "fp", "words")
+
+
+def save_shares(where: Path, P: int, visited, S, fp):
+    """The driver's hand-over, each owner's share as .npy files in the run's exchange directory
+    (the fingerprints it has seen, its part of the frontier): written once, read by memory
+    copy, not pickled through the JVM; a rerun stage reads them again."""
+    vo, so = owner_of(visited, P), owner_of(fp, P)
+    for o in range(P):
+        for name, a in zip(SHARE_ARRAYS, (visited[vo == o], fp[so == o], S[:, so == o])):
+            np.save(where / f"share-{o}-{name}.npy", a)
+
+
+def load_share(where: Path, me: int) -> dict:
+    return {name: np.load(where / f"share-{me}-{name}.npy") for name in SHARE_ARRAYS}
+
+
 def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, fail_once_at,
              symmetry):
     """The levels after the prefix, one barrier job -> (None, the walks, stop)."""
     ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
-    if ctx["spec"].endswith(".py") and sc is not None:
-        sc.addFile(ctx["spec"])
+    if sc is not None:
+        add_spec_file(sc, ctx["spec"])
     root = exchange_root() / f"kcheck-owners-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     root.mkdir(parents=True)
     ctx["exchange"] = str(root)
@@ -876,11 +1001,12 @@ def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress,
     if progress:
         ctx["progress_file"] = str(root / "progress.json")
         poller = _Poller(Path(ctx["progress_file"]), progress)
-    shares = _shares(P, visited, S, fp)
-    del visited, S, fp
     t = time.perf_counter()
     stop = None
     try:
+        save_shares(root, P, visited, S, fp)
+        del visited, S, fp
+        shares = list(range(P))
         if sc is None:
             outs = run_owners_in_threads(ctx, shares)
         else:
@@ -943,8 +1069,7 @@ def _levels(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, 
     """The levels after the prefix, one Spark job each -> (final store RDD, {}, stop)."""
     from pyspark import StorageLevel
     ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
-    if ctx["spec"].endswith(".py"):
-        sc.addFile(ctx["spec"])
+    add_spec_file(sc, ctx["spec"])
     store = sc.parallelize(_shares(P, visited, S, fp), P).persist(StorageLevel.MEMORY_AND_DISK)
     del visited, S, fp
     stop = None

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,6 +40,8 @@ def main():
     ap.add_argument("--only", choices=["slices", "ownership", "overhead", "profile", "command"])
     ap.add_argument("--n", type=int, action="append",
                     help="two_phase sizes for --only profile (default 8 9) or command (default 10)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="--only command: runs of each command, back to back (default 3)")
     ap.add_argument("--modes", default="barrier,levels",
                     help="ownership modes for --only profile (default barrier,levels)")
     args = ap.parse_args()
@@ -47,7 +50,7 @@ def main():
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     if args.only == "command":
         for n in args.n or [10]:
-            command(n)
+            command(n, args.repeat)
         return
     _, startup = timed(lambda: spark.session(MASTER))
     print(f"Spark start ({MASTER}): {startup:.1f} s (once a process)\n")
@@ -199,7 +202,9 @@ def profile(two_phase, n, mode):
           f"{own.distinct_states:,} states (= one process, traces identical); "
           f"load average {load0:.1f}")
     print(f"one process {t1:.2f} s ({single.distinct_states / t1:,.0f} states/s); ownership "
-          f"{t2:.2f} s = driver prefix {d.prefix_s:.2f} s (levels 0-{d.prefix_depth}) + "
+          f"{t2:.2f} s = driver prefix {d.prefix_s:.2f} s (levels 0-{d.prefix_depth}; Spark "
+          f"ready beside it: session {d.startup_s:.2f} s, workers warmed {d.warm_s:.2f} s; "
+          f"the driver then waited {d.waited_s:.2f} s) + "
           + (f"job {d.job_s:.2f} s (owners ready after {d.ready_s:.2f} s, {d.spark_levels} "
              f"levels {d.spark_s:.2f} s, traces {d.walk_s:.2f} s)" if mode == "barrier" else
              f"{d.spark_levels} level jobs {d.spark_s:.2f} s, {d.lookup_jobs} lookup jobs")
@@ -258,45 +263,63 @@ def _tree_cpu(root: int, seen: dict):
         del seen[k]
 
 
-def command(n):
+def _run_command(argv: list[str]) -> tuple[float, float, str, str, int]:
+    """One whole command -> (wall s, CPU s of its process tree, stdout, stderr, exit code)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    seen: dict = {}
+    out: dict = {}
+    readers = [threading.Thread(target=lambda k=k, f=f: out.__setitem__(k, f.read()))
+               for k, f in (("out", proc.stdout), ("err", proc.stderr))]
+    for r in readers:
+        r.start()
+    while proc.poll() is None:
+        _tree_cpu(proc.pid, seen)
+        time.sleep(0.5)
+    for r in readers:
+        r.join()
+    wall = time.perf_counter() - t
+    # every process of the tree at its last sample (each at most 0.5 s short of its end;
+    # the command's own accounting would miss the workers the JVM does not wait for)
+    return wall, sum(seen.values()), out["out"], out["err"], proc.returncode
+
+
+def command(n, repeat: int = 3):
     """The whole command, Spark's start included: `kcheck check two_phase --param N=n` in one
-    process and with --engine spark-ownership --spark local[2]; wall and CPU time of each
-    (the command and every process it starts: the JVM, the Python workers)."""
+    process and with --engine spark-ownership --spark local[2], back to back, ``repeat`` times
+    each (alternating); wall and CPU time of each (the command and every process it starts:
+    the JVM, the Python workers), the best of each, and the load average around each run."""
     kcheck = [sys.executable, "-m", "checker.cli"]
     base = ["check", "two_phase", "--param", f"N={n}", "--json"]
-    rows = []
-    for label, extra in [("one process", []),
-                         ("spark-ownership local[2]", ["--engine", "spark-ownership", "--spark",
-                                                       MASTER])]:
-        load0 = os.getloadavg()[0]
-        t = time.perf_counter()
-        proc = subprocess.Popen(kcheck + base + extra, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True,
-                                cwd=Path(__file__).resolve().parent.parent)
-        seen: dict = {}
-        stdout: list[str] = []
-        reader = __import__("threading").Thread(target=lambda: stdout.append(proc.stdout.read()))
-        reader.start()
-        while proc.poll() is None:
-            _tree_cpu(proc.pid, seen)
-            time.sleep(0.5)
-        reader.join()
-        wall = time.perf_counter() - t
-        # every process of the tree at its last sample (each at most 0.5 s short of its end;
-        # the command's own accounting would miss the workers the JVM does not wait for)
-        cpu = sum(seen.values())
-        out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout[0], "")
-        doc = json.loads(out.stdout)
-        rows.append((label, wall, cpu, load0, os.getloadavg()[0], doc))
-        print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU (the command, and its descendants "
-              f"sampled every 0.5 s), "
-              f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after; "
-              f"{doc['distinct_states']:,} states, exit {out.returncode}", flush=True)
-    a, b = rows[0][5], rows[1][5]
-    same = all(a[k] == b[k] for k in ("distinct_states", "depth", "exhaustive", "properties"))
-    print(f"two_phase N={n}: one process {rows[0][1]:.1f} s, spark-ownership {rows[1][1]:.1f} s: "
-          f"{rows[0][1] / rows[1][1]:.2f}x faster (whole commands, Spark's start included); "
-          f"same verdicts, counts and traces: {same}")
+    runs = {"one process": [], "spark-ownership local[2]": []}
+    docs = {}
+    for i in range(repeat):
+        for label, extra in [("one process", []),
+                             ("spark-ownership local[2]", ["--engine", "spark-ownership",
+                                                           "--spark", MASTER])]:
+            load0 = os.getloadavg()[0]
+            wall, cpu, out, err, code = _run_command(kcheck + base + extra)
+            doc = json.loads(out)
+            docs.setdefault(label, doc)
+            runs[label].append((wall, cpu, load0, os.getloadavg()[0]))
+            line = next((x for x in err.splitlines() if x.startswith("spark (")), "")
+            print(f"run {i + 1}, {label}: {wall:.1f} s wall, {cpu:.1f} s CPU (the command and "
+                  f"its descendants, sampled every 0.5 s), load average {load0:.1f} before, "
+                  f"{os.getloadavg()[0]:.1f} after; {doc['distinct_states']:,} states, "
+                  f"exit {code}; {doc['distinct_states'] / cpu:,.0f} states per CPU second "
+                  f"(whole tree)" + (f"\n  {line}" if line else ""), flush=True)
+    a, b = docs["one process"], docs["spark-ownership local[2]"]
+    same = all(a[k] == b[k] for k in ("distinct_states", "depth", "exhaustive", "transitions",
+                                      "properties"))
+    best = {k: min(v) for k, v in runs.items()}
+    one, own = best["one process"], best["spark-ownership local[2]"]
+    loads = [x for v in runs.values() for r in v for x in r[2:]]
+    print(f"two_phase N={n}, best of {repeat}: one process {one[0]:.1f} s wall ({one[1]:.1f} s "
+          f"CPU), spark-ownership {own[0]:.1f} s wall ({own[1]:.1f} s CPU): "
+          f"{one[0] / own[0]:.2f}x faster (whole commands, Spark's start included); "
+          f"load average {min(loads):.1f}-{max(loads):.1f}; same verdicts, counts, transitions "
+          f"and traces: {same}")
 
 
 if __name__ == "__main__":

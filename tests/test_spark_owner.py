@@ -5,11 +5,12 @@ blocks); no state is explored twice; the stopping rules, a retried task, more ow
 (one job per level) and as many (one barrier job), symmetry reduction, and the command line."""
 import json
 import os
+import threading
 
 import numpy as np
 import pytest
 
-from checker import bfs, spark_owner
+from checker import bfs, spark, spark_owner
 from checker.cli import main
 from checker.loader import load_spec
 from checker.trace import build
@@ -62,9 +63,16 @@ def test_barrier_owners_as_threads_match_single_process(name, variant):
     assert_same(model, single, own)
 
 
-@pytest.mark.parametrize("name,variant", CASES)
+# on Spark, one variant per spec: the owners' protocol is the threads' above (every variant);
+# what Spark adds (the model rebuilt in each Python worker from plain data, the hand-over
+# files, synchronisation between processes) does not depend on the variant
+SPARK_CASES = [(name, load_spec(name).default_variant or next(iter(load_spec(name).variants)))
+               for name in SHIPPED]
+
+
+@pytest.mark.parametrize("name,variant", SPARK_CASES)
 def test_ownership_matches_single_process(sc, name, variant):
-    """The last levels of each variant's test bounds built by the owners on Spark."""
+    """The last levels of each spec's test bounds built by the owners on Spark."""
     model = load_spec(name).instantiate(variant)
     max_depth, single = test_bounds(model)
     depth = single.depth if max_depth is None else max_depth
@@ -75,6 +83,40 @@ def test_ownership_matches_single_process(sc, name, variant):
     if not d.in_driver:
         assert 1 <= d.spark_levels <= SPARK_LEVELS + 1     # +1: the level that finds nothing
         assert sum(d.owner_states) == own.distinct_states    # each state held by one owner
+
+
+def test_driver_searches_on_while_spark_starts(sc, monkeypatch):
+    """Spark starts in a thread; the driver goes on expanding levels until it is ready (here it
+    is held back until the driver has added level 6, far past the 1-state hand-over size), then
+    hands that frontier over; the answer is the single process's wherever the hand-over falls."""
+    model = load_spec("two_phase").instantiate("lamport", {"N": 4})
+    reached, started = threading.Event(), threading.Event()
+    start = spark_owner._Starter._run
+
+    def held_back(self, master, verbose):
+        reached.wait()
+        start(self, master, verbose)
+        started.set()
+    monkeypatch.setattr(spark_owner._Starter, "_run", held_back)
+
+    def progress(depth, distinct, frontier):
+        if depth == 6:
+            reached.set()
+            started.wait()
+    own = spark_owner.check(model, master=MASTER, owners=2, prefix_states=1, progress=progress)
+    assert_same(model, bfs.search(model), own)
+    d = own.distribution
+    assert d.prefix_depth == 6 and not d.in_driver and d.spark_levels >= 2
+
+
+def test_spark_that_cannot_start_is_reported_after_the_prefix(monkeypatch):
+    model = load_spec("two_phase").instantiate("lamport", {"N": 3})
+
+    def broken(master, verbose=False):
+        raise spark.SparkError("cannot reach the Spark master at spark://127.0.0.1:9")
+    monkeypatch.setattr(spark, "session", broken)
+    with pytest.raises(spark.SparkError, match="cannot reach"):
+        spark_owner.check(model, master="spark://127.0.0.1:9", owners=2, prefix_states=1)
 
 
 def test_every_level_on_spark_with_more_owners_than_cores(sc):
