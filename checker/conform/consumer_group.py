@@ -40,6 +40,10 @@ LEFT, STATIC_LEFT = -1, -2
 REBALANCE_TIMEOUT_MS = 60_000        # long: no rebalance timer fires during a replay
 TRANSACTION_TIMEOUT_MS = 60_000
 MOVE_CATCH_UP_S = 10.0               # bound on a new coordinator catching up with the old one
+CLASSIC_SESSION_TIMEOUT_MS = 45_000  # a classic member's JoinGroup session: no timer fires
+# GroupMetadataManager.REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: the coordinator refreshes a group's
+# regexes at most once in this interval (4.2, 4.3 and 4.4 alike)
+REGEX_WINDOW_S = 10.0
 
 HB = schema("consumer_group_heartbeat", 1)
 DESCRIBE = schema("consumer_group_describe", 0)
@@ -93,19 +97,13 @@ class ConsumerGroupAdapter(Adapter):
             if e == STATIC_LEFT:
                 return (f"member {m} starts as a static member that left (epoch -2): reachable by "
                         f"requests, but the setup prefix builds only active members")
-            if s["classic"][m]:
-                return (f"member {m} starts as a classic-protocol member of a consumer group "
-                        f"(a mixed group after an upgrade): the adapter drives "
-                        f"ConsumerGroupHeartbeat only")
+            if s["classic"][m] and m < p.static_members:
+                return (f"member {m} starts as a static classic-protocol member: the setup "
+                        f"prefix joins classic members by JoinGroup without a group instance id")
             if s["response_in_flight"][m] or s["response_error"][m]:
                 return f"member {m} starts with a heartbeat response in flight"
             if s["member_id"][m] != 0:
                 return f"member {m} starts at member id incarnation {s['member_id'][m]}"
-            # ConsumerGroupMember.previousMemberEpoch (in the spec when responses can be lost):
-            # the setup prefix leaves it at the epoch a member joined or moved from
-            if "previous_epoch" in s and s["member_epoch"][m] >= 1 and s["previous_epoch"][m] != 0:
-                return (f"member {m} starts with previous epoch {s['previous_epoch'][m]} (a response "
-                        f"lost after a heartbeat): the setup prefix does not build one")
         for m in present:
             if s["member_epoch"][m] != T or s["member_state"][m] != "STABLE":
                 return (f"member {m} starts at epoch {s['member_epoch'][m]} in "
@@ -123,6 +121,21 @@ class ConsumerGroupAdapter(Adapter):
         for q in range(p.partitions):
             if s["target_owner"][q] != -1 and s["target_owner"][q] not in present:
                 return f"partition {q}'s target owner {s['target_owner'][q]} is not in the group"
+        # ConsumerGroupMember.previousMemberEpoch (in the spec when responses can be lost): the
+        # setup prefix builds either none, or the epoch before the target's for every member
+        previous = {m: s["previous_epoch"][m] for m in present} if "previous_epoch" in s else {}
+        if any(previous.values()) and (set(previous.values()) != {T - 1} or any(
+                s["classic"][m] for m in present)):
+            return (f"members start with previous epochs {previous}: the setup prefix builds "
+                    f"either none or, for every member of the group, the epoch before the "
+                    f"target's ({T - 1}), by a last target that moves them all from it")
+        if sum(1 for m in present if s["classic"][m]) > 1:
+            return ("more than one classic-protocol member: the setup prefix joins one, by the "
+                    "JoinGroup that computes the initial target")
+        if "subscribed" in s and (s["resolution_pending"] or not all(
+                all(row) for m, row in enumerate(s["subscribed"]) if m in present)):
+            return ("a member starts with a topic dropped from its subscription: the setup "
+                    "prefix subscribes every member to every topic")
         if s["group_epoch"] < T or T < 1:
             return f"group epoch {s['group_epoch']} / target epoch {T}"
         if not present and s["group_epoch"] != T:
@@ -133,17 +146,15 @@ class ConsumerGroupAdapter(Adapter):
         known = {"Join", "JoinFenced", "JoinUnreleasedInstance", "Heartbeat",
                  "HeartbeatNewSubscription", "HeartbeatResponse", "LoseHeartbeatResponse",
                  "TopicPartitionsAdded", "SendCommit", "HandleCommit", "AdminCommit", "Leave",
-                 "FenceMember", "StaticMemberExpires"}
-        if action in ("HeartbeatUnsubscribe", "SubscriptionResolved"):
-            return (f"action {action} models regex subscriptions (one topic per partition, the "
-                    f"coordinator resolving a new regex asynchronously); the adapter subscribes "
-                    f"by topic name to one topic, so it has no request for it yet")
+                 "FenceMember", "StaticMemberExpires", "HeartbeatUnsubscribe", "SubscriptionResolved"}
         if action not in known:
             return (f"action {action} has no request in the consumer_group adapter "
                     f"(checker/conform/consumer_group.py)")
         if args.get("request") == "TXN_OFFSET_COMMIT_V6":
-            return ("TxnOffsetCommit v6 (KIP-1319): kio 0.6.5 has the schemas up to v5, so the "
-                    "request cannot be encoded")
+            return ("TxnOffsetCommit v6 (KIP-1319, topic ids): Kafka 4.4.0 serves it (its "
+                    "TxnOffsetCommitRequest.json has validVersions 0-6; 4.2 and 4.3 stop at 5), but "
+                    "kio 0.6.5, the newest on PyPI, has the schemas up to v5, so the request "
+                    "cannot be encoded")
         return None
 
     # -- the setup prefix --------------------------------------------------------------------
@@ -155,26 +166,45 @@ class ConsumerGroupAdapter(Adapter):
                   in_group=[False] * p.members, client_epoch=[LEFT] * p.members,
                   owns=[frozenset()] * p.members, held=[None] * p.members,
                   commits={}, producers={}, partitions=p.partitions,
-                  extra_topics=[0] * p.members,
+                  extra_topics=[0] * p.members, kafka_member_id={}, regex=[None] * p.members,
+                  regex_pending=False, unsubscribes=0,
                   # ConsumerGroupMember.asConsumerGroupDescribeMember shows the assigned partitions
                   # up to 4.2, and the assigned plus those pending revocation from 4.3 on
                   describes_pending=version_key(run.broker.version) is None
                   or version_key(run.broker.version) >= (4, 3, 0))
+        present = [m for m in range(p.members) if s["member_epoch"][m] != LEFT]
+        classic = [m for m in present if s["classic"][m]]
+        droppers = self._droppers(run, s)
         conn = run.connect()
-        st["topic_id"] = conn.create_topic(st["topic"], p.partitions)
+        st["admin"] = conn
+        self._create_topics(run, droppers)
         host, port = conn.find_coordinator(st["group"])
         st["coordinator"] = run.connect((host, port)) if (host, port) != run.broker.host_port else conn
-        st["admin"] = conn
         self._wait_loaded(run)
         self._wait_topic_known(run)
-        present = [m for m in range(p.members) if s["member_epoch"][m] != LEFT]
         # an empty group that exists: one member joined and left
         ghosts = max(s["group_epoch"] - s["target_epoch"], 0 if present else 1)
         final = {m: [q for q in range(p.partitions) if s["target_owner"][q] == m] for m in present}
+        # a consumer-protocol member of the adapter's own, never a spec slot, holding nothing: it
+        # keeps a group whose spec members are classic a consumer group (the last
+        # consumer-protocol member leaving would convert it back to a classic group,
+        # GroupMetadataManager.validateOnlineDowngradeWithFencedMembers). In a regex trace it
+        # subscribes by the members' first regex too and keeps it resolved for the whole trace:
+        # ConsumerGroup.lastResolvedRegularExpressionRefreshTimeMs is that of a resolved regex,
+        # and with none left (the last member subscribed to one drops it) the next heartbeat would
+        # start a refresh at once; its heartbeats also start the refresh at SubscriptionResolved
+        # without changing anything else
+        hidden = bool(classic) or bool(droppers)
+        # members that start with a previous epoch (a lost response) reach the target from the
+        # epoch before it: every join gets an empty target, then one more target (a subscription
+        # change, which bumps the group epoch in its own heartbeat) moves them all
+        from_previous = bool(present) and "previous_epoch" in s and any(
+            s["previous_epoch"][m] for m in present)
+        st["hidden"] = _member_id(run.name, 96, 0) if hidden else None
         # warm-up: a member joins and leaves until the initial target's epoch is within reach
         # (Kafka's epochs then run ahead of the spec's by delta >= 0, so no epoch maps below 1)
         warm, cycle, epoch = _member_id(run.name, 97, 0), 0, 0
-        while epoch + ghosts + len(present) < s["target_epoch"]:
+        while epoch + ghosts + len(present) + hidden + from_previous < s["target_epoch"]:
             self._script(run, {warm: []})
             r = self._heartbeat(run, warm, 0, frozenset(), None)
             self._ok(r, "setup: warm-up join")
@@ -191,23 +221,53 @@ class ConsumerGroupAdapter(Adapter):
             self._script(run, {gid: []})
             r = self._heartbeat(run, gid, 0, frozenset(), None)
             self._ok(r, f"setup: ghost {g} join")
+        st["hidden_regex"] = self._initial_regex(run) if droppers else None
+        if hidden:
+            self._script(run, {st["hidden"]: []})
+            before = time.monotonic()
+            r = self._heartbeat(run, st["hidden"], 0, frozenset(), None, regex=st["hidden_regex"])
+            self._ok(r, "setup: hidden member join")
+            st["hidden_epoch"] = int(r.member_epoch)
+            if droppers:   # a group's first refresh runs at once (no regex resolved before)
+                self._await_resolution(run, before, int(r.member_epoch),
+                                       f"setup: the regex {st['hidden_regex']!r}")
+        # a classic member joins last: its JoinGroup computes the target (one that joined earlier
+        # would need a rejoin to reconcile)
+        order = sorted(present, key=lambda m: (m in classic, m))
         joined: list[int] = []
-        for n, m in enumerate(present):
-            last = n == len(present) - 1
+        for n, m in enumerate(order):
+            last = n == len(order) - 1 and not from_previous
             script = {self._mid(run, k): (final[k] if last else []) for k in joined + [m]}
-            self._script(run, script)
-            r = self._heartbeat(run, self._mid(run, m), 0, frozenset(), self._instance(run, m))
-            self._ok(r, f"setup: member {m} join")
+            if m in droppers:
+                st["regex"][m] = self._initial_regex(run)
+            if m in classic:
+                # the member id is Kafka's (MEMBER_ID_REQUIRED): the target is scripted after it
+                self._classic_join(run, m, lambda: {self._mid(run, k): (final[k] if last else [])
+                                                    for k in joined + [m]})
+            else:
+                self._script(run, script)
+                r = self._member_heartbeat(run, m, 0, frozenset())
+                self._ok(r, f"setup: member {m} join")
+                st["client_epoch"][m] = int(r.member_epoch)
+                st["owns"][m] = self._assigned(run, r)
             joined.append(m)
             st["in_group"][m] = True
-            st["client_epoch"][m] = int(r.member_epoch)
-            st["owns"][m] = self._assigned(r)
-        for m in present[:-1]:
-            r = self._heartbeat(run, self._mid(run, m), st["client_epoch"][m], st["owns"][m],
-                                self._instance(run, m))
+        for m in order[:-1]:
+            r = self._member_heartbeat(run, m, st["client_epoch"][m], st["owns"][m])
             self._ok(r, f"setup: member {m} heartbeat")
             st["client_epoch"][m] = int(r.member_epoch)
-            st["owns"][m] = self._assigned(r)
+            st["owns"][m] = self._assigned(run, r)
+        if from_previous:
+            # GroupMetadataManager.consumerGroupHeartbeat: a changed SubscribedTopicNames bumps
+            # the group epoch and computes the target in the same heartbeat; each member then
+            # moves to it from the epoch before (ConsumerGroupMember.Builder.updateMemberEpoch)
+            st["extra_topics"][order[-1]] += 1
+            self._script(run, {self._mid(run, k): final[k] for k in order})
+            for m in [order[-1]] + order[:-1]:
+                r = self._member_heartbeat(run, m, st["client_epoch"][m], st["owns"][m])
+                self._ok(r, f"setup: member {m} heartbeat to the target")
+                st["client_epoch"][m] = int(r.member_epoch)
+                st["owns"][m] = self._assigned(run, r)
         for gid in ghost_ids:
             self._ok(self._heartbeat(run, gid, LEFT, None, None, leave=True), "setup: ghost leave")
         # Kafka's epochs run ahead of the spec's by a constant (a new group's first epoch, the
@@ -254,13 +314,17 @@ class ConsumerGroupAdapter(Adapter):
         st = run.state
         obs: dict = {}
         m = args.get("m")
+        if m is not None and m in st["kafka_member_id"] and action not in (
+                "SendCommit", "HandleCommit"):
+            raise NotDrivable(f"action {action} of member {m}, a classic-protocol member: the "
+                              f"adapter drives a classic member's offset commits only")
         if action in ("Join", "JoinFenced", "JoinUnreleasedInstance"):
             # the same request; which of the three the coordinator answers is its decision
             if self._is_static(run, m) and st["static_left"][m]:
                 st["incarnation"][m] += 1      # a static member rejoins under a new member id
                 st["static_left"][m] = False
             self._script_target(run, args.get("target", "-"), joining=m)
-            r = self._heartbeat(run, self._mid(run, m), 0, frozenset(), self._instance(run, m))
+            r = self._member_heartbeat(run, m, 0, frozenset())
             st["held"][m] = r
             st["client_epoch"][m] = 0
             st["in_group"][m] = st["in_group"][m] or r.error_code == ErrorCode.none
@@ -271,10 +335,28 @@ class ConsumerGroupAdapter(Adapter):
                 # exist; GroupMetadataManager.hasMemberSubscriptionChanged compares the names)
                 st["extra_topics"][m] += 1
             self._script_target(run, args["target"])
-            r = self._heartbeat(run, self._mid(run, m), st["client_epoch"][m], st["owns"][m],
-                                self._instance(run, m), subscription=self._subscription(run, m))
+            r = self._member_heartbeat(run, m, st["client_epoch"][m], st["owns"][m])
             st["held"][m] = r
             obs.update(self._response(run, r))
+        elif action == "HeartbeatUnsubscribe":
+            # a new SubscribedTopicRegex, unresolved, in place of the one that matched topic q:
+            # GroupMetadataManager.maybeUpdateRegularExpressions schedules no refresh within
+            # REGEX_BATCH_REFRESH_MIN_INTERVAL_MS (10 s) of the last one, so the member is
+            # subscribed to its topic names only (CurrentAssignmentBuilder.subscribedTopicIds
+            # treats an unresolved regex as matching nothing) and updateCurrentAssignment takes
+            # q's partition away at the same epoch. The new regex matches the topic the spec does
+            # not model only (kcheck-...-x), so its resolution changes the group's subscriptions
+            if args["q"] not in st["droppers"].get(m, ()):
+                raise RuntimeError(f"member {m} drops topic {args['q']}, which the setup prefix "
+                                   f"did not subscribe by regex")
+            st["unsubscribes"] += 1
+            st["regex"][m] = f"{st['topic']}-x|{st['topic']}-none-{st['unsubscribes']}"
+            st["regex_pending"] = True
+            r = self._member_heartbeat(run, m, st["client_epoch"][m], st["owns"][m])
+            st["held"][m] = r
+            obs.update(self._response(run, r))
+        elif action == "SubscriptionResolved":
+            self._resolve_regexes(run)
         elif action == "LoseHeartbeatResponse":
             # the client never reads the held response: it keeps its epoch and partitions
             if st["held"][m] is None:
@@ -294,7 +376,7 @@ class ConsumerGroupAdapter(Adapter):
             else:
                 st["client_epoch"][m] = int(r.member_epoch)
                 if r.assignment is not None:
-                    st["owns"][m] = self._assigned(r)
+                    st["owns"][m] = self._assigned(run, r)
             obs[f"client_epoch[{m}]"] = self._to_spec(run, st["client_epoch"][m])
             obs[f"client_owns[{m}]"] = sorted(st["owns"][m])
         elif action == "SendCommit":
@@ -353,7 +435,8 @@ class ConsumerGroupAdapter(Adapter):
         if step.outcome is not None:
             out["outcome"] = step.outcome
         m = a.get("m")
-        if step.action in ("Join", "Heartbeat", "HeartbeatNewSubscription") and step.outcome == "NONE":
+        if step.action in ("Join", "Heartbeat", "HeartbeatNewSubscription",
+                           "HeartbeatUnsubscribe") and step.outcome == "NONE":
             out["response.member_epoch"] = post[f"member_epoch[{m}]"]
             out["response.assigned"] = [q for q in range(p.partitions)
                                         if post[f"holds[{m}][{q}]"] == "ASSIGNED"]
@@ -391,11 +474,186 @@ class ConsumerGroupAdapter(Adapter):
                                               for q, h in enumerate(held)]
         return out
 
+    # -- topics and partitions ---------------------------------------------------------------
+    def _droppers(self, run, s: dict) -> dict:
+        """{member: [topic q]} of the members that drop a topic from their subscription in the
+        trace (HeartbeatUnsubscribe), checked against what the setup prefix can subscribe."""
+        out: dict = {}
+        if not getattr(run.params, "unsubscribes", 0):
+            return out
+        for action, args in run.actions:
+            if action == "HeartbeatUnsubscribe":
+                out.setdefault(args["m"], [])
+                if args["q"] not in out[args["m"]]:
+                    out[args["m"]].append(args["q"])
+            if action == "TopicPartitionsAdded":
+                raise NotDrivable("TopicPartitionsAdded with unsubscribes: the adapter adds a "
+                                  "partition to the one topic of a trace, and a regex trace has "
+                                  "a topic per partition")
+        for m, topics in out.items():
+            if len(topics) > 1:
+                raise NotDrivable(
+                    f"member {m} drops topics {' and '.join(map(str, topics))}: Kafka treats a "
+                    f"regex that is not resolved yet as matching no topic "
+                    f"(CurrentAssignmentBuilder.subscribedTopicIds), so a member keeps, while its "
+                    f"new regex is resolved, only the topics it subscribes to by name; the second "
+                    f"topic would have to be dropped from SubscribedTopicNames, which bumps the "
+                    f"group epoch at once (GroupMetadataManager.hasMemberSubscriptionChanged), "
+                    f"where the spec's HeartbeatUnsubscribe bumps nothing")
+            if s["member_epoch"][m] == LEFT or any(a in ("Join", "JoinFenced", "JoinUnreleasedInstance")
+                                                    and x.get("m") == m for a, x in run.actions):
+                raise NotDrivable(f"member {m} joins during the trace and drops a topic: its "
+                                  f"regex would be resolved by the coordinator's refresh after "
+                                  f"its join, a group epoch bump the trace does not take")
+        return out
+
+    def _create_topics(self, run, droppers: dict) -> None:
+        """The trace's topics, and where each spec partition q is on Kafka (st["where"][q]:
+        topic name, topic id, partition). One topic of `partitions` partitions; with
+        unsubscribes (each partition a topic of its own, for regex subscriptions) one topic of
+        one partition per spec partition, `TOPIC-tQ`, plus `TOPIC-x`, which only the regexes of
+        HeartbeatUnsubscribe match: the spec does not model it, and the scripted assignor gives
+        it to nobody."""
+        st, p = run.state, run.params
+        conn = st["admin"]
+        st["droppers"] = droppers
+        if getattr(p, "unsubscribes", 0):
+            names = [f"{st['topic']}-t{q}" for q in range(p.partitions)]
+            ids = [conn.create_topic(n, 1) for n in names]
+            st["where"] = [(n, i, 0) for n, i in zip(names, ids)]
+            st["extra"] = (f"{st['topic']}-x", conn.create_topic(f"{st['topic']}-x", 1))
+            st["topics"] = tuple(names)
+        else:
+            topic_id = conn.create_topic(st["topic"], p.partitions)
+            st["where"] = [(st["topic"], topic_id, q) for q in range(p.partitions)]
+            st["extra"] = None
+            st["topics"] = (st["topic"],)
+        st["which"] = {(i, part): q for q, (_, i, part) in enumerate(st["where"])}
+        st["which_text"] = {(_kafka_uuid(i), part): q for (i, part), q in st["which"].items()}
+
+    def _spec_partitions(self, run, topic_partitions) -> frozenset:
+        """The spec partitions among Kafka's (topic id, partitions) entries; the partitions the
+        spec does not model (the regexes' extra topic, a partition CreatePartitions added) are
+        left out."""
+        which = run.state["which"]
+        return frozenset(which[(tp.topic_id, int(x))] for tp in topic_partitions for x in tp.partitions
+                         if (tp.topic_id, int(x)) in which)
+
+    def _initial_regex(self, run) -> str:
+        """The regex every member that drops a topic subscribes with at first: it matches every
+        topic of the trace (TOPIC-tQ), so with the topic names the member subscribes to it is
+        subscribed to all of them, as the spec's members are."""
+        return f"{run.state['topic']}-t[0-9]+"
+
     # -- requests ------------------------------------------------------------------------------
     def _subscription(self, run, m) -> tuple:
+        """(SubscribedTopicNames, SubscribedTopicRegex) of member m: every topic of the trace by
+        name but the one it drops (that one it has by regex), and the topics a
+        HeartbeatNewSubscription added (which the spec does not model)."""
         st = run.state
-        return (st["topic"],) + tuple(f"{st['topic']}-unmodelled-{n}"
-                                      for n in range(1, st["extra_topics"][m] + 1))
+        names = st["topics"]
+        if st["extra"]:      # a topic per spec partition: the one m drops is its regex's
+            names = tuple(n for q, n in enumerate(names) if q not in st["droppers"].get(m, ()))
+        return (names + tuple(f"{st['topic']}-unmodelled-{n}"
+                              for n in range(1, st["extra_topics"][m] + 1)), st["regex"][m])
+
+    def _member_heartbeat(self, run, m, epoch, owns):
+        names, regex = self._subscription(run, m)
+        return self._heartbeat(run, self._mid(run, m), epoch, owns, self._instance(run, m),
+                               subscription=names, regex=regex)
+
+    def _await_resolution(self, run, sent: float, epoch: int, what: str) -> None:
+        """Wait (bounded) until the coordinator's regex refresh, started by a heartbeat sent at
+        `sent`, bumps the group epoch past `epoch` (GroupMetadataManager.
+        handleRegularExpressionsResult writes the resolution and the bump); keep when it ran."""
+        st = run.state
+        deadline = time.monotonic() + 30
+        while True:
+            self._describe_raw(run)
+            g = st["described"]
+            if g is not None and int(g.group_epoch) > epoch:
+                break
+            if time.monotonic() > deadline:
+                raise WireError(f"{what}: the coordinator did not resolve the regex within 30 s")
+            time.sleep(0.05)   # polling the coordinator's asynchronous refresh, not an outcome
+        # the refresh started after `sent` and before now: the next one is due no sooner than
+        # 10 s after `sent`, and surely 10 s after now
+        st["refreshed"] = (sent, time.monotonic())
+
+    def _resolve_regexes(self, run) -> None:
+        """SubscriptionResolved: the coordinator's asynchronous regex refresh. Kafka starts one
+        from a heartbeat (any member's) that finds an unresolved regex once
+        REGEX_BATCH_REFRESH_MIN_INTERVAL_MS (10 s) have passed since the last one
+        (GroupMetadataManager.maybeUpdateRegularExpressions); its result bumps the group epoch
+        (handleRegularExpressionsResult). The driver waits out the 10 s, sends a heartbeat from
+        its hidden member (the same request as its last), which changes nothing else, and waits
+        (bounded) for the bump."""
+        st = run.state
+        if not st["regex_pending"]:
+            raise RuntimeError("SubscriptionResolved with no regex pending")
+        self._describe_raw(run)
+        g = st["described"]
+        if int(g.group_epoch) != int(g.assignment_epoch):
+            raise NotDrivable("SubscriptionResolved while the group epoch is ahead of the target: "
+                              "the heartbeat that starts Kafka's regex refresh would compute a "
+                              "new target assignment too")
+        epoch = int(g.group_epoch)
+        wait = st["refreshed"][1] + REGEX_WINDOW_S + 0.3 - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)   # the coordinator's refresh interval (a timer), not an outcome
+        first = time.monotonic()
+        deadline = first + 15
+        while True:
+            r = self._heartbeat(run, st["hidden"], st["hidden_epoch"], frozenset(), None,
+                                regex=st["hidden_regex"], refresh=True)
+            if r.error_code == ErrorCode.none:
+                st["hidden_epoch"] = int(r.member_epoch)
+            poll = time.monotonic() + 1
+            while time.monotonic() < poll:
+                self._describe_raw(run)
+                if int(st["described"].group_epoch) > epoch:
+                    st["regex_pending"] = False
+                    st["refreshed"] = (first, time.monotonic())
+                    return
+                time.sleep(0.05)   # polling the coordinator's asynchronous refresh
+            if time.monotonic() > deadline:
+                raise WireError("the coordinator did not resolve the regex within 15 s of the "
+                                "refresh interval's end")
+
+    def _classic_join(self, run, m: int, script) -> None:
+        """A classic-protocol consumer joins the consumer group: JoinGroup v9 (protocol type
+        consumer, its ConsumerProtocol subscription; MEMBER_ID_REQUIRED first, then again with
+        the id) and SyncGroup v5. GroupMetadataManager.classicGroupJoinToConsumerGroup adds it
+        as a member of the consumer group, computes the target (the scripted assignor's, given
+        `script` once the member id is known) and answers at once with generation = member
+        epoch; classicGroupSyncToConsumerGroup hands over its assigned partitions. `script()`
+        is the target by member id, asked once the member id is known."""
+        from kio.schema.join_group.v9 import request as j
+        from kio.schema.sync_group.v5 import request as sg
+        from checker.conform.classic_group import read_assignment, subscription_bytes
+        st = run.state
+        sub = subscription_bytes(st["topic"], [], -1, with_generation=True)
+
+        def join(member_id):
+            return st["coordinator"].send(j.JoinGroupRequest(
+                group_id=st["group"], session_timeout=ms(CLASSIC_SESSION_TIMEOUT_MS),
+                rebalance_timeout=ms(REBALANCE_TIMEOUT_MS), member_id=member_id,
+                group_instance_id=None, protocol_type="consumer",
+                protocols=(j.JoinGroupRequestProtocol(name="range", metadata=sub),), reason="kcheck"))
+        r = join("")
+        if error_name(r.error_code) != "MEMBER_ID_REQUIRED":
+            raise RuntimeError(f"setup: classic member {m}'s first JoinGroup: {error_name(r.error_code)}")
+        st["kafka_member_id"][m] = r.member_id
+        self._script(run, script())
+        r = join(r.member_id)
+        self._ok(r, f"setup: classic member {m}'s JoinGroup")
+        generation = int(r.generation_id)
+        r = st["coordinator"].send(sg.SyncGroupRequest(
+            group_id=st["group"], generation_id=i32(generation), member_id=st["kafka_member_id"][m],
+            group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=()))
+        self._ok(r, f"setup: classic member {m}'s SyncGroup")
+        st["client_epoch"][m] = generation
+        st["owns"][m] = frozenset(read_assignment(r.assignment))
 
     def _add_partition(self, run) -> None:
         """CreatePartitions: one more partition of the subscribed topic, which no target of the
@@ -420,8 +678,15 @@ class ConsumerGroupAdapter(Adapter):
         st["group_epoch_pending"] = True
 
     def _heartbeat(self, run, member_id, epoch, owns, instance_id, leave=False, conn=None,
-                   subscription=None):
+                   subscription=None, regex=None, refresh=False):
         st = run.state
+        if not leave and st.get("regex_pending") and not refresh and \
+                time.monotonic() > st["refreshed"][0] + REGEX_WINDOW_S - 0.5:
+            # this heartbeat would start the coordinator's regex refresh (its 10 s since the
+            # last one have passed or nearly so): a resolution the trace did not ask for
+            raise TimerFired("the coordinator's regex refresh interval (10 s, GroupMetadataManager."
+                             "REGEX_BATCH_REFRESH_MIN_INTERVAL_MS) ended before the trace's "
+                             "SubscriptionResolved: the next heartbeat would resolve the regex")
         if not leave:
             st["group_epoch_pending"] = False
         if leave:
@@ -432,24 +697,30 @@ class ConsumerGroupAdapter(Adapter):
             req = HB.ConsumerGroupHeartbeatRequest(
                 group_id=st["group"], member_id=member_id, member_epoch=i32(epoch),
                 instance_id=instance_id, rebalance_timeout=ms(REBALANCE_TIMEOUT_MS),
-                subscribed_topic_names=subscription or (st["topic"],),
-                topic_partitions=(HB.TopicPartitions(topic_id=st["topic_id"],
-                                                     partitions=tuple(i32(q) for q in sorted(owns))),)
-                if owns else ())
+                subscribed_topic_names=subscription or st["topics"], subscribed_topic_regex=regex,
+                topic_partitions=self._owned(run, owns))
         return (conn or st["coordinator"]).send(req)
+
+    def _owned(self, run, owns) -> tuple:
+        """ConsumerGroupHeartbeat's TopicPartitions of the spec partitions a client owns."""
+        by_topic: dict = {}
+        for q in sorted(owns):
+            _, topic_id, part = run.state["where"][q]
+            by_topic.setdefault(topic_id, []).append(i32(part))
+        return tuple(HB.TopicPartitions(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items())
 
     def _response(self, run, r) -> dict:
         out = {"outcome": error_name(r.error_code)}
         if r.error_code == ErrorCode.none:
             out["response.member_epoch"] = self._to_spec(run, int(r.member_epoch))
             if r.assignment is not None:
-                out["response.assigned"] = sorted(self._assigned(r))
+                out["response.assigned"] = sorted(self._assigned(run, r))
         return out
 
-    def _assigned(self, r) -> frozenset:
+    def _assigned(self, run, r) -> frozenset:
         if r.assignment is None:
             return frozenset()
-        return frozenset(int(q) for tp in r.assignment.topic_partitions for q in tp.partitions)
+        return self._spec_partitions(run, r.assignment.topic_partitions)
 
     def _describe_raw(self, run) -> dict:
         st = run.state
@@ -468,19 +739,26 @@ class ConsumerGroupAdapter(Adapter):
         until the coordinator's metadata image has the topic, the subscription resolves to no
         topic and the probe gets nothing. (The broker's Metadata answer comes first.)"""
         st, p = run.state, run.params
-        probe = _member_id(run.name, 98, 0)
         group = st["group"]
         st["group"] = f"{group}-probe"
         try:
             n = partitions or p.partitions
             probe = _member_id(run.name, 98, n)
-            self._script(run, {probe: list(range(n))})
+            names = st["topics"]
+            if st["extra"]:     # a topic per partition, and the extra one
+                names += (st["extra"][0],)
+                n = len(names)
+                run.broker.script_assignment({probe: [f"{_kafka_uuid(i)}:0" for i in
+                                                      [w[1] for w in st["where"]] + [st["extra"][1]]]})
+            else:
+                self._script(run, {probe: list(range(n))})
             deadline, epoch = time.monotonic() + 30, 0
             while True:
-                r = self._heartbeat(run, probe, epoch, frozenset(), None)
+                r = self._heartbeat(run, probe, epoch, frozenset(), None, subscription=names)
                 if r.error_code == ErrorCode.none:
                     epoch = int(r.member_epoch)
-                    if len(self._assigned(r)) == n:
+                    got = r.assignment.topic_partitions if r.assignment is not None else ()
+                    if sum(len(tp.partitions) for tp in got) == n:
                         break
                 if time.monotonic() > deadline:
                     raise WireError(f"the group coordinator does not resolve topic {st['topic']} "
@@ -550,16 +828,24 @@ class ConsumerGroupAdapter(Adapter):
                 continue
             out[f"member_state[{m}]"] = _STATES.get(value["state"], f"state {value['state']}")
             out[f"pending[{m}]"] = sorted(q for tp in value["partitionsPendingRevocation"]
-                                          for q in tp["partitions"])
+                                          for q, _ in self._record_partitions(run, tp))
             if all("assignmentEpochs" in tp for tp in value["assignedPartitions"]
                    + value["partitionsPendingRevocation"]):
                 epochs = [0] * p.partitions
                 for tp in value["assignedPartitions"] + value["partitionsPendingRevocation"]:
-                    for q, e in zip(tp["partitions"], tp["assignmentEpochs"]):
-                        if q < p.partitions:
-                            epochs[q] = self._to_spec(run, e)
+                    for q, e in self._record_partitions(run, tp, tp["assignmentEpochs"]):
+                        epochs[q] = self._to_spec(run, e)
                 out[f"assignment_epochs[{m}]"] = epochs
         return out
+
+    def _record_partitions(self, run, tp: dict, values=None):
+        """(spec partition, value) for each partition of a record's topic entry that the spec
+        models (by its topic id and partition, as Kafka's JSON names them)."""
+        which = run.state["which_text"]
+        for k, x in enumerate(tp["partitions"]):
+            q = which.get((tp.get("topicId"), x))
+            if q is not None:
+                yield q, (values[k] if values is not None else None)
 
     def _listed(self, run) -> set:
         g = run.state.get("described")
@@ -583,11 +869,9 @@ class ConsumerGroupAdapter(Adapter):
                 out[f"member_epoch[{m}]"] = LEFT
                 continue
             out[f"member_epoch[{m}]"] = self._to_spec(run, int(mb.member_epoch))
-            out[f"described[{m}]"] = sorted(int(q) for tp in mb.assignment.topic_partitions
-                                           for q in tp.partitions)
-            for tp in mb.target_assignment.topic_partitions:
-                for q in tp.partitions:
-                    owner[int(q)] = m
+            out[f"described[{m}]"] = sorted(self._spec_partitions(run, mb.assignment.topic_partitions))
+            for q in self._spec_partitions(run, mb.target_assignment.topic_partitions):
+                owner[q] = m
         for q, m in owner.items():
             out[f"target_owner[{q}]"] = m
         return out
@@ -626,22 +910,24 @@ class ConsumerGroupAdapter(Adapter):
         offset = i64(len(run.wire_log))
         if req in ("OFFSET_COMMIT", "OFFSET_COMMIT_V8"):
             oc = schema("offset_commit", 9 if req == "OFFSET_COMMIT" else 8)
+            topic, _, part = st["where"][commit["q"]]
             r = st["coordinator"].send(oc.OffsetCommitRequest(
                 group_id=st["group"], generation_id_or_member_epoch=i32(commit["epoch"]),
                 member_id=commit["member_id"], group_instance_id=commit["instance_id"],
-                topics=(oc.OffsetCommitRequestTopic(name=st["topic"], partitions=(
-                    oc.OffsetCommitRequestPartition(partition_index=i32(commit["q"]),
+                topics=(oc.OffsetCommitRequestTopic(name=topic, partitions=(
+                    oc.OffsetCommitRequestPartition(partition_index=i32(part),
                                                     committed_offset=offset,
                                                     committed_metadata=""),)),)))
             return error_name(r.topics[0].partitions[0].error_code)
         tc = schema("txn_offset_commit", 5)
         pr = commit["producer"]
+        topic, _, part = st["where"][commit["q"]]
         r = st["coordinator"].send(tc.TxnOffsetCommitRequest(
             transactional_id=pr["txn_id"], group_id=st["group"], producer_id=pr["pid"],
             producer_epoch=pr["epoch"], generation_id=i32(commit["epoch"]),
             member_id=commit["member_id"], group_instance_id=commit["instance_id"],
-            topics=(tc.TxnOffsetCommitRequestTopic(name=st["topic"], partitions=(
-                tc.TxnOffsetCommitRequestPartition(partition_index=i32(commit["q"]),
+            topics=(tc.TxnOffsetCommitRequestTopic(name=topic, partitions=(
+                tc.TxnOffsetCommitRequestPartition(partition_index=i32(part),
                                                    committed_offset=offset,
                                                    committed_metadata=""),)),)))
         error = error_name(r.topics[0].partitions[0].error_code)
@@ -654,16 +940,31 @@ class ConsumerGroupAdapter(Adapter):
         st = run.state
         if "coordinator" not in st:
             return
+        from kio.schema.leave_group.v5 import request as lg
+        st["regex_pending"] = False
         for m in range(run.params.members):   # leave, so the group's timers stay quiet
             if st["in_group"][m]:
                 try:
-                    self._heartbeat(run, self._mid(run, m), LEFT, None, self._instance(run, m), leave=True)
+                    if m in st["kafka_member_id"]:     # a classic member: LeaveGroup
+                        st["coordinator"].send(lg.LeaveGroupRequest(group_id=st["group"], members=(
+                            lg.MemberIdentity(member_id=self._mid(run, m), group_instance_id=None,
+                                              reason="kcheck"),)))
+                    else:
+                        self._heartbeat(run, self._mid(run, m), LEFT, None, self._instance(run, m),
+                                        leave=True)
                 except Exception:
                     pass
+        if st.get("hidden"):
+            try:
+                self._heartbeat(run, st["hidden"], LEFT, None, None, leave=True)
+            except Exception:
+                pass
 
     # -- helpers ---------------------------------------------------------------------------------
     def _mid(self, run, m: int) -> str:
-        return _member_id(run.name, m, run.state["incarnation"][m])
+        """Slot m's member id: the adapter's own (KIP-1082), or Kafka's for a classic member."""
+        st = run.state
+        return st["kafka_member_id"].get(m) or _member_id(run.name, m, st["incarnation"][m])
 
     def _is_static(self, run, m: int) -> bool:
         return m < run.params.static_members
@@ -681,6 +982,12 @@ class ConsumerGroupAdapter(Adapter):
         return e - run.state["delta"] if e >= 1 else e
 
     def _script(self, run, member_partitions: dict) -> None:
+        """Give the scripted assignor the next target, spec partitions by member id (in the
+        assignor's words: a partition number, or TOPICID:P with a topic per spec partition)."""
+        st = run.state
+        if st.get("extra"):
+            member_partitions = {mid: [f"{_kafka_uuid(st['where'][q][1])}:{st['where'][q][2]}"
+                                       for q in qs] for mid, qs in member_partitions.items()}
         run.broker.script_assignment(member_partitions)
 
     def _script_target(self, run, target: str, joining: int | None = None) -> None:
@@ -698,6 +1005,11 @@ class ConsumerGroupAdapter(Adapter):
     def _ok(self, r, what: str) -> None:
         if r.error_code != ErrorCode.none:
             raise RuntimeError(f"{what}: {error_name(r.error_code)} {r.error_message or ''}".strip())
+
+
+def _kafka_uuid(u) -> str:
+    """A topic id as Kafka writes it (Uuid.toString: URL-safe base64 without padding)."""
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
 def _summary(described) -> tuple | None:

@@ -2,8 +2,10 @@
 // Join(target=..) / Heartbeat(target=..) become exactly the broker's target assignment.
 //
 // Configured in group.consumer.assignors; the JVM property kcheck.assignor.dir names a directory
-// holding one file per member id: the partitions (comma-separated numbers) of the member's
-// subscribed topic that the next target gives it. A member without a file gets nothing. Each
+// holding one file per member id: the partitions the next target gives the member, comma-separated:
+// a number P is partition P of every topic the member subscribes to (one topic per trace), and
+// TOPICID:P (Kafka's Uuid text) partition P of that topic only (one topic per spec partition, as
+// the regex traces have). A member without a file gets nothing. Each
 // call is appended to calls.log, so the driver can see that the target was computed within the
 // heartbeat it sent. Written against PartitionAssignor / GroupSpec (group-coordinator-api).
 package kcheck;
@@ -60,12 +62,21 @@ public class ScriptedAssignor implements ConsumerGroupPartitionAssignor {
             Set<Uuid> subscribed = group.memberSubscription(memberId).subscribedTopicIds();
             Path file = dir.resolve(memberId);
             Set<Integer> wanted = new TreeSet<>();
+            Map<Uuid, Set<Integer>> wantedOf = new HashMap<>();
             if (Files.exists(file)) {
                 try {
                     for (String p : Files.readString(file, StandardCharsets.UTF_8).trim().split(",")) {
-                        if (!p.isBlank()) wanted.add(Integer.parseInt(p.trim()));
+                        p = p.trim();
+                        if (p.isBlank()) continue;
+                        int colon = p.lastIndexOf(':');
+                        if (colon < 0) {
+                            wanted.add(Integer.parseInt(p));
+                        } else {
+                            wantedOf.computeIfAbsent(Uuid.fromString(p.substring(0, colon)), t -> new TreeSet<>())
+                                .add(Integer.parseInt(p.substring(colon + 1)));
+                        }
                     }
-                } catch (IOException | NumberFormatException e) {
+                } catch (IOException | IllegalArgumentException e) {
                     throw new PartitionAssignorException("kcheck: cannot read " + file + ": " + e);
                 }
             }
@@ -74,10 +85,13 @@ public class ScriptedAssignor implements ConsumerGroupPartitionAssignor {
                 for (int p : wanted) {
                     if (p < topics.numPartitions(topic)) mine.add(p);
                 }
+                for (int p : wantedOf.getOrDefault(topic, Set.of())) {
+                    if (p < topics.numPartitions(topic)) mine.add(p);
+                }
                 if (!mine.isEmpty()) partitions.put(topic, mine);
             }
             out.put(memberId, new Assigned(partitions));
-            log.append(memberId).append('=').append(wanted).append(' ');
+            log.append(memberId).append('=').append(wanted).append(wantedOf.isEmpty() ? "" : wantedOf.toString()).append(' ');
         }
         try {
             Files.writeString(dir.resolve("calls.log"), log.toString().trim() + "\n",
