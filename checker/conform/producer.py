@@ -668,6 +668,9 @@ class ProducerAdapter(Adapter):
                     c.epoch, c.next_seq = epoch, {}
         elif action == "TxnMarkerArrives":
             c.markers_pending = False
+            # the current coordinator's marker: Kafka's coordinator delivers it itself, so the
+            # request kept for a late arrival (WriteTxnMarker while held) is no longer on its way
+            run.state.get("markers", {}).pop((args.get("c", 0), tp), None)
             if c.held_by is not None:
                 self._release(run, c)      # the retried marker is written: the spec's arrival
         if action in REQUESTS or action in TIMERS:
@@ -1056,9 +1059,16 @@ class ProducerAdapter(Adapter):
                                  m.FetchPartition(partition=p.i32(partition), fetch_offset=p.i64(start),
                                                   partition_max_bytes=p.i32(1 << 20)),)),),
                              forgotten_topics_data=())
-        fetched = self._conn(run, "admin", self._leader(run, partition)).send(req).responses[0].partitions[0]
-        if error_name(fetched.error_code) != "NONE":
-            raise RuntimeError(f"Fetch {run.name}-{partition} from {start}: {error_name(fetched.error_code)}")
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            fetched = self._conn(run, "admin", self._leader(run, partition)).send(req).responses[0].partitions[0]
+            err = error_name(fetched.error_code)
+            # a new topic's leader may not serve yet (it holds nothing then): poll
+            if err not in LEADER_NOT_READY or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if err != "NONE":
+            raise RuntimeError(f"Fetch {run.name}-{partition} from offset {start}: {err}")
         data = fetched.records or b""
         counts: dict[int, int] = dict(run.state.get("deleted", {}).get(partition, {}))
         for b in read_batches(bytes(data)):
