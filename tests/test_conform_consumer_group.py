@@ -112,7 +112,8 @@ def test_classic_members_and_previous_epochs_are_reachable_starts():
     ad = ConsumerGroupAdapter()
     for name in ("classic_member_illegal_generation", "classic_upgrade_generation",
                  "heartbeat_previous_epoch_accepted", "heartbeat_previous_epoch_lost_twice",
-                 "heartbeat_previous_epoch_not_subset_fenced"):
+                 "heartbeat_previous_epoch_not_subset_fenced",
+                 "heartbeat_unsubscribe_revokes_at_same_epoch"):   # p0 assigned at 9, p1 at 10
         doc = load(SCENARIOS / f"{name}.json")
         params = SPEC.instantiate(doc["variant"], doc["params"]).params
         assert ad.initial_reason(params, doc["state"]) is None, name

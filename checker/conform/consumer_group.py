@@ -114,21 +114,28 @@ class ConsumerGroupAdapter(Adapter):
                 hold = s["holds"][m][q]
                 if (hold == "ASSIGNED") != (s["target_owner"][q] == m) or hold == "PENDING_REVOCATION":
                     return "the initial holds are not the target assignment"
-                if hold == "ASSIGNED" and s["assignment_epoch"][m][q] != T:
+                if hold == "ASSIGNED" and s["assignment_epoch"][m][q] not in (T, T - 1):
                     return (f"partition {q} of member {m} was assigned at epoch "
                             f"{s['assignment_epoch'][m][q]}, before the target's {T}: the setup "
-                            f"prefix assigns every partition at the target epoch")
+                            f"prefix assigns every partition at the target epoch or the one "
+                            f"before it")
         for q in range(p.partitions):
             if s["target_owner"][q] != -1 and s["target_owner"][q] not in present:
                 return f"partition {q}'s target owner {s['target_owner'][q]} is not in the group"
         # ConsumerGroupMember.previousMemberEpoch (in the spec when responses can be lost): the
         # setup prefix builds either none, or the epoch before the target's for every member
         previous = {m: s["previous_epoch"][m] for m in present} if "previous_epoch" in s else {}
-        if any(previous.values()) and (set(previous.values()) != {T - 1} or any(
-                s["classic"][m] for m in present)):
+        staged = any(s["holds"][m][q] == "ASSIGNED" and s["assignment_epoch"][m][q] == T - 1
+                     for m in present for q in range(p.partitions))
+        if (any(previous.values()) or (staged and previous)) and (
+                set(previous.values()) != {T - 1} or any(s["classic"][m] for m in present)):
             return (f"members start with previous epochs {previous}: the setup prefix builds "
                     f"either none or, for every member of the group, the epoch before the "
                     f"target's ({T - 1}), by a last target that moves them all from it")
+        if staged and any(s["classic"][m] for m in present):
+            return ("a classic-protocol member in a group whose partitions were assigned at two "
+                    "epochs: the setup prefix joins a classic member by the JoinGroup that "
+                    "computes the initial target")
         if sum(1 for m in present if s["classic"][m]) > 1:
             return ("more than one classic-protocol member: the setup prefix joins one, by the "
                     "JoinGroup that computes the initial target")
@@ -195,16 +202,19 @@ class ConsumerGroupAdapter(Adapter):
         # start a refresh at once; its heartbeats also start the refresh at SubscriptionResolved
         # without changing anything else
         hidden = bool(classic) or bool(droppers)
-        # members that start with a previous epoch (a lost response) reach the target from the
-        # epoch before it: every join gets an empty target, then one more target (a subscription
+        # members that start with a previous epoch (a lost response), or with partitions assigned
+        # at the epoch before the target's, reach the target from that epoch: the last join
+        # computes a first target of those partitions only, then one more target (a subscription
         # change, which bumps the group epoch in its own heartbeat) moves them all
-        from_previous = bool(present) and "previous_epoch" in s and any(
-            s["previous_epoch"][m] for m in present)
+        first = {m: [q for q in final[m] if s["assignment_epoch"][m][q] == s["target_epoch"] - 1]
+                 for m in present}
+        two_stage = bool(present) and (any(first.values()) or "previous_epoch" in s and any(
+            s["previous_epoch"][m] for m in present))
         st["hidden"] = _member_id(run.name, 96, 0) if hidden else None
         # warm-up: a member joins and leaves until the initial target's epoch is within reach
         # (Kafka's epochs then run ahead of the spec's by delta >= 0, so no epoch maps below 1)
         warm, cycle, epoch = _member_id(run.name, 97, 0), 0, 0
-        while epoch + ghosts + len(present) + hidden + from_previous < s["target_epoch"]:
+        while epoch + ghosts + len(present) + hidden + two_stage < s["target_epoch"]:
             self._script(run, {warm: []})
             r = self._heartbeat(run, warm, 0, frozenset(), None)
             self._ok(r, "setup: warm-up join")
@@ -236,13 +246,14 @@ class ConsumerGroupAdapter(Adapter):
         order = sorted(present, key=lambda m: (m in classic, m))
         joined: list[int] = []
         for n, m in enumerate(order):
-            last = n == len(order) - 1 and not from_previous
-            script = {self._mid(run, k): (final[k] if last else []) for k in joined + [m]}
+            last = n == len(order) - 1
+            initial = first if two_stage else final
+            script = {self._mid(run, k): (initial[k] if last else []) for k in joined + [m]}
             if m in droppers:
                 st["regex"][m] = self._initial_regex(run)
             if m in classic:
                 # the member id is Kafka's (MEMBER_ID_REQUIRED): the target is scripted after it
-                self._classic_join(run, m, lambda: {self._mid(run, k): (final[k] if last else [])
+                self._classic_join(run, m, lambda: {self._mid(run, k): (initial[k] if last else [])
                                                     for k in joined + [m]})
             else:
                 self._script(run, script)
@@ -257,7 +268,7 @@ class ConsumerGroupAdapter(Adapter):
             self._ok(r, f"setup: member {m} heartbeat")
             st["client_epoch"][m] = int(r.member_epoch)
             st["owns"][m] = self._assigned(run, r)
-        if from_previous:
+        if two_stage:
             # GroupMetadataManager.consumerGroupHeartbeat: a changed SubscribedTopicNames bumps
             # the group epoch and computes the target in the same heartbeat; each member then
             # moves to it from the epoch before (ConsumerGroupMember.Builder.updateMemberEpoch)
