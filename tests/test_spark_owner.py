@@ -110,13 +110,23 @@ def test_driver_searches_on_while_spark_starts(sc, monkeypatch):
 
 
 def test_spark_that_cannot_start_is_reported_after_the_prefix(monkeypatch):
+    """Spark's error, raised in the starting thread, is the run's once the driver's prefix
+    ends (here the thread has failed before the driver's first level is added)."""
     model = load_spec("two_phase").instantiate("lamport", {"N": 3})
+    failed = threading.Event()
+    start = spark_owner._Starter._run
 
     def broken(master, verbose=False):
         raise spark.SparkError("cannot reach the Spark master at spark://127.0.0.1:9")
+
+    def run(self, master, verbose):
+        start(self, master, verbose)
+        failed.set()
     monkeypatch.setattr(spark, "session", broken)
+    monkeypatch.setattr(spark_owner._Starter, "_run", run)
     with pytest.raises(spark.SparkError, match="cannot reach"):
-        spark_owner.check(model, master="spark://127.0.0.1:9", owners=2, prefix_states=1)
+        spark_owner.check(model, master="spark://127.0.0.1:9", owners=2, prefix_states=1,
+                          progress=lambda *a: failed.wait())
 
 
 def test_every_level_on_spark_with_more_owners_than_cores(sc):
