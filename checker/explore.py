@@ -574,6 +574,7 @@ class Level:
         self.action: list[np.ndarray] = []
         self.upper = 0                # states gathered, duplicates and states seen included
         self._compacted = self._unsorted = 0
+        self._sorted = False          # the first run is the level gathered so far, sorted
         # the runs sorted together carry (action instance, run) beside a one-word state in one
         # word: no more runs than the bits it leaves free (else the slow sort would be taken)
         free = 64 - state_bits - action_bits if one_word else 0
@@ -611,6 +612,12 @@ class Level:
         order, each with its least (action instance, parent)."""
         if not self.fp:
             return
+        before = None
+        if self.one_word and self._sorted and len(self.fp) > 1:
+            # the first run is the level gathered so far, sorted and not seen before: only the
+            # runs after it are sorted, then merged into it in one pass (not sorted again with
+            # every new part: two to three times a level, two_phase N=10)
+            before = (self.fp.pop(0), self.parent.pop(0), self.action.pop(0))
         runs = [len(c) for c in self.fp]
 
         def joined(parts, axis=0):   # the runs joined, each list let go at once (less memory)
@@ -637,6 +644,13 @@ class Level:
         else:
             self.words = [] if words is None else [words[:, sel]]
             self.parent, self.action = [parent[sel]], [action[sel]]
+        del fp, parent, action, sel, u
+        if before is not None:
+            after = (self.fp.pop(), self.parent.pop(), self.action.pop())
+            fp, parent, action = native.merge_runs(before, after)
+            del before, after
+            self.fp, self.parent, self.action = [fp], [parent], [action]
+        self._sorted = True
 
     def distinct(self) -> int:
         """The level's distinct new states so far (a sort: called only near a bound)."""

@@ -147,7 +147,7 @@ int64_t kc_first_in_runs(const uint64_t *key, int64_t n, int64_t tag_bits, int64
 }
 
 /* The version of this file's functions that checker/native.py expects (its ABI). */
-int64_t kc_abi(void) { return 2; }
+int64_t kc_abi(void) { return 3; }
 
 /* The steps of one action instance whose writes are all constants, from the states of a block
  * (word w of state i at S[w * sstride + i]): the successor's word w is (S[w] & keep[w]) |
@@ -180,4 +180,56 @@ int64_t kc_expand_constant(const uint64_t *S, int64_t sstride, int64_t nwords, i
         }
     }
     return fill;
+}
+
+static inline uint64_t action_at(const void *a, int64_t size, int64_t i)
+{
+    return size == 2 ? ((const uint16_t *)a)[i] : ((const uint32_t *)a)[i];
+}
+
+static inline void action_put(void *a, int64_t size, int64_t i, uint64_t v)
+{
+    if (size == 2)
+        ((uint16_t *)a)[i] = (uint16_t)v;
+    else
+        ((uint32_t *)a)[i] = (uint32_t)v;
+}
+
+/* Two sorted runs of distinct one-word states merged into one: A, the level gathered so far,
+ * and B, from the blocks after it. A state in both keeps B's (parent, action instance) only when
+ * B's action instance is lower (at equal ones A's parent comes first). Writes the merged states,
+ * parents and action instances (of action_size bytes) -> how many. */
+int64_t kc_merge_runs(const uint64_t *afp, const int32_t *apar, const void *aact, int64_t na,
+                      const uint64_t *bfp, const int32_t *bpar, const void *bact, int64_t nb,
+                      int64_t action_size, uint64_t *ofp, int32_t *opar, void *oact)
+{
+    int64_t i = 0, j = 0, o = 0;
+    while (i < na && j < nb) {
+        uint64_t x = afp[i], y = bfp[j];
+        if (x < y) {
+            ofp[o] = x; opar[o] = apar[i]; action_put(oact, action_size, o, action_at(aact, action_size, i));
+            i++;
+        } else if (y < x) {
+            ofp[o] = y; opar[o] = bpar[j]; action_put(oact, action_size, o, action_at(bact, action_size, j));
+            j++;
+        } else {
+            uint64_t ka = action_at(aact, action_size, i), kb = action_at(bact, action_size, j);
+            ofp[o] = x;
+            if (kb < ka) {
+                opar[o] = bpar[j]; action_put(oact, action_size, o, kb);
+            } else {
+                opar[o] = apar[i]; action_put(oact, action_size, o, ka);
+            }
+            i++;
+            j++;
+        }
+        o++;
+    }
+    for (; i < na; i++, o++) {
+        ofp[o] = afp[i]; opar[o] = apar[i]; action_put(oact, action_size, o, action_at(aact, action_size, i));
+    }
+    for (; j < nb; j++, o++) {
+        ofp[o] = bfp[j]; opar[o] = bpar[j]; action_put(oact, action_size, o, action_at(bact, action_size, j));
+    }
+    return o;
 }

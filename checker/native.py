@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-ABI = 2     # kc_abi() of the checker/native.c this module was written for
+ABI = 3     # kc_abi() of the checker/native.c this module was written for
 
 
 def _load() -> ctypes.CDLL:
@@ -68,6 +68,8 @@ _lib.kc_first_in_runs.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P]
 _lib.kc_first_in_runs.restype = _I
 _lib.kc_expand_constant.argtypes = [_P, _I, _I, _I, _P, _P, _P, _I, _P, _I, _P, _P, _I, _I]
 _lib.kc_expand_constant.restype = _I
+_lib.kc_merge_runs.argtypes = [_P, _P, _P, _I, _P, _P, _P, _I, _I, _P, _P, _P]
+_lib.kc_merge_runs.restype = _I
 
 
 def _at(a: np.ndarray | None):
@@ -199,3 +201,24 @@ class Steps:
         """(successors, positions, action instances) of the steps appended."""
         n = self.n
         return self.T[:, :n], self.parent[:n], self.action[:n]
+
+
+def merge_runs(a: tuple, b: tuple) -> tuple:
+    """Two sorted runs of distinct one-word states, each (states, parents as int32, action
+    instances as int16 or int32), merged into one; a state in both keeps b's parent and action
+    instance only when b's action instance is lower (b's blocks come after a's: at equal
+    instances a's parent is the lower). One pass: the level gathered so far is not sorted
+    again with each new part (it was, with the doubling rule, two to three times a level)."""
+    (afp, apar, aact), (bfp, bpar, bact) = a, b
+    afp, bfp = _words(afp), _words(bfp)
+    apar, bpar = (np.ascontiguousarray(x, dtype=np.int32) for x in (apar, bpar))
+    dtype = np.int32 if np.dtype(aact.dtype).itemsize == 4 or bact.dtype.itemsize == 4 else np.int16
+    aact, bact = (np.ascontiguousarray(x, dtype=dtype) for x in (aact, bact))
+    room = len(afp) + len(bfp)
+    fp = np.empty(room, dtype=np.uint64)
+    par = np.empty(room, dtype=np.int32)
+    act = np.empty(room, dtype=dtype)
+    n = _lib.kc_merge_runs(address(afp), address(apar), address(aact), len(afp), address(bfp),
+                           address(bpar), address(bact), len(bfp), np.dtype(dtype).itemsize,
+                           address(fp), address(par), address(act))
+    return fp[:n], par[:n], act[:n]
