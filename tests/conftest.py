@@ -1,5 +1,6 @@
 import inspect
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,14 @@ sys.path.insert(0, str(ROOT))
 # subprocess (which inherits the environment), is validated against checker/output_schema.json
 # first (checker/verdict.py print_json): an output the schema does not describe fails the test.
 os.environ["KCHECK_VALIDATE_OUTPUT"] = "1"
+
+# A run started in the background by a non-interactive shell (`pytest ... &`, nohup) inherits
+# SIGINT ignored, and so would every kcheck the tests start: Python turns SIGINT into
+# KeyboardInterrupt only when it is not ignored at start-up. The tests that press Ctrl-C on a
+# kcheck (test_core, test_explorer, test_reliability) need it as a terminal has it; without this
+# each waited 60 s on a search that went on (the fresh-clone run of 07:18).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # Tiers (pyproject.toml's markers): whole modules that start Spark or run Z3 are marked here, so
