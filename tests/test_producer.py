@@ -321,13 +321,6 @@ def test_kafka_8483_trace_is_the_heap_story():
     assert restart, "the sequences restart after UNKNOWN_PRODUCER_ID"
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_scenario_replays(path):
-    doc = load(path)
-    r = replay(spec.instantiate(doc["variant"], doc.get("params", {})), doc)
-    assert r.ok, r.message
-
-
 def test_scenarios_cover_the_issue():
     names = {p.stem for p in SCENARIOS}
     assert len(names) >= 8

@@ -190,13 +190,6 @@ def test_counterexample_replays(path, default_results):
         assert len(doc["steps"]) == len(default_results[doc["variant"]].found[doc["property"]].steps)
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
-def test_scenario_replays(path):
-    doc = load(path)
-    r = replay(spec.instantiate(doc.get("variant"), doc.get("params", {})), doc)
-    assert r.ok, r.message
-
-
 def test_a_scenario_with_a_wrong_expectation_fails(tmp_path):
     doc = json.loads((ROOT / "tests/scenarios/shared_consumption/seed_stream_threads_a_b.json").read_text())
     doc["steps"][3]["expect"]["outcome"] = "NONE"
