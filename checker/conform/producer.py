@@ -980,7 +980,7 @@ class ProducerAdapter(Adapter):
         if interval is None:
             raise NotDrivable(f"ExpireProducer needs {EXPIRATION_CHECK} set short at the broker's "
                               f"start (a static setting; Kafka's default checks every ten "
-                              f"minutes): only the brokers kcheck starts have it")
+                              f"minutes): only the brokers kcheck starts have it ({EXPIRY})")
         # the spec's expiry of an idle producer: nothing in flight, on the wire or on its way
         idle = (not any(c.in_flight.values()) and not any(c.held.values())
                 and not c.markers_pending and not run.state.get("markers"))
