@@ -22,6 +22,9 @@ export SPARK_HOME="${SPARK_HOME:-$("$PY" -c 'import os, pyspark; print(os.path.d
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PY"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# the master's and the workers' JVMs as the driver's (checker/spark.py JVM_OPTIONS): their work
+# is light, and the client compiler with the serial collector starts them on half the CPU
+export SPARK_DAEMON_JAVA_OPTS="${SPARK_DAEMON_JAVA_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData}"
 
 free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
