@@ -1,5 +1,7 @@
-/* The visited set's and the sorts' loops over sorted arrays, in C (checker/native.py loads
- * this through ctypes; scripts/setup.sh and `pip install` build it with the project).
+/* The explicit engine's loops that numpy cannot do in one pass, in C (checker/native.py loads
+ * this through ctypes; scripts/setup.sh and `pip install` build it with the project): the
+ * visited set's membership test and merge, the packing and reading of sort keys, the merge of
+ * a level's sorted parts, the steps of action instances whose writes are all constants.
  *
  * numpy has no merge of two sorted arrays, nor a search that walks forward through sorted
  * queries, and it takes several passes (and temporaries) for what is one pass here. Every

@@ -1,5 +1,7 @@
-"""The visited set's and the sorts' loops over sorted arrays, compiled: checker/native.c, built
-with the package (``pip install``, which scripts/setup.sh runs) and called through ctypes.
+"""The explicit engine's loops that numpy cannot do in one pass, compiled: checker/native.c,
+built with the package (``pip install``, which scripts/setup.sh runs) and called through ctypes.
+The visited set's membership test and merge, the packing and reading of sort keys, the merge of
+a level's sorted parts, and the steps of action instances whose writes are all constants.
 
 numpy has no merge of two sorted arrays, nor a search that walks forward through sorted
 queries: a level's membership test was one binary search a state (each a handful of cache
