@@ -63,12 +63,15 @@ CASES = [(name, v) for name in SHIPPED for v in load_spec(name).variants]
 def test_spark_matches_single_process(sc, name, variant):
     model = load_spec(name).instantiate(variant)
     max_depth, single = test_bounds(model)
-    dist = spark.check(model, max_depth=max_depth, master=MASTER, slices=3)
+    # two slices: the merge across slices and the tie-break between them are exercised (each
+    # slice costs about a whole search on these specs; test_slice_count_does_not_change_the_answer
+    # runs 1, 2 and 5)
+    dist = spark.check(model, max_depth=max_depth, master=MASTER, slices=2)
     assert_same(model, single, dist)
     d = dist.distribution
     if not d.in_driver:
         assert d.rows >= d.distinct_reached >= dist.distinct_states
-        assert len(d.slice_states) == d.slices <= 3
+        assert len(d.slice_states) == d.slices <= 2
 
 
 def test_slices_store_orbits_with_symmetry(sc):
