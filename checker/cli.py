@@ -7,6 +7,7 @@ verdict that a search_bound cut could hide); 4 the broker could not be started (
 (SIGTERM): both after printing what was found."""
 from __future__ import annotations
 
+import ctypes
 import argparse
 import signal
 import sys
@@ -140,6 +141,11 @@ def main(argv=None) -> int:
         err.print(f"kcheck: error: {e}", markup=False)
         return SAVE_FAILED
     except KeyboardInterrupt:
+        err.print("kcheck: interrupted")
+        return INTERRUPTED
+    except ctypes.ArgumentError as e:   # Ctrl-C while ctypes converted a Z3 call's arguments
+        if "KeyboardInterrupt" not in str(e):
+            raise
         err.print("kcheck: interrupted")
         return INTERRUPTED
     except Terminated:
@@ -342,7 +348,12 @@ def cmd_replay(args, console) -> int:
 def run():
     # a broken pipe (kcheck ... | head) is not an error worth a traceback
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    sys.exit(main())
+    code = main()
+    if code in (INTERRUPTED, TERMINATED):
+        # a signal that landed inside a Z3 constructor leaves a half-built object whose __del__
+        # fails at exit; the interruption was reported, so that is noise, not a traceback to show
+        sys.unraisablehook = lambda unraisable: None
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ docs/symbolic.md, "How bmc is encoded").
 """
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 
@@ -31,6 +32,13 @@ _TO_CNF = z3.Then("simplify", "bit-blast", "aig", "tseitin-cnf")
 class Interrupted(Exception):
     """The solver call was stopped: by its time limit, or by SIGINT (Ctrl-C, or SIGTERM
     through symbolic_cli.SolverStop)."""
+
+
+def interrupted_in_z3(e: BaseException) -> bool:
+    """Whether ``e`` is Ctrl-C: a KeyboardInterrupt, or one that landed while ctypes converted
+    the arguments of a Z3 call (which ctypes reports as an ArgumentError wrapping it)."""
+    return isinstance(e, KeyboardInterrupt) or (isinstance(e, ctypes.ArgumentError)
+                                                and "KeyboardInterrupt" in str(e))
 
 
 class Template:
@@ -115,18 +123,36 @@ class Cnf:
         try:
             while True:
                 self.solver.conf_budget(budget)
-                r = self.solver.solve_limited(assumptions=assumptions)
+                r = self._slice(assumptions)
                 if r is not None:
                     break
                 if STOP.is_set():
                     raise Interrupted("canceled (SIGTERM)")
                 if deadline is not None and time.monotonic() >= deadline:
                     raise Interrupted("timeout")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:       # Ctrl-C between two slices
             raise Interrupted("interrupted from keyboard") from None
         if not r:
             return None
         return {x for x in self.solver.get_model() if x > 0}
+
+    def _slice(self, assumptions: list[int]) -> bool | None:
+        """One slice of a solver call: True, False, or None when the slice's budget ran out.
+
+        Called through python-sat's public ``solve_limited`` on the main thread, python-sat swaps
+        in its own C handler for SIGINT, which longjmps out of CaDiCaL: Ctrl-C then raised
+        python-sat's error (a traceback) instead of KeyboardInterrupt, left the solver unusable
+        (reading its statistics aborts the process) and left SIGINT blocked in this process and
+        in every process it started later. So the slice is asked of python-sat's extension with
+        its main-thread flag off, as python-sat itself asks from any other thread: SIGINT then
+        reaches Python's own handler, which runs once the slice returns (its conflict budget
+        keeps that to seconds: 8.6 s was the longest slice of consumer_group's zombie commit,
+        measured at load 9)."""
+        import pysolvers        # python-sat's extension module
+        c = self.solver.solver
+        status = pysolvers.cadical195_solve_lim(c.cadical, assumptions, 0)
+        c.status = None if status == 0 else status > 0     # what get_model() reads
+        return c.status
 
     def value(self, model: set[int], name: str) -> bool:
         """An atom's value in a model (an atom no clause mentions is free: false)."""

@@ -20,6 +20,7 @@ parameter so that the trace packs and replays.
 """
 from __future__ import annotations
 
+import ctypes
 import time
 from dataclasses import dataclass, field
 
@@ -661,7 +662,7 @@ def _rename(d: int):
 def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
          timeout_s: float | None, check_domain: bool, min_depth: int, cap: int | None,
          extra: list[dict], assumed: list[str]) -> BmcResult:
-    from checker.cnf import Cnf, Interrupted, Template
+    from checker.cnf import Cnf, Interrupted, Template, interrupted_in_z3
     sy = System(model, keep_search_bounds, timeout_s, cap, bits=True)
     lifted = any(f.type.search_bound for f in model.fields.fields)
     res = BmcResult(model, props, 0, width=sy.bv, cap=sy.cap if lifted else None)
@@ -765,6 +766,11 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
             res.depth = d
     except Interrupted as e:
         res.inconclusive = f"solver: {e}"
+    except (KeyboardInterrupt, ctypes.ArgumentError) as e:
+        if not interrupted_in_z3(e):
+            raise
+        # Ctrl-C while a frame was being encoded (in Z3, outside the SAT solver's call)
+        res.inconclusive = "solver: interrupted from keyboard"
     except _Widen:
         extra.append({"checks": cnf.calls, **cnf.stats})   # this encoding's work counts too
         cnf.close()
@@ -880,7 +886,14 @@ def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list
         s.add(sy.init(S), *sy.in_range(S))
         live = [l for l in names if not sy.check(s, z3.Not(sy.holds(l, S)))]
         live = _houdini(sy, 1, live, {})
-    except Inconclusive:
+    except Inconclusive as e:
+        reason = str(e)
+        if "interrupted from keyboard" in reason or "cancel" in reason:
+            # Ctrl-C stopped Z3's call (Z3 takes SIGINT for itself): an interruption, not a
+            # reason to go on without the lemmas
+            from checker.bfs import Terminated
+            from checker.cnf import STOP      # set on SIGTERM (symbolic_cli.SolverStop)
+            raise (Terminated if STOP.is_set() else KeyboardInterrupt) from None
         live = []
     return live, [sy.stats]
 

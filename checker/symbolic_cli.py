@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -181,7 +182,14 @@ class SolverStop:
         os.close(w)
         return False
 
+    @staticmethod
+    def _quiet_unraisable():
+        # a signal that lands inside a Z3 constructor leaves a half-built object whose __del__
+        # fails later; the stop is reported, so that is noise, not a traceback to show
+        sys.unraisablehook = lambda unraisable: None
+
     def _on_sigterm(self, signum, frame):
+        self._quiet_unraisable()
         self.terminated.set()
         from checker import cnf      # bmc's SAT solver stops between two slices of its call
         cnf.STOP.set()
@@ -189,6 +197,7 @@ class SolverStop:
     def _on_sigint(self, signum, frame):
         if self.terminated.is_set():
             return      # our own SIGINT, landing between two solver calls
+        self._quiet_unraisable()
         raise KeyboardInterrupt
 
     def _watch(self, r: int):
