@@ -42,13 +42,24 @@ _SLOW_TESTS = {
     "test_shipped_progress_verdicts_match_the_record_and_lassos_replay": None,
     "test_progress_agrees_with_the_plain_reading_at_small_bounds": None,
     "test_compiled_code_agrees_with_reference_interpreter": ("consumer_group", "classic_group",
-                                                            "shared_consumption"),
+                                                            "shared_consumption", "producer"),
     "test_shared_subexpressions_compute_what_the_interpreter_computes": (
         "consumer_group", "classic_group", "shared_consumption", "producer"),
+    # every variant of every Kafka spec (47 graphs, 33 s of CPU); two_phase's stay quick
+    "test_graph_agrees_with_bfs_on_shipped_specs": ("consumer_group", "classic_group",
+                                                    "shared_consumption", "producer"),
+    # a reduced search in plain Python per property (10 s each)
+    "test_every_property_alone_keeps_its_verdict": ("classic_group",),
 }
+# A module's searches at the default bounds, one per variant (the fixture default_results of
+# each Kafka spec's module, 8-24 s of CPU each): the tests that read them are slow, and the
+# quick loop keeps each spec's tests at small bounds.
+_SLOW_FIXTURES = {"default_results"}
 
 
 def _is_slow(item) -> bool:
+    if _SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
     name = getattr(item, "originalname", item.name)
     if name not in _SLOW_TESTS:
         return False
