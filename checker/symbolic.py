@@ -887,13 +887,14 @@ def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list
         live = [l for l in names if not sy.check(s, z3.Not(sy.holds(l, S)))]
         live = _houdini(sy, 1, live, {})
     except Inconclusive as e:
-        reason = str(e)
-        if "interrupted from keyboard" in reason or "cancel" in reason:
-            # Ctrl-C stopped Z3's call (Z3 takes SIGINT for itself): an interruption, not a
-            # reason to go on without the lemmas
+        from checker.cnf import STOP      # set on SIGTERM (symbolic_cli.SolverStop)
+        if STOP.is_set():
             from checker.bfs import Terminated
-            from checker.cnf import STOP      # set on SIGTERM (symbolic_cli.SolverStop)
-            raise (Terminated if STOP.is_set() else KeyboardInterrupt) from None
+            raise Terminated from None
+        if "interrupted from keyboard" in str(e):
+            # Ctrl-C stopped Z3's call (Z3 takes SIGINT for itself): an interruption, not a
+            # reason to go on without the lemmas. ('canceled' is also what a timeout says.)
+            raise KeyboardInterrupt from None
         live = []
     return live, [sy.stats]
 
