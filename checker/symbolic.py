@@ -891,9 +891,11 @@ def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list
         if STOP.is_set():
             from checker.bfs import Terminated
             raise Terminated from None
-        if "interrupted from keyboard" in str(e):
-            # Ctrl-C stopped Z3's call (Z3 takes SIGINT for itself): an interruption, not a
-            # reason to go on without the lemmas. ('canceled' is also what a timeout says.)
+        reason = str(e)
+        if "interrupted from keyboard" in reason or ("cancel" in reason and timeout_s is None):
+            # Ctrl-C stopped Z3's call (Z3 takes SIGINT for itself and says either): an
+            # interruption, not a reason to go on without the lemmas. With a --timeout,
+            # 'canceled' is the timeout's word too, and the lemmas are left out as before.
             raise KeyboardInterrupt from None
         live = []
     return live, [sy.stats]
