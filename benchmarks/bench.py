@@ -7,7 +7,7 @@ in its own process so that one model's peak does not hide another's. "CPU second
 search's user and system time: on a machine that others load, it is the figure to compare
 between two runs (seconds and the rates are wall-clock).
 
-    .venv/bin/python benchmarks/bench.py              # two_phase N=7, N=8, every shipped spec,
+    .venv/bin/python benchmarks/bench.py              # two_phase N=7 to N=10, every shipped spec,
                                                       # and the Kafka specs at Kafka's sizes
     .venv/bin/python benchmarks/bench.py --no-scale   # without those (the long rows)
     .venv/bin/python benchmarks/bench.py --scale      # those alone
@@ -97,7 +97,8 @@ def main(argv: list[str]) -> None:
             params = dict(kv.split("=") for kv in rest.split(",") if kv)
             targets.append((name, {k: int(v) for k, v in params.items()}, {}))
     elif not (only_scale or largest):
-        targets = [("two_phase", {"N": 7}, {}), ("two_phase", {"N": 8}, {})]
+        # N=9 and N=10: issue 16's targets (the rate at N=10 against N=9, bytes a state)
+        targets = [("two_phase", {"N": n}, {}) for n in (7, 8, 9, 10)]
         targets += [(n, {}, {}) for n in SHIPPED if n != "two_phase"]
     if largest:
         targets += LARGEST
@@ -108,6 +109,7 @@ def main(argv: list[str]) -> None:
                 "transitions/s", "bytes/state (peak RSS)"):
         t.add_column(col, justify="right" if col != "model" else "left")
     notes = []
+    rates = {}
     for name, params, opts in targets:
         r = run(name, params, opts)
         print(json.dumps({"model": name, "params": params, **opts, **r}), file=sys.stderr, flush=True)
@@ -124,10 +126,16 @@ def main(argv: list[str]) -> None:
         if not r["exhaustive"]:
             label += f" (stopped, depth {r['depth']})"
         s = r["seconds"] or 1e-9
+        if name == "two_phase" and not opts:
+            rates[params.get("N")] = r["states"] / (r["cpu_seconds"] or 1e-9)
         t.add_row(label, f"{r['states']:,}", f"{r['transitions']:,}", f"{s:.2f}", f"{r['cpu_seconds']:.2f}",
                   f"{r['states'] / s:,.0f}", f"{r['transitions'] / s:,.0f}",
                   f"{r['peak_over_base'] / max(1, r['states']):.0f}")
     Console(width=140).print(t)
+    if 9 in rates and 10 in rates:
+        # per CPU second, so that another process's load does not move the ratio
+        print(f"two_phase: the rate at N=10 is {rates[10] / rates[9]:.0%} of the rate at N=9 "
+              f"(distinct states per CPU second)")
     for line in notes:
         print(line)
 
