@@ -43,8 +43,9 @@ spec.param("partition_epochs", 0, lo=0, hi=1, doc="1: the coordinator's partitio
            "bookkeeping needs; 0: it is read off the members' holds, which is what the fixed "
            "bookkeeping keeps it equal to")
 spec.param("unsubscribes", 0, lo=0, hi=1, doc="1: each partition stands for a topic of its own, "
-           "and a member may drop one from its subscription (a new regex whose resolution is "
-           "pending); the resolution later bumps the group epoch")
+           "and a member may change its regex once per membership while the new one is not "
+           "resolved yet: one that names every other topic drops one, one subscribed by the "
+           "regex alone drops every topic at once; the resolution later bumps the group epoch")
 spec.param("metadata_changes", 0, lo=0, hi=1, doc="1: the subscribed topic's metadata may change "
            "(partitions added), which bumps the group epoch")
 
@@ -485,10 +486,11 @@ def _require_subscribed(s, p, tgt):
             s.require(s.subscribed[k][q])
 
 
-def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
+def _heartbeat(s, p, m, target, resubscribe, unsubscribe=()):
     """GroupMetadataManager.consumerGroupHeartbeat for a member that is in the group (epoch > 0).
     With `resubscribe` the request carries a changed subscription: the group epoch is bumped
-    before the target assignment is looked at, in the same request."""
+    before the target assignment is looked at, in the same request. `unsubscribe` names the
+    topics a new, unresolved regex takes away (HeartbeatUnsubscribe, HeartbeatUnsubscribeAll)."""
     s.require(s.client_epoch[m] > 0, ~s.response_in_flight[m])
     e = s.client_epoch[m]
     known = s.member_epoch[m] != LEFT
@@ -505,14 +507,16 @@ def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
         # hasMemberSubscriptionChanged -> bumpGroupEpoch (a rejected request changes nothing)
         s.require(valid)
         s.group_epoch = s.group_epoch + 1
-    if unsubscribe is not None:
+    if unsubscribe:
         # the new regex is not resolved yet: no group epoch bump and no new target in this
-        # request; another member keeps the topic, so the assignor can always place it
-        q = unsubscribe
-        s.require(valid, s.subscribed[m][q], s.group_epoch == s.target_epoch,
-                  Exists([k for k in _members(p) if k != m],
-                         lambda k: (s.member_epoch[k] != LEFT) & s.subscribed[k][q]))
-        s.subscribed[m][q] = False
+        # request; the member still has the regex it joined with (after a change every topic it
+        # keeps is one it names: _regex_unchanged); another member keeps each topic, so the
+        # assignor can always place it
+        s.require(valid, s.group_epoch == s.target_epoch, _regex_unchanged(s, p, m))
+        for q in unsubscribe:
+            s.require(Exists([k for k in _members(p) if k != m],
+                             lambda k, q=q: (s.member_epoch[k] != LEFT) & s.subscribed[k][q]))
+            s.subscribed[m][q] = False
         s.resolution_pending = True
     ge = s.post.group_epoch if resubscribe else s.group_epoch
     if target == "-":
@@ -529,8 +533,8 @@ def _heartbeat(s, p, m, target, resubscribe, unsubscribe=None):
             s.target_owner[q] = tgt[q]
         s.target_epoch = T
     cur = _current(s, p, m)
-    if unsubscribe is not None:
-        cur["sub"][unsubscribe] = FALSE
+    for q in unsubscribe:
+        cur["sub"][q] = FALSE
     new = _reconcile(s, p, m, cur, owned, tgt, T)
     # a rejected heartbeat changes nothing on the coordinator
     new = {"epoch": If(valid, new["epoch"], cur["epoch"]),
@@ -562,13 +566,42 @@ def _unsubscribers(p):
     return range(p.members) if p.unsubscribes else []
 
 
+def _regex_unchanged(s, p, m):
+    """Member m still has the regex it joined with, which the spec reads off its subscription:
+    every topic is still in it (only a regex change takes one out, and a removal puts them back).
+    A member changes its regex at an unchanged group epoch at most once per membership: until the
+    coordinator's refresh resolves the new regex, CurrentAssignmentBuilder.subscribedTopicIds
+    treats it as matching no topic, so every topic the member keeps is one it names; after the
+    refresh it still names them (the spec's SubscribedTopicNames never change). Dropping a name
+    bumps the group epoch in the same request (GroupMetadataManager.hasMemberSubscriptionChanged
+    compares SubscribedTopicNames), and so does moving to a regex the group has already resolved
+    (GroupMetadataManager.maybeUpdateRegularExpressions): neither is an unsubscribe here."""
+    return Forall(_partitions(p), lambda q: s.subscribed[m][q])
+
+
 @spec.action(m=_unsubscribers, q=_partitions, actors=("member {m}", "coordinator"))
 def HeartbeatUnsubscribe(s, p, m, q):
-    """ConsumerGroupHeartbeat with a new SubscribedTopicRegex that no longer matches topic q (each
-    partition is a topic here), while the regex is still being resolved: consumerGroupHeartbeat
-    computes no new target yet, and CurrentAssignmentBuilder.updateCurrentAssignment (KAFKA-19431)
-    takes the topic's partitions away from the member at its current epoch."""
-    _heartbeat(s, p, m, "-", resubscribe=False, unsubscribe=q)
+    """ConsumerGroupHeartbeat from a member that names every topic but q in SubscribedTopicNames
+    and has q by its SubscribedTopicRegex (each partition is a topic here), with a new regex that
+    matches no modelled topic. GroupMetadataManager.maybeUpdateRegularExpressions bumps nothing
+    for a regex no member has (it schedules the coordinator's refresh, at most one per
+    REGEX_BATCH_REFRESH_INTERVAL_MS, 10 s) and hasMemberSubscriptionChanged finds the names
+    unchanged, so the request computes no new target; CurrentAssignmentBuilder.subscribedTopicIds
+    treats the unresolved regex as matching nothing, and updateCurrentAssignment (KAFKA-19431)
+    takes q's partitions away at the member's current epoch. Once per membership
+    (_regex_unchanged)."""
+    _heartbeat(s, p, m, "-", resubscribe=False, unsubscribe=(q,))
+
+
+@spec.action(m=_unsubscribers, actors=("member {m}", "coordinator"))
+def HeartbeatUnsubscribeAll(s, p, m):
+    """ConsumerGroupHeartbeat from a member subscribed by a regex alone (the Java consumer's
+    subscribe(Pattern) sends SubscribedTopicRegex and no names) with a new regex that matches no
+    modelled topic: as HeartbeatUnsubscribe, but CurrentAssignmentBuilder.subscribedTopicIds is
+    empty until the refresh, so updateCurrentAssignment takes the partitions of every topic away
+    at once, at the member's current epoch (with nothing pending revocation it moves everything
+    assigned to pending revocation). Once per membership (_regex_unchanged)."""
+    _heartbeat(s, p, m, "-", resubscribe=False, unsubscribe=tuple(_partitions(p)))
 
 
 def _resolutions(p):
@@ -940,12 +973,23 @@ ZOMBIE_UNSUBSCRIBE = (
     "again; member 1 leaves and rejoins and is given p1 at epoch 3; member 0, still at epoch 1, has "
     "its commit accepted, since a commit at the member epoch is accepted for any partition. Like the "
     "KAFKA-19974 zombie, a partition is released without its member's epoch moving")
+# The two lemmas that KAFKA-19974 breaks, broken here by a topic dropped at an unchanged epoch
+LEMMAS_BROKEN_BY_UNSUBSCRIBING = {
+    "released-partition-commit-is-stale": (
+        "4 steps, Kafka as shipped: member 0 sends a commit for p1 at epoch 1, then, subscribed by "
+        "a regex alone, changes its regex; updateCurrentAssignment takes p0 and p1 away at epoch 1 "
+        "and the next heartbeat releases them with member 0 still at epoch 1 (the single-topic drop "
+        "of HeartbeatUnsubscribe releases p1 in the same 4 steps)"),
+    "zombie-commit-is-stale": (
+        "6 steps: the first six of the no-zombie-commit trace; p1 goes to member 1 at epoch 3 while "
+        "member 0, still at epoch 1, has its commit at epoch 1 for p1 in flight"),
+}
 spec.variant("unsubscribes", "kip1251 with members that drop a topic while its new regex is "
              "resolved (KAFKA-19431's path), at max_epoch 3 with dynamic members",
              params={"unsubscribes": 1, "static_members": 0, "max_epoch": 3},
              violates=["no-zombie-commit", "unrevoked-at-target-owns-no-pending",
                        "eventually-converges", *LEMMAS_BROKEN_BY_19974],
-             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_UNSUBSCRIBE,
+             findings={**LEMMAS_BROKEN_BY_UNSUBSCRIBING, "no-zombie-commit": ZOMBIE_UNSUBSCRIBE,
                        "unrevoked-at-target-owns-no-pending": UNSUBSCRIBE_LEMMA,
                        "eventually-converges": CONVERGE_AT_CAP})
 spec.variant("kafka-19974", "before KAFKA-19974 (the reconciliation of unrevoked-epoch-bump) where "
@@ -953,13 +997,14 @@ spec.variant("kafka-19974", "before KAFKA-19974 (the reconciliation of unrevoked
              params={"unsubscribes": 1, "static_members": 0, "max_epoch": 3},
              violates=["one-owner-per-epoch", "no-zombie-commit", "unrevoked-at-target-owns-no-pending",
                        "eventually-converges", *LEMMAS_BROKEN_BY_19974],
-             findings={**LEMMAS_BROKEN_BY_19974, "eventually-converges": CONVERGE_AT_CAP,
+             findings={**LEMMAS_BROKEN_BY_UNSUBSCRIBING, "eventually-converges": CONVERGE_AT_CAP,
                        "one-owner-per-epoch": "KAFKA-19974, 7 steps: member 1 drops p1's topic and "
                        "revokes p1 at epoch 1; the resolution bumps the group epoch, and the target "
                        "at epoch 2 gives p0 and p1 to member 0; member 1 goes from "
                        "UNREVOKED_PARTITIONS to UNREVOKED_PARTITIONS and, before the fix, to epoch 2 "
-                       "while it still holds p0 pending revocation; member 0 then takes p0 at epoch 2: "
-                       "p0 had two owners at epoch 2, one after the other",
+                       "while it still holds p0 pending revocation; its next heartbeat releases p0 "
+                       "and member 0 then takes p0 at epoch 2: p0 had two owners at epoch 2, one "
+                       "after the other",
                        "no-zombie-commit": ZOMBIE_UNSUBSCRIBE,
                        "unrevoked-at-target-owns-no-pending": UNSUBSCRIBE_LEMMA})
 spec.variant("lost-responses", "kip1251 with lost heartbeat and join responses, at max_epoch 3",

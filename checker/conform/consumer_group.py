@@ -153,7 +153,8 @@ class ConsumerGroupAdapter(Adapter):
         known = {"Join", "JoinFenced", "JoinUnreleasedInstance", "Heartbeat",
                  "HeartbeatNewSubscription", "HeartbeatResponse", "LoseHeartbeatResponse",
                  "TopicPartitionsAdded", "SendCommit", "HandleCommit", "AdminCommit", "Leave",
-                 "FenceMember", "StaticMemberExpires", "HeartbeatUnsubscribe", "SubscriptionResolved"}
+                 "FenceMember", "StaticMemberExpires", "HeartbeatUnsubscribe", "HeartbeatUnsubscribeAll",
+                 "SubscriptionResolved"}
         if action not in known:
             return (f"action {action} has no request in the consumer_group adapter "
                     f"(checker/conform/consumer_group.py)")
@@ -349,15 +350,17 @@ class ConsumerGroupAdapter(Adapter):
             r = self._member_heartbeat(run, m, st["client_epoch"][m], st["owns"][m])
             st["held"][m] = r
             obs.update(self._response(run, r))
-        elif action == "HeartbeatUnsubscribe":
+        elif action in ("HeartbeatUnsubscribe", "HeartbeatUnsubscribeAll"):
             # a new SubscribedTopicRegex, unresolved, in place of the one that matched topic q:
             # GroupMetadataManager.maybeUpdateRegularExpressions schedules no refresh within
             # REGEX_BATCH_REFRESH_MIN_INTERVAL_MS (10 s) of the last one, so the member is
             # subscribed to its topic names only (CurrentAssignmentBuilder.subscribedTopicIds
             # treats an unresolved regex as matching nothing) and updateCurrentAssignment takes
             # q's partition away at the same epoch. The new regex matches the topic the spec does
-            # not model only (kcheck-...-x), so its resolution changes the group's subscriptions
-            if args["q"] not in st["droppers"].get(m, ()):
+            # not model only (kcheck-...-x), so its resolution changes the group's subscriptions.
+            # HeartbeatUnsubscribeAll: the member has every topic by regex and names none (the
+            # setup prefix subscribed it so), so the unresolved regex takes them all
+            if "q" in args and args["q"] not in st["droppers"].get(m, ()):
                 raise RuntimeError(f"member {m} drops topic {args['q']}, which the setup prefix "
                                    f"did not subscribe by regex")
             st["unsubscribes"] += 1
@@ -446,8 +449,8 @@ class ConsumerGroupAdapter(Adapter):
         if step.outcome is not None:
             out["outcome"] = step.outcome
         m = a.get("m")
-        if step.action in ("Join", "Heartbeat", "HeartbeatNewSubscription",
-                           "HeartbeatUnsubscribe") and step.outcome == "NONE":
+        if step.action in ("Join", "Heartbeat", "HeartbeatNewSubscription", "HeartbeatUnsubscribe",
+                           "HeartbeatUnsubscribeAll") and step.outcome == "NONE":
             out["response.member_epoch"] = post[f"member_epoch[{m}]"]
             out["response.assigned"] = [q for q in range(p.partitions)
                                         if post[f"holds[{m}][{q}]"] == "ASSIGNED"]
@@ -487,30 +490,36 @@ class ConsumerGroupAdapter(Adapter):
 
     # -- topics and partitions ---------------------------------------------------------------
     def _droppers(self, run, s: dict) -> dict:
-        """{member: [topic q]} of the members that drop a topic from their subscription in the
-        trace (HeartbeatUnsubscribe), checked against what the setup prefix can subscribe."""
+        """{member: [topic q]} of the members that drop topics from their subscription in the
+        trace (HeartbeatUnsubscribe: one; HeartbeatUnsubscribeAll: every topic, a member
+        subscribed by regex alone), checked against what the setup prefix can subscribe."""
         out: dict = {}
         if not getattr(run.params, "unsubscribes", 0):
             return out
+        requests: dict = {}
         for action, args in run.actions:
-            if action == "HeartbeatUnsubscribe":
-                out.setdefault(args["m"], [])
-                if args["q"] not in out[args["m"]]:
-                    out[args["m"]].append(args["q"])
+            if action in ("HeartbeatUnsubscribe", "HeartbeatUnsubscribeAll"):
+                m = args["m"]
+                requests[m] = requests.get(m, 0) + 1
+                dropped = [args["q"]] if "q" in args else list(range(run.params.partitions))
+                out.setdefault(m, [])
+                out[m] += [q for q in dropped if q not in out[m]]
             if action == "TopicPartitionsAdded":
                 raise NotDrivable("TopicPartitionsAdded with unsubscribes: the adapter adds a "
                                   "partition to the one topic of a trace, and a regex trace has "
                                   "a topic per partition")
         for m, topics in out.items():
-            if len(topics) > 1:
+            if requests[m] > 1:
+                # the spec no longer takes this path (consumer_group._regex_unchanged: one regex
+                # change per membership); a trace written by hand still may
                 raise NotDrivable(
-                    f"member {m} drops topics {' and '.join(map(str, topics))}: Kafka treats a "
-                    f"regex that is not resolved yet as matching no topic "
+                    f"member {m} drops topics {' and '.join(map(str, topics))} in {requests[m]} "
+                    f"requests: Kafka treats a regex that is not resolved yet as matching no topic "
                     f"(CurrentAssignmentBuilder.subscribedTopicIds), so a member keeps, while its "
-                    f"new regex is resolved, only the topics it subscribes to by name; the second "
-                    f"topic would have to be dropped from SubscribedTopicNames, which bumps the "
-                    f"group epoch at once (GroupMetadataManager.hasMemberSubscriptionChanged), "
-                    f"where the spec's HeartbeatUnsubscribe bumps nothing")
+                    f"new regex is resolved, only the topics it subscribes to by name, and names "
+                    f"them still after; a topic dropped from SubscribedTopicNames bumps the group "
+                    f"epoch at once (GroupMetadataManager.hasMemberSubscriptionChanged), where the "
+                    f"spec's HeartbeatUnsubscribe bumps nothing")
             if s["member_epoch"][m] == LEFT or any(a in ("Join", "JoinFenced", "JoinUnreleasedInstance")
                                                     and x.get("m") == m for a, x in run.actions):
                 raise NotDrivable(f"member {m} joins during the trace and drops a topic: its "
@@ -559,7 +568,8 @@ class ConsumerGroupAdapter(Adapter):
     # -- requests ------------------------------------------------------------------------------
     def _subscription(self, run, m) -> tuple:
         """(SubscribedTopicNames, SubscribedTopicRegex) of member m: every topic of the trace by
-        name but the one it drops (that one it has by regex), and the topics a
+        name but those it drops (those it has by regex: all of them for HeartbeatUnsubscribeAll,
+        a member subscribed by regex alone), and the topics a
         HeartbeatNewSubscription added (which the spec does not model)."""
         st = run.state
         names = st["topics"]
@@ -708,7 +718,8 @@ class ConsumerGroupAdapter(Adapter):
             req = HB.ConsumerGroupHeartbeatRequest(
                 group_id=st["group"], member_id=member_id, member_epoch=i32(epoch),
                 instance_id=instance_id, rebalance_timeout=ms(REBALANCE_TIMEOUT_MS),
-                subscribed_topic_names=subscription or st["topics"], subscribed_topic_regex=regex,
+                subscribed_topic_names=st["topics"] if subscription is None else subscription,
+                subscribed_topic_regex=regex,
                 topic_partitions=self._owned(run, owns))
         return (conn or st["coordinator"]).send(req)
 
