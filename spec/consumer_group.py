@@ -585,7 +585,7 @@ def HeartbeatUnsubscribe(s, p, m, q):
     and has q by its SubscribedTopicRegex (each partition is a topic here), with a new regex that
     matches no modelled topic. GroupMetadataManager.maybeUpdateRegularExpressions bumps nothing
     for a regex no member has (it schedules the coordinator's refresh, at most one per
-    REGEX_BATCH_REFRESH_INTERVAL_MS, 10 s) and hasMemberSubscriptionChanged finds the names
+    REGEX_BATCH_REFRESH_MIN_INTERVAL_MS, 10 s) and hasMemberSubscriptionChanged finds the names
     unchanged, so the request computes no new target; CurrentAssignmentBuilder.subscribedTopicIds
     treats the unresolved regex as matching nothing, and updateCurrentAssignment (KAFKA-19431)
     takes q's partitions away at the member's current epoch. Once per membership
@@ -596,11 +596,12 @@ def HeartbeatUnsubscribe(s, p, m, q):
 @spec.action(m=_unsubscribers, actors=("member {m}", "coordinator"))
 def HeartbeatUnsubscribeAll(s, p, m):
     """ConsumerGroupHeartbeat from a member subscribed by a regex alone (the Java consumer's
-    subscribe(Pattern) sends SubscribedTopicRegex and no names) with a new regex that matches no
-    modelled topic: as HeartbeatUnsubscribe, but CurrentAssignmentBuilder.subscribedTopicIds is
-    empty until the refresh, so updateCurrentAssignment takes the partitions of every topic away
-    at once, at the member's current epoch (with nothing pending revocation it moves everything
-    assigned to pending revocation). Once per membership (_regex_unchanged)."""
+    subscribe(SubscriptionPattern), AsyncKafkaConsumer.subscribeToRegex: its heartbeats carry the
+    RE2/J pattern and no topic names) with a new regex that matches no modelled topic: as
+    HeartbeatUnsubscribe, but CurrentAssignmentBuilder.subscribedTopicIds is empty until the
+    refresh, so updateCurrentAssignment takes the partitions of every topic away at once, at the
+    member's current epoch (with nothing pending revocation it moves everything assigned to
+    pending revocation). Once per membership (_regex_unchanged)."""
     _heartbeat(s, p, m, "-", resubscribe=False, unsubscribe=tuple(_partitions(p)))
 
 

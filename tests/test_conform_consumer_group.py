@@ -119,7 +119,7 @@ def test_a_member_subscribed_by_regex_alone_drops_every_topic_in_one_request():
     assert droppers == {0: [0, 1]}
     ad._create_topics(run, droppers)
     run.state["regex"][0] = ad._initial_regex(run)
-    # no topic by name: the Java consumer's subscribe(Pattern)
+    # no topic by name: the Java consumer's subscribe(SubscriptionPattern)
     assert ad._subscription(run, 0) == ((), "kcheck-t-t[0-9]+")
     assert ad._subscription(run, 1) == (("kcheck-t-t0", "kcheck-t-t1"), None)
 
