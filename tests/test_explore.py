@@ -80,6 +80,18 @@ def producer():
     return load_spec("producer").instantiate("pre-kip360-in-flight")
 
 
+# producer's searches, each done once for the tests that compare against it (at blocks of 16
+# states a search costs a few seconds of CPU; smaller blocks, which the grid covers, cost more)
+SMALL_BLOCK = 16
+
+
+@pytest.fixture(scope="module")
+def producer_searches():
+    """-> (model, the search in one block a level, the search in blocks of SMALL_BLOCK)."""
+    model = producer()
+    return model, bfs.search(model), bfs.search(model, block=SMALL_BLOCK)
+
+
 def rendered(model, found) -> dict[str, str]:
     """Each counterexample as the JSON trace a user gets (the bytes compared between engines)."""
     return {p: json.dumps(to_json(build(model, p, f.kind, f.initial, f.steps)), sort_keys=True)
@@ -106,17 +118,23 @@ def test_the_parent_is_the_least_action_instance_whatever_the_blocks(grid):
 
 @pytest.mark.parametrize("block", [1, 3, 16])
 def test_the_block_size_changes_no_figure_and_no_trace(grid, block):
-    for model in (grid, producer()):
-        whole, cut = bfs.search(model), bfs.search(model, block=block)
-        assert summary(cut) == summary(whole)
-        assert rendered(model, cut.found) == rendered(model, whole.found)
+    """The grid at every block size (one state a block included); producer, where the old
+    rule's traces differed, in blocks of 16 below."""
+    whole, cut = bfs.search(grid), bfs.search(grid, block=block)
+    assert summary(cut) == summary(whole)
+    assert rendered(grid, cut.found) == rendered(grid, whole.found)
 
 
-def test_a_level_sorted_in_parts_keeps_the_least_parent(monkeypatch):
-    model = producer()
-    once = bfs.search(model, block=16)
+def test_the_block_size_changes_no_figure_and_no_trace_of_producer(producer_searches):
+    model, whole, cut = producer_searches
+    assert summary(cut) == summary(whole)
+    assert rendered(model, cut.found) == rendered(model, whole.found)
+
+
+def test_a_level_sorted_in_parts_keeps_the_least_parent(monkeypatch, producer_searches):
+    model, _, once = producer_searches
     monkeypatch.setattr(explore, "COMPACT_AT", 1)
-    parts = bfs.search(model, block=16)
+    parts = bfs.search(model, block=SMALL_BLOCK)
     assert summary(parts) == summary(once)
     assert rendered(model, parts.found) == rendered(model, once.found)
 
@@ -139,18 +157,19 @@ def _graph_traces(sg, model, found):
     return out
 
 
-@pytest.mark.parametrize("block", [3, 16])
-def test_the_state_graph_keeps_the_search_s_parents(grid, block):
-    for model in (grid, producer()):
-        single = bfs.search(model)
-        sg = graph.build_graph(model, block=block)
-        assert (sg.states, sg.transitions, sg.max_depth) == \
-               (single.distinct_states, single.transitions, single.depth)
-        assert rendered(model, _graph_traces(sg, model, single.found)) == rendered(model, single.found)
-        if bfs.DEADLOCK in single.found:
-            initial, steps = sg.deadlock()
-            assert (initial, steps) == (single.found[bfs.DEADLOCK].initial,
-                                        single.found[bfs.DEADLOCK].steps)
+@pytest.mark.parametrize("spec,block", [("grid", 3), ("grid", 16), ("producer", SMALL_BLOCK)])
+def test_the_state_graph_keeps_the_search_s_parents(grid, producer_searches, spec, block):
+    # producer in blocks of 16 only: its levels span many blocks already (blocks of 3 cost twice
+    # the CPU and take no other path; the grid takes both)
+    model, single = (grid, bfs.search(grid)) if spec == "grid" else producer_searches[:2]
+    sg = graph.build_graph(model, block=block)
+    assert (sg.states, sg.transitions, sg.max_depth) == \
+           (single.distinct_states, single.transitions, single.depth)
+    assert rendered(model, _graph_traces(sg, model, single.found)) == rendered(model, single.found)
+    if bfs.DEADLOCK in single.found:
+        initial, steps = sg.deadlock()
+        assert (initial, steps) == (single.found[bfs.DEADLOCK].initial,
+                                    single.found[bfs.DEADLOCK].steps)
 
 
 def _brute_first(fp, runs, actions):
@@ -220,10 +239,12 @@ def test_action_coverage(grid):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_slices_report_the_single_process_traces(sc, grid):
-    for model, block in ((grid, 4), (producer(), 16)):
-        single = bfs.search(model, block=block)
-        dist = spark.check(model, master=MASTER, slices=3, block=block)
+def test_spark_slices_report_the_single_process_traces(sc, grid, producer_searches):
+    # two slices: the tie-break between slices' traces is exercised (tests/test_spark.py runs
+    # 1, 2 and 5)
+    model, _, at_16 = producer_searches
+    for model, block, single in ((grid, 4, bfs.search(grid, block=4)), (model, SMALL_BLOCK, at_16)):
+        dist = spark.check(model, master=MASTER, slices=2, block=block)
         assert not dist.distribution.in_driver
         assert max(dist.distribution.levels) > 2 * block     # levels of several blocks
         assert (dist.distinct_states, dist.depth, dist.stop_reason) == \
@@ -236,9 +257,9 @@ def test_spark_slices_report_the_single_process_traces(sc, grid):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_owners_report_the_single_process_traces_and_coverage(sc, grid):
-    for model, block in ((grid, 4), (producer(), 16)):
-        single = bfs.search(model, block=block)
+def test_spark_owners_report_the_single_process_traces_and_coverage(sc, grid, producer_searches):
+    model, _, at_16 = producer_searches
+    for model, block, single in ((grid, 4, bfs.search(grid, block=4)), (model, SMALL_BLOCK, at_16)):
         own = spark_owner.check(model, master=MASTER, owners=2, prefix_depth=2, block=block)
         assert own.distribution.spark_levels >= 3
         assert summary(own) == summary(single)        # each state expanded once: exact counts
