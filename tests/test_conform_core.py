@@ -179,6 +179,49 @@ def test_actions_without_a_request_are_named():
     assert ad.action_reason("Heartbeat", {"m": 0, "target": "-"}) is None
 
 
+class _ScriptedCoordinator:
+    """A coordinator connection that answers offset commits with the given error codes in turn
+    and records which group each commit named."""
+
+    def __init__(self, *codes):
+        self.codes, self.groups = list(codes), []
+
+    def send(self, request):
+        from types import SimpleNamespace
+        self.groups.append(request.group_id)
+        code = self.codes.pop(0) if len(self.codes) > 1 else self.codes[0]
+        return SimpleNamespace(topics=[SimpleNamespace(partitions=[SimpleNamespace(error_code=code)])])
+
+
+def _barrier_run(coordinator):
+    run = TraceRun(_NoBroker(), "t", None)
+    run.state.update(group="g", coordinator=coordinator, where=[("topic", None, 0)])
+    return run
+
+
+def test_after_a_move_the_driver_waits_for_a_committed_write_of_its_own(monkeypatch):
+    """Issue 14: a new coordinator's committed view can stay behind the old one's until the next
+    write; the driver's barrier is an offset commit of a group of its own, retried while the
+    coordinator takes over, and a refusal or a timeout is an error that says so."""
+    from kio.schema.errors import ErrorCode
+
+    from checker.conform import consumer_group
+    from checker.conform.wire import WireError
+    c = _ScriptedCoordinator(ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress,
+                             ErrorCode.none)
+    ConsumerGroupAdapter()._wait_committed(_barrier_run(c))
+    assert c.groups == ["g-barrier"] * 3 and c.codes == [ErrorCode.none]
+    with pytest.raises(WireError, match="refused the driver's barrier offset commit: "
+                                        "GROUP_AUTHORIZATION_FAILED"):
+        ConsumerGroupAdapter()._wait_committed(_barrier_run(
+            _ScriptedCoordinator(ErrorCode.group_authorization_failed)))
+    monkeypatch.setattr(consumer_group, "MOVE_CATCH_UP_S", 0.0)
+    with pytest.raises(WireError, match=r"did not commit a write within 0s of the move "
+                                        r"\(last answer NOT_COORDINATOR\)"):
+        ConsumerGroupAdapter()._wait_committed(_barrier_run(
+            _ScriptedCoordinator(ErrorCode.not_coordinator)))
+
+
 def test_release_record():
     ad = ConsumerGroupAdapter()
     names = lambda v: [n for n, _ in ad.expected_variants(v)]   # noqa: E731

@@ -39,7 +39,7 @@ from checker.conform.wire import WireError, error_name, ms, schema
 LEFT, STATIC_LEFT = -1, -2
 REBALANCE_TIMEOUT_MS = 60_000        # long: no rebalance timer fires during a replay
 TRANSACTION_TIMEOUT_MS = 60_000
-MOVE_CATCH_UP_S = 10.0               # bound on a new coordinator catching up with the old one
+MOVE_CATCH_UP_S = 10.0               # bound on a new coordinator committing its first write
 CLASSIC_SESSION_TIMEOUT_MS = 45_000  # a classic member's JoinGroup session: no timer fires
 # GroupMetadataManager.REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: the coordinator refreshes a group's
 # regexes at most once in this interval (4.2, 4.3 and 4.4 alike)
@@ -799,22 +799,48 @@ class ConsumerGroupAdapter(Adapter):
         if not hasattr(run.broker, "move_coordinator"):
             raise NotDrivable("moving the group coordinator needs a cluster of three nodes "
                               "(kcheck starts one; a broker given by --bootstrap is one node)")
-        self._describe_raw(run)
-        before = _summary(st.get("described"))
         after = run.broker.move_coordinator(st["group"], 0)
         st["coordinator"] = run.connect(run.broker.node(after["leader"]).host_port)
         st["coordinator_moves"] = st.get("coordinator_moves", 0) + 1
         self._wait_loaded(run)
-        # The new coordinator reads at its own last committed offset, which follows the
-        # partition's high watermark a little after the move (docs/conformance.md, "A cluster of
-        # three"): wait (bounded) until it shows what the old one showed; if it never does, the
-        # step's comparison reports the difference.
+        self._wait_committed(run)
+
+    def _wait_committed(self, run) -> None:
+        """Until the new coordinator's committed view has reached the end of its log: one write
+        of the driver's own (an offset commit of a group no spec member is in, TRACE-barrier),
+        answered only once the coordinator has applied a high watermark past it.
+
+        Why a write and not a wait: the coordinator serves reads (ConsumerGroupDescribe,
+        OffsetFetch) at its last committed offset (CoordinatorRuntime.scheduleReadOperation).
+        While loading it takes that offset from the partition's high watermark as it reads
+        (CoordinatorLoaderImpl.processMemoryRecords: updateLastCommittedOffset), and a new
+        leader's high watermark lags until the followers fetch from it. Later advances reach it
+        only through the HighWatermarkListener, which CoordinatorContext.transitionTo(ACTIVE)
+        registers once the load is complete; Partition.maybeAddListener does not tell a new
+        listener the current high watermark. An advance between the loader's last read and that
+        registration is never delivered: the coordinator shows the group as it was before the
+        old coordinator's last answered write until the next write to the partition advances
+        the high watermark again (issue 14: step 9 of the zombie trace, a heartbeat that changes
+        only member 0's partitions, described as before it). A write's answer comes from the
+        listener's event, which applies the new committed offset first (updateLastCommittedOffset,
+        then deferredEventQueue.completeUpTo), so every read after it sees everything the old
+        coordinator answered."""
+        st = run.state
         deadline = time.monotonic() + MOVE_CATCH_UP_S
-        while time.monotonic() < deadline:
-            self._describe_raw(run)
-            if _summary(st.get("described")) == before:
-                break
-            time.sleep(0.05)   # polling the new coordinator's committed view, not an outcome
+        barrier = {"request": "OFFSET_COMMIT", "member_id": "", "instance_id": None, "epoch": -1,
+                   "q": 0}
+        while True:
+            error = self._commit(run, barrier, group=f"{st['group']}-barrier")
+            if error == "NONE":
+                return
+            if error not in ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+                             "NOT_COORDINATOR", "REQUEST_TIMED_OUT"):
+                raise WireError(f"the new group coordinator refused the driver's barrier offset "
+                                f"commit: {error}")
+            if time.monotonic() > deadline:
+                raise WireError(f"the new group coordinator did not commit a write within "
+                                f"{MOVE_CATCH_UP_S:.0f}s of the move (last answer {error})")
+            time.sleep(0.1)   # the coordinator is still taking over: ask again
 
     def _wait_loaded(self, run) -> None:
         """Wait (bounded) while the coordinator loads the group's __consumer_offsets partition."""
@@ -926,15 +952,16 @@ class ConsumerGroupAdapter(Adapter):
             raise WireError(f"AddOffsetsToTxn {txn_id}: {error_name(r.error_code)}")
         return producer
 
-    def _commit(self, run, commit) -> str:
+    def _commit(self, run, commit, group: str | None = None) -> str:
         st = run.state
+        group = group or st["group"]
         req = commit["request"]
         offset = i64(len(run.wire_log))
         if req in ("OFFSET_COMMIT", "OFFSET_COMMIT_V8"):
             oc = schema("offset_commit", 9 if req == "OFFSET_COMMIT" else 8)
             topic, _, part = st["where"][commit["q"]]
             r = st["coordinator"].send(oc.OffsetCommitRequest(
-                group_id=st["group"], generation_id_or_member_epoch=i32(commit["epoch"]),
+                group_id=group, generation_id_or_member_epoch=i32(commit["epoch"]),
                 member_id=commit["member_id"], group_instance_id=commit["instance_id"],
                 topics=(oc.OffsetCommitRequestTopic(name=topic, partitions=(
                     oc.OffsetCommitRequestPartition(partition_index=i32(part),
@@ -945,7 +972,7 @@ class ConsumerGroupAdapter(Adapter):
         pr = commit["producer"]
         topic, _, part = st["where"][commit["q"]]
         r = st["coordinator"].send(tc.TxnOffsetCommitRequest(
-            transactional_id=pr["txn_id"], group_id=st["group"], producer_id=pr["pid"],
+            transactional_id=pr["txn_id"], group_id=group, producer_id=pr["pid"],
             producer_epoch=pr["epoch"], generation_id=i32(commit["epoch"]),
             member_id=commit["member_id"], group_instance_id=commit["instance_id"],
             topics=(tc.TxnOffsetCommitRequestTopic(name=topic, partitions=(
@@ -1032,14 +1059,6 @@ class ConsumerGroupAdapter(Adapter):
 def _kafka_uuid(u) -> str:
     """A topic id as Kafka writes it (Uuid.toString: URL-safe base64 without padding)."""
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
-
-
-def _summary(described) -> tuple | None:
-    """What a ConsumerGroupDescribe answer says of a group, in a comparable form."""
-    if described is None:
-        return None
-    return (int(described.group_epoch), int(described.assignment_epoch),
-            tuple(sorted((m.member_id, int(m.member_epoch)) for m in described.members)))
 
 
 # MemberState's ids (org.apache.kafka.coordinator.group.modern.MemberState)
