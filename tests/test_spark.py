@@ -1,4 +1,5 @@
-"""Spark against the single-process search: every shipped spec and variant gives the same
+"""Spark against the single-process search: every shipped spec, on the variants that take each
+path (tests/spark_support.py CASES), gives the same
 verdicts, distinct-state counts, the same traces (step for step, whatever the size of a level:
 tests/test_explore.py cuts levels into many blocks) and the same action coverage; stopping rules,
 retried tasks, sweeps, the command line's errors, and a real standalone cluster."""
@@ -16,8 +17,7 @@ from checker.cli import main
 from checker.layout import initial_words
 from checker.loader import load_spec
 from checker.trace import Executor, build, load, replay
-from spark_support import MASTER, sc, test_bounds  # noqa: F401 (sc is a fixture)
-from spec import SHIPPED
+from spark_support import CASES, MASTER, at_test_bounds, sc  # noqa: F401 (sc is a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 KCHECK = [sys.executable, "-m", "checker.cli"]
@@ -56,13 +56,9 @@ def assert_same(model, single, dist):
         assert dist.never_fired() == single.never_fired()
 
 
-CASES = [(name, v) for name in SHIPPED for v in load_spec(name).variants]
-
-
 @pytest.mark.parametrize("name,variant", CASES)
 def test_spark_matches_single_process(sc, name, variant):
-    model = load_spec(name).instantiate(variant)
-    max_depth, single = test_bounds(model)
+    model, max_depth, single = at_test_bounds(name, variant)
     # two slices: the merge across slices and the tie-break between them are exercised (each
     # slice costs about a whole search on these specs; test_slice_count_does_not_change_the_answer
     # runs 1, 2 and 5)

@@ -1,5 +1,5 @@
 """The ownership mode (checker/spark_owner.py) against the single-process search: every shipped
-spec and variant gives the same verdicts, distinct-state counts, transitions, depth, steps per
+spec, on the variants that take each path (tests/spark_support.py CASES), gives the same verdicts, distinct-state counts, transitions, depth, steps per
 action and the very same traces (at any level size: tests/test_explore.py cuts levels into many
 blocks); no state is explored twice; the stopping rules, a retried task, more owners than cores
 (one job per level) and as many (one barrier job), symmetry reduction, and the command line."""
@@ -14,8 +14,7 @@ from checker import bfs, spark, spark_owner
 from checker.cli import main
 from checker.loader import load_spec
 from checker.trace import build
-from spec import SHIPPED
-from spark_support import MASTER, sc, test_bounds  # noqa: F401 (sc is a fixture)
+from spark_support import CASES, MASTER, ONE_PER_SPEC, at_test_bounds, sc  # noqa: F401 (sc is a fixture)
 
 SPARK_LEVELS = 2           # levels built by the owners per variant (each costs a Spark job)
 
@@ -38,9 +37,6 @@ def assert_same(model, single, own):
         assert len(tr) == len(f.steps)
 
 
-CASES = [(name, v) for name in SHIPPED for v in load_spec(name).variants]
-
-
 def test_driver_alone_matches_single_process():
     """The numpy core the owners run, here all in the driver (no Spark). (Each test below runs
     the first levels of its bounds in the driver too.)"""
@@ -55,26 +51,20 @@ def test_barrier_owners_as_threads_match_single_process(name, variant):
     """The barrier mode's owner protocol (expand, exchange through files, merge, the stopping
     rule replicated in every owner, the traces walked across owners), its owners run as
     threads without Spark: the last levels of each variant's test bounds."""
-    model = load_spec(name).instantiate(variant)
-    max_depth, single = test_bounds(model)
+    model, max_depth, single = at_test_bounds(name, variant)
     depth = single.depth if max_depth is None else max_depth
     own = spark_owner.check(model, max_depth=max_depth, master=None, owners=2, threads=True,
                             prefix_depth=max(0, depth - SPARK_LEVELS))
     assert_same(model, single, own)
 
 
-# on Spark, one variant per spec: the owners' protocol is the threads' above (every variant);
+# on Spark, one variant per spec: the owners' protocol is the threads' above (every case);
 # what Spark adds (the model rebuilt in each Python worker from plain data, the hand-over
 # files, synchronisation between processes) does not depend on the variant
-SPARK_CASES = [(name, load_spec(name).default_variant or next(iter(load_spec(name).variants)))
-               for name in SHIPPED]
-
-
-@pytest.mark.parametrize("name,variant", SPARK_CASES)
+@pytest.mark.parametrize("name,variant", ONE_PER_SPEC)
 def test_ownership_matches_single_process(sc, name, variant):
     """The last levels of each spec's test bounds built by the owners on Spark."""
-    model = load_spec(name).instantiate(variant)
-    max_depth, single = test_bounds(model)
+    model, max_depth, single = at_test_bounds(name, variant)
     depth = single.depth if max_depth is None else max_depth
     own = spark_owner.check(model, max_depth=max_depth, master=MASTER, owners=2,
                             prefix_depth=max(0, depth - SPARK_LEVELS))
