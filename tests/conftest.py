@@ -43,8 +43,6 @@ _SLOW_TESTS = {
     "test_progress_agrees_with_the_plain_reading_at_small_bounds": None,
     "test_compiled_code_agrees_with_reference_interpreter": ("consumer_group", "classic_group",
                                                             "shared_consumption", "producer"),
-    "test_shared_subexpressions_compute_what_the_interpreter_computes": (
-        "consumer_group", "classic_group", "shared_consumption", "producer"),
     # every variant of every Kafka spec (47 graphs, 33 s of CPU); two_phase's stay quick
     "test_graph_agrees_with_bfs_on_shipped_specs": ("consumer_group", "classic_group",
                                                     "shared_consumption", "producer"),
