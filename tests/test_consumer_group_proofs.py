@@ -4,7 +4,6 @@ violated never is; the lemmas are load-bearing; KAFKA-19974 is what separates ki
 variant in which no-zombie-commit is proved. See "Proofs" in spec/consumer_group_notes.md."""
 import pytest
 
-from checker.bfs import search
 from checker.loader import load_spec
 from checker.symbolic import prove
 from checker.trace import replay, to_json
@@ -37,7 +36,6 @@ def test_kip1251_holding_property_is_proved(prop):
     # are dropped, and the proof does not rest on them
     assert set(pr.lemmas_used) == LEMMAS - BROKEN_BY_19974
     assert set(pr.lemmas_dropped) == BROKEN_BY_19974
-    assert pr.elapsed_s < 20
 
 
 def test_kip1251_proofs_need_the_lemmas():
@@ -58,13 +56,12 @@ def test_kip1251_unrevoked_has_pending_is_violated_not_proved():
 
 
 def test_kip1251_no_zombie_commit_is_never_proved():
-    # the search's counterexample is 11 steps (too deep for bmc here): k-induction must fail, and
-    # the search's trace is a real violation of the same model
+    # the search's counterexample is 11 steps (too deep for bmc here; test_consumer_group's
+    # test_kip1251_fixes_the_race_but_not_the_19974_zombie asserts it on this model): k-induction
+    # must fail
     pr = prove(KIP1251, "no-zombie-commit", k_max=1, bmc_depth=0)
     assert pr.verdict == "not-inductive" and pr.cti_action.startswith("HandleCommit")
     assert BROKEN_BY_19974 <= set(pr.lemmas_dropped)
-    r = search(KIP1251)
-    assert len(r.found["no-zombie-commit"].steps) == 11
 
 
 def test_kip1251_lemma_broken_by_19974_is_not_proved():
