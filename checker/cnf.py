@@ -23,6 +23,9 @@ import z3
 SOLVER = "cadical195"
 # set to stop every solver call between two slices (symbolic_cli.SolverStop sets it on SIGTERM)
 STOP = threading.Event()
+# set on Ctrl-C (symbolic_cli.SolverStop): every solver call from then on gives up. Python's own
+# KeyboardInterrupt is not enough: raised inside a __del__ (a Z3 object freed), it is lost
+INTERRUPTED = threading.Event()
 # bit-blasting, then the circuit compressed as an and-inverter graph, then Tseitin's clauses
 # (the 'aig' step: 46,432 conflicts instead of 58,501 on consumer_group's zombie commit, 11.6 s of
 # CPU instead of 13.6 s). No step eliminates variables: a template's atoms keep every constraint.
@@ -122,6 +125,8 @@ class Cnf:
         budget = self.SLICE if deadline is not None else 10 * self.SLICE
         try:
             while True:
+                if INTERRUPTED.is_set():
+                    raise KeyboardInterrupt
                 self.solver.conf_budget(budget)
                 r = self._slice(assumptions)
                 if r is not None:

@@ -21,7 +21,9 @@ parameter so that the trace packs and replays.
 from __future__ import annotations
 
 import ctypes
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import z3
@@ -143,6 +145,43 @@ def _snapshot(solver: z3.Solver) -> dict:
     return out
 
 
+class Z3Call:
+    """Whether the main thread is inside a Z3 solver call, so that another thread may stop that
+    call and only that call.
+
+    Z3's own SIGINT handler (installed for the length of a call unless the solver's ``ctrl_c``
+    is off) cancels the call and swallows the signal: when the call was finishing anyway, it
+    returns sat or unsat and the Ctrl-C is lost (seen once in a full suite: bmc ran to its end
+    and exited 1). So System's solvers leave SIGINT to Python, whose handler runs once the call
+    returns, and symbolic_cli.SolverStop's watcher, woken by the signal, stops a long call with
+    ``interrupt()``. Z3's interrupt outside a call cancels whatever API call the main thread is
+    making (an expression built meanwhile came back unusable), hence the lock: the interrupt is
+    sent only between ``running``'s entry and exit."""
+
+    _lock = threading.Lock()
+    _active = False
+
+    @classmethod
+    @contextmanager
+    def running(cls):
+        with cls._lock:
+            cls._active = True
+        try:
+            yield
+        finally:
+            with cls._lock:
+                cls._active = False
+
+    @classmethod
+    def interrupt(cls) -> bool:
+        """Stop the call the main thread is in, if it is in one; whether it was."""
+        with cls._lock:
+            if cls._active:
+                z3.main_ctx().interrupt()
+                return True
+        return False
+
+
 class System:
     """The Z3 encoding of a model: state variables, initial states, steps, properties.
 
@@ -232,12 +271,26 @@ class System:
 
     def solver(self) -> z3.Solver:
         s = z3.Solver()
+        # SIGINT stays Python's (see Z3Call): Z3's own handler cancels the call and swallows the
+        # signal, so a Ctrl-C that lands as the call finishes with sat or unsat is lost
+        s.set("ctrl_c", False)
         if self.timeout_ms:
             s.set("timeout", self.timeout_ms)
         return s
 
     def check(self, s: z3.Solver, *assumptions) -> bool:
-        r = s.check(*assumptions)
+        from checker.cnf import INTERRUPTED
+        try:
+            if INTERRUPTED.is_set():
+                raise KeyboardInterrupt
+            with Z3Call.running():
+                r = s.check(*assumptions)
+            if INTERRUPTED.is_set():
+                raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            # Ctrl-C during the call: Python's handler raised it once the call returned (stopped
+            # by SolverStop's interrupt, or finished): the same answer as Z3 giving up on it
+            raise Inconclusive("interrupted from keyboard") from None
         # a solver's counters accumulate over its checks: keep each solver's latest snapshot
         self._solvers[s] = _snapshot(s)
         self._checks += 1
@@ -670,25 +723,32 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
     # a frame is a renumbered copy of its clauses (checker/cnf.py). One incremental solver for
     # the whole unrolling: each depth adds its frame once, and every question is asked under an
     # assumption literal, so what the SAT solver learnt at depth d is kept at depth d + 1.
-    S, c0, T = sy.template_states()
-    out = z3.Bool("out")   # a question's answer, one atom per copy
-
     def answer(term) -> Template:
         return Template(out == term)
 
-    step = Template(z3.And(*sy.step(S, c0, T), *sy.in_range(S),
-                           *([] if check_domain else sy.in_range(T, capped=False))))
-    init = Template(sy.init(T))
-    lemmas = Template(sy.assume(assumed, T)) if assumed else None
-    bad = {}
-    for p in props:
-        if sy.kind(p) == "transition":
-            bad[p] = answer(z3.Not(sy.step_ok(p, S, c0, T)))
-        else:
-            bad[p] = answer(z3.Not(sy.holds(p, T)))
-    wrong_terms = ([sy.out_of_range(T)] if check_domain else []) + \
-        ([sy.over_cap(T)] if sy.cap is not None else [])
-    wrong = answer(z3.Or(*wrong_terms)) if wrong_terms else None
+    try:
+        S, c0, T = sy.template_states()
+        out = z3.Bool("out")   # a question's answer, one atom per copy
+        step = Template(z3.And(*sy.step(S, c0, T), *sy.in_range(S),
+                               *([] if check_domain else sy.in_range(T, capped=False))))
+        init = Template(sy.init(T))
+        lemmas = Template(sy.assume(assumed, T)) if assumed else None
+        bad = {}
+        for p in props:
+            if sy.kind(p) == "transition":
+                bad[p] = answer(z3.Not(sy.step_ok(p, S, c0, T)))
+            else:
+                bad[p] = answer(z3.Not(sy.holds(p, T)))
+        wrong_terms = ([sy.out_of_range(T)] if check_domain else []) + \
+            ([sy.over_cap(T)] if sy.cap is not None else [])
+        wrong = answer(z3.Or(*wrong_terms)) if wrong_terms else None
+    except (KeyboardInterrupt, ctypes.ArgumentError) as e:
+        if not interrupted_in_z3(e):
+            raise
+        # Ctrl-C while the questions were bit-blasted (Z3's tactics leave SIGINT to Python):
+        # no depth was looked at, which the result says rather than a bare 'interrupted'
+        res.inconclusive = "solver: interrupted from keyboard"
+        return res
     cnf = Cnf(timeout_s)
     cnf.add(init, _rename(0))
     if lemmas:
@@ -947,8 +1007,8 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
         # (a few steps deep: proving the lemmas inductive first would cost more than it saves)
         base = bmc(model, [prop] + lemmas, k_max - 1, timeout_s=timeout_s, lemmas=False)
         sy._extra.append(base.stats)
-        if base.inconclusive:
-            raise Inconclusive(base.inconclusive)
+        if base.inconclusive:      # bmc's reason already starts 'solver: ', as ours will
+            raise Inconclusive(base.inconclusive.removeprefix("solver: "))
         for l in lemmas:
             if l in base.found:
                 res.lemmas_dropped[l] = "violated"

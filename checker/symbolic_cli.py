@@ -127,15 +127,16 @@ class SolverStop:
     printed, and the command exits 143.
 
     Python runs a signal handler only once the main thread is back in Python, that is after a
-    solver call returns, which may be hours. Z3 itself stops a call on SIGINT (its own handler is
-    installed for the length of each call: the call gives up "interrupted from keyboard" and the
-    engine returns what it found). So a thread, woken through signal.set_wakeup_fd (written by
-    Python's C-level handler while the main thread is still inside Z3), sends SIGINT to this
-    process, and again every RESEND_S seconds until the command ends: a SIGINT that lands
-    between two calls reaches Python, whose handler ignores it once SIGTERM was received, and the
-    next call is stopped by the next SIGINT. Calling Z3's interrupt() from the thread instead is
-    not safe: outside a solver call it cancels whatever API call the main thread is making
-    (measured: an expression built during an interrupt came back unusable).
+    solver call returns, which may be hours. So a thread, woken through signal.set_wakeup_fd
+    (written by Python's C-level handler while the main thread is still inside a solver), stops
+    the call: a Z3 call by ``symbolic.Z3Call.interrupt`` (only while the main thread is inside
+    one: outside a call Z3's interrupt cancels whatever API call is being made), every RESEND_S
+    seconds until the command ends; the SAT solver's call by ``cnf.STOP`` (SIGTERM) or
+    ``cnf.INTERRUPTED`` (Ctrl-C) between two slices; and a solver call that starts later gives
+    up at once. The call gives up "interrupted from keyboard" or "canceled" and the engine
+    returns what it found. Z3's own SIGINT handler is off (``System.solver``): it swallowed a
+    Ctrl-C that landed as a call finished (bmc then ran to its end), and Python's
+    KeyboardInterrupt alone is lost when it is raised inside a __del__.
 
     The same thread says on stderr that the solver is running, once, after the progress interval
     (KCHECK_PROGRESS_SECONDS, as for the search's progress lines): a quick answer or a bad input
@@ -152,6 +153,7 @@ class SolverStop:
     def __enter__(self):
         from checker import cnf
         cnf.STOP.clear()
+        cnf.INTERRUPTED.clear()
         try:
             r, w = os.pipe()
             os.set_blocking(w, False)
@@ -202,7 +204,9 @@ class SolverStop:
 
     def _watch(self, r: int):
         import select
+        from checker import cnf
         from checker.options import PROGRESS_EVERY
+        from checker.symbolic import Z3Call
         every = float(os.environ.get("KCHECK_PROGRESS_SECONDS", PROGRESS_EVERY))
         announced = False
         while not self._done.is_set():
@@ -215,11 +219,19 @@ class SolverStop:
                         f"kcheck: {self.what}: solver running (Ctrl-C or SIGTERM stops it and "
                         f"prints what was found)", markup=False)
                 continue
-            if signal.SIGTERM in os.read(r, 64):
+            got = os.read(r, 64)
+            if signal.SIGTERM in got:
                 self.terminated.set()
+                cnf.STOP.set()
+                break
+            if signal.SIGINT in got:
+                # Python's handler raises KeyboardInterrupt once the main thread is back in
+                # Python, but one raised inside a __del__ is lost: the flag stops every
+                # solver call from now on, and a Z3 call in progress is stopped at once
+                cnf.INTERRUPTED.set()
                 break
         while not self._done.is_set():
-            os.kill(os.getpid(), signal.SIGINT)
+            Z3Call.interrupt()
             self._done.wait(self.RESEND_S)
 
     def code(self, code: int) -> int:
