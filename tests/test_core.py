@@ -88,7 +88,7 @@ def test_compiled_code_agrees_with_reference_interpreter(name, monkeypatch):
     for v in spec.variants:
         m = spec.instantiate(v, {})
         enabled.clear()
-        states, transitions, depth, exhaustive = explore(m, max_states=1500)
+        states, transitions, depth, exhaustive = explore(m, max_states=1000)
         r = search(m, properties=[], deadlock=False, max_depth=None if exhaustive else depth)
         assert r.distinct_states == len(states), (v, depth)
         if exhaustive:
