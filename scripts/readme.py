@@ -7,8 +7,9 @@ A block is an HTML comment naming the command, then a fenced block that this scr
     ...
     ```
 
-`<!-- bench-output -->` runs benchmarks/bench.py; `<!-- script-output: scripts/X.py -->` runs that
-script. Run: .venv/bin/python scripts/readme.py
+`<!-- bench-output -->` runs benchmarks/bench.py; `<!-- script-output: scripts/X.py [ARG...] -->` runs
+that script with those arguments. Run: .venv/bin/python scripts/readme.py [TEXT...] (only the
+blocks whose command contains one of the TEXTs)
 (it takes a few minutes: it runs every command on this machine).
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ BLOCK = re.compile(r"(<!-- (kcheck-output: (?P<cmd>[^>]*?)|script-output: (?P<sc
 
 def run(cmd: str | None, script: str | None = None) -> str:
     if script is not None:
-        argv = [sys.executable, str(ROOT / script)]
+        path, *args = script.split()      # a script's arguments follow its path
+        argv = [sys.executable, str(ROOT / path), *args]
         shown = ""
     elif cmd is None:
         argv = [sys.executable, str(ROOT / "benchmarks/bench.py")]
