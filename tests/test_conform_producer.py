@@ -81,12 +81,21 @@ def test_every_action_is_mapped_once():
 
 def test_action_reasons():
     a = ProducerAdapter()
-    assert "second broker" in a.action_reason("LeaderFailover", {})
-    # DeleteRecords is the request, expiry Kafka's timer scheduled for the step; both at the leader
+    # FollowerFetch: a 4.x DeleteRecords waits for every live replica's log start, and the
+    # follower takes it at each fetch by itself: no request leaves it behind
+    why = a.action_reason("FollowerFetch", {"t": 0, "r": 1})
+    assert "DelayedDeleteRecords" in why and "ReplicaFetcherThread.processPartitionData" in why
+    # DeleteRecords is the request, expiry Kafka's timer scheduled for the step
     assert a.action_reason("DeleteRecords", {"t": 0, "r": 0}) is None
     assert a.action_reason("ExpireProducer", {"t": 0, "r": 0}) is None
-    assert "replica 1" in a.action_reason("ExpireProducer", {"t": 0, "r": 1})
-    assert "replica 1" in a.action_reason("Produce", {"r": 1, "lost": False})
+    # the second replica and the leader's move are driven on the cluster of three
+    assert a.action_reason("LeaderFailover", {"t": 0}) is None
+    assert a.action_reason("ExpireProducer", {"t": 0, "r": 1}) is None
+    assert a.action_reason("Produce", {"t": 0, "r": 1, "lost": False}) is None
+    assert a.action_reason("TxnMarkerArrives", {"c": 0, "t": 0, "r": 1}) is None
+    assert a.needs_cluster({"steps": [{"action": "LeaderFailover", "args": {"t": 0}}]})
+    assert a.needs_cluster({"steps": [{"action": "ExpireProducer", "args": {"t": 0, "r": 1}}]})
+    assert not a.needs_cluster({"steps": [{"action": "ExpireProducer", "args": {"t": 0, "r": 0}}]})
     # a coordinator failover is driven on the cluster (the trace needs it), so are its markers
     assert a.action_reason("CoordinatorFailover", {}) is None
     assert a.needs_cluster({"steps": [{"action": "CoordinatorFailover"}]})
@@ -194,7 +203,7 @@ def test_view_leaves_the_partition_out_while_markers_are_in_flight():
     step, words = spec_step(model, "EndTxn", {"lost": False}, words)
     v = ProducerAdapter().view(run, step)
     assert step.post["txn_state"] == "PrepareCommit"
-    assert v == {"outcome": "NONE", "response_epoch": 1, "txn_epoch": 1}
+    assert v == {"outcome": "NONE", "response_epoch": 1, "txn_epoch": 1, "leader": 0}
 
 
 def test_hold_is_needed_when_a_request_comes_before_the_markers():
@@ -328,6 +337,101 @@ def test_view_compares_the_prepare_when_kafka_is_held():
     assert v["txn_open"] is True and v["producer_epoch"] == 0 and v["appended"] == [1, 0]
 
 
+class FakeCluster:
+    """The cluster's answers that the replica mapping reads: partition -> (leader, replicas);
+    node k at port 9000 + k. Stopping a node is refused (a unit test must stop nothing)."""
+    def __init__(self, leaders, coordinator):
+        self.nodes = [type("Node", (), {"node_id": k, "host_port": ("127.0.0.1", 9000 + k)})()
+                      for k in (1, 2, 3)]
+        self.leaders, self.coordinator = leaders, coordinator
+
+    def move_leader(self, topic, partition, to=None):
+        self.leaders[partition] = to
+
+    def partition(self, topic, partition):
+        return {"leader": self.leaders[partition], "leader_epoch": 0, "replicas": [1, 2, 3],
+                "isr": [1, 2, 3]}
+
+    def node(self, node_id):
+        return self.nodes[node_id - 1]
+
+    def node_at(self, host_port):
+        return self.nodes[host_port[1] - 9001]
+
+    def stop_node(self, node_id):
+        raise AssertionError("nothing may be stopped")
+
+
+@pytest.mark.parametrize("leaders,coordinator,replicas", [
+    ({0: 2}, 3, {0: [2, 3]}),            # the coordinator follows: it is replica 1
+    ({0: 2}, 2, {0: [2, 1]}),            # the coordinator leads: node 1 is replica 1
+    ({0: 1, 1: 2}, 3, {0: [1, 3], 1: [2, 3]}),
+    ({0: 1, 1: 2}, 1, {0: [1, 2], 1: [2, 1]})])   # the third node is left for the hold
+def test_the_spec_replicas_are_two_nodes_the_hold_never_stops(leaders, coordinator, replicas):
+    """Replica 0 of each partition is its first leader, replica 1 a follower (REPLICAS): the
+    coordinator's node where it follows, so that the third node is free for the hold; the hold
+    stops none of the spec's replicas, whose producer state is compared at every step."""
+    model = spec.instantiate("kip360", {"partitions": len(leaders)})
+    cluster = FakeCluster(dict(leaders), coordinator)
+    run = driver.TraceRun(cluster, "t", model.params, model=model)
+    run.state["coordinator"] = cluster.node(coordinator).host_port
+    a = ProducerAdapter()
+    a._map_replicas(run, transactional=True)
+    assert run.state["replicas"] == replicas
+    assert run.state["spec_leader"] == {tp: 0 for tp in leaders}
+    # what the hold may stop: none of the spec's replicas, nor the coordinator
+    spec_nodes = {x for pair in replicas.values() for x in pair} | {coordinator}
+    if len(spec_nodes) == 3:
+        run.state["leaders"] = {tp: cluster.node(x).host_port for tp, x in leaders.items()}
+        ongoing = {"state": "Ongoing", "epoch": 0, "partitions": [("t", 0)]}
+        with pytest.raises(driver.NotDrivable, match="is a replica the spec models"):
+            a._hold(run, Client(), "EndTxn", ongoing)
+
+
+def test_leader_failover_moves_to_the_other_spec_replica():
+    """LeaderFailover elects the partition's other spec replica (Cluster.move_leader with its
+    node); a step at replica 1 is then sent to it, and a step at the old replica is refused."""
+    model = spec.instantiate("kip360", {})
+    cluster = FakeCluster({0: 2}, 3)
+    run = driver.TraceRun(cluster, "t", model.params, model=model)
+    run.state["coordinator"] = cluster.node(3).host_port
+    a = ProducerAdapter()
+    a._map_replicas(run, transactional=True)
+    a._leader_failover(run, 0)
+    assert cluster.leaders[0] == 3 and run.state["spec_leader"] == {0: 1}
+    assert run.state["leaders"][0] == ("127.0.0.1", 9003)
+    a._at_leader(run, "Produce", 0, 1)
+    with pytest.raises(RuntimeError, match="leader of partition 0 is replica 1"):
+        a._at_leader(run, "Produce", 0, 0)
+    # on a single broker there is no second replica to move to or to step at
+    single = driver.TraceRun(object(), "t", model.params, model=model)
+    with pytest.raises(driver.NotDrivable, match="needs the cluster of three"):
+        a._leader_failover(single, 0)
+    with pytest.raises(driver.NotDrivable, match="replica 1: .*cluster of three"):
+        a._replica(single, "ExpireProducer", 0, 1)
+
+
+def test_view_follows_the_spec_leader_and_compares_the_follower():
+    """After LeaderFailover the leader's entry is replica 1's and the follower's replica 0's;
+    an expiry at one replica changes only that replica's entry in the view."""
+    model = spec.instantiate("kip360", {})
+    words = initial_words(model)[0]
+    run = driver.TraceRun(None, "t", model.params, model=model)
+    for action, args in [("InitProducerId", {}), ("BeginTransaction", {}), ("Send", {"t": 0}),
+                         ("ProduceRequest", {"t": 0}), ("Produce", {"t": 0, "r": 0, "lost": False}),
+                         ("CommitTransaction", {}), ("EndTxn", {"lost": False}),
+                         ("WriteTxnMarker", {"c": 0, "t": 0}),
+                         ("TxnMarkerArrives", {"c": 0, "t": 0, "r": 0}), ("LeaderFailover", {"t": 0})]:
+        step, words = spec_step(model, action, args, words)
+    v = ProducerAdapter().view(run, step)
+    assert v["leader"] == 1
+    assert v["producer_epoch"] == v["follower.producer_epoch"] == 1
+    step, words = spec_step(model, "ExpireProducer", {"t": 0, "r": 0}, words)
+    v = ProducerAdapter().view(run, step)
+    assert (v["producer_epoch"], v["follower.producer_epoch"]) == (1, -1)
+    assert "follower.last_seq" not in v and v["last_seq"] == -1
+
+
 # ---------------------------------------------------------------------------------------------
 # On a real broker
 
@@ -435,22 +539,62 @@ def test_seeded_walk_conforms(kafka_broker, variant, params, seed):
     assert out.kind == driver.CONFORMS, out.text()
 
 
-@pytest.mark.kafka
-def test_walk_through_a_held_prepare_conforms():
-    """A seeded walk as `kcheck conform producer --walks` draws it (kip360, seed 1, depth 16)
-    sends EndTxn while the coordinator's own abort is prepared, and later expires the producer:
-    it runs on the cluster of three (the prepare is held) and conforms at every step."""
+def cluster_walk(seed: int, depth: int = 16) -> dict:
+    """A seeded walk of kip360 as `kcheck conform producer --walks` draws it (every action the
+    adapter can drive on the cluster of three, LeaderFailover and replica 1 included)."""
     from checker.conform_cli import walk_filter
     from checker.walk import random_walk
     adapter = ProducerAdapter()
     model = spec.instantiate("kip360", {})
-    doc = random_walk(model, 16, 1, start=lambda s: adapter.initial_reason(model.params, s) is None,
-                      allow=walk_filter(adapter))
-    actions = [st["action"] for st in doc["steps"]]
-    assert prepares_to_hold(model, doc) == [10] and actions[10] == "EndTxn"
-    assert "ExpireProducer" in actions and adapter.needs_cluster(doc)
-    out = driver.run_trace(cluster_for("4.3.1"), adapter, spec, driver.Job("walk-kip360-1", doc), "4.3.1")
+    return random_walk(model, depth, seed, start=lambda s: adapter.initial_reason(model.params, s) is None,
+                       allow=walk_filter(adapter))
+
+
+def steps_of(doc: dict) -> list[str]:
+    return [st["action"] + ("@r1" if st.get("args", {}).get("r", 0) else "") for st in doc["steps"]]
+
+
+def test_cluster_walks_take_the_replica_steps():
+    """The two cluster walks below, as drawn: seed 1 moves the leader, produces at replica 1,
+    holds the coordinator's own abort (an EndTxn comes while it prepares) and delivers its
+    marker at replica 1; seed 33 moves the leader after a produce at replica 0, then expires
+    the producer at replica 0 (now the follower) and at replica 1 (the leader), one at a time."""
+    model = spec.instantiate("kip360", {})
+    one, other = cluster_walk(1), cluster_walk(33)
+    assert steps_of(one)[2] == "LeaderFailover" and steps_of(one)[6] == "Produce@r1"
+    assert prepares_to_hold(model, one) == [9] and steps_of(one)[11] == "TxnMarkerArrives@r1"
+    assert steps_of(other)[6] == "Produce" and steps_of(other)[8] == "LeaderFailover"
+    assert steps_of(other)[13:15] == ["ExpireProducer", "ExpireProducer@r1"]
+    assert ProducerAdapter().needs_cluster(one) and ProducerAdapter().needs_cluster(other)
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("seed", [1, 33])
+def test_walk_with_a_leader_failover_conforms(seed):
+    """Seeded walks that take a LeaderFailover (test_cluster_walks_take_the_replica_steps says
+    which steps) conform at every step on the cluster of three (4.3.1): the leader moved by a
+    preferred election, each replica's producer state compared after every step, the expiry at
+    one replica leaving the other's entry."""
+    doc = cluster_walk(seed)
+    out = driver.run_trace(cluster_for("4.3.1"), ProducerAdapter(), spec,
+                           driver.Job(f"walk-kip360-{seed}", doc), "4.3.1")
+    # every step compared `leader` (Kafka's metadata) and both replicas' entries
     assert out.kind == driver.CONFORMS, out.text()
+
+
+@pytest.mark.kafka
+def test_an_expiry_at_the_wrong_replica_is_a_divergence():
+    """Each replica's entry is compared: an adapter that expires the producer at the other
+    replica than the step names (walk seed 33, step 14: the spec expires it at replica 0, the
+    follower since the failover) diverges there, at the leader's entry and the follower's."""
+    class WrongReplica(ProducerAdapter):
+        def _expire_producer(self, run, c, partition, replica=0):
+            super()._expire_producer(run, c, partition, 1 - replica)
+    out = driver.run_trace(cluster_for("4.3.1"), WrongReplica(), spec,
+                           driver.Job("walk-kip360-33-wrong-replica", cluster_walk(33)), "4.3.1")
+    assert out.kind == driver.DIVERGES and out.step == 14, out.text()
+    assert "follower.producer_epoch: spec said -1, Kafka said" in out.detail, out.detail
+    assert "producer_epoch: spec said" in out.detail.replace("follower.producer_epoch", "")
 
 
 FAILOVER_TRACES = [p for p in TRACES if any(st["action"] == "CoordinatorFailover"
@@ -469,6 +613,9 @@ HELD_OUTCOMES = {
     "producer/kafka-7190/marker-epoch-monotonic.json": (driver.EXPECTED, 11, "PrepareAbort"),
     # the expiry timer while the old coordinator's marker is on its way: KAFKA-9144's fix keeps it
     "producer/kafka-9144/marker-epoch-monotonic.json": (driver.EXPECTED, 11, "PrepareAbort"),
+    # the same at replica 1, the follower, alone (producer.id.expiration.ms on its node only):
+    # the follower keeps the entry its marker stamped, where the variant expires it
+    "producer/kafka-9144/stale-markers-are-fenced.json": (driver.EXPECTED, 11, "PrepareAbort"),
 }
 # held traces whose steps are those of a trace above up to where it stops, in the same variant
 # from the same state: their outcome there is that trace's, and they are not run again

@@ -14,23 +14,33 @@ A coordinator failover runs on the cluster of three (replica_actions): the trans
 __transaction_state partition gets a new leader, and the adapter's requests follow
 FindCoordinator to it; requests go to the data partition's leader and the coordinator by address.
 
+The spec's two replicas of a partition are two of the data topic's three replicas on the
+cluster (REPLICAS): replica 0 its first leader, replica 1 a follower picked at the trace's start.
+LeaderFailover elects the other one (Cluster.move_leader: a reassignment that puts it first and
+a preferred election), a step at replica r goes to r's node, and DescribeProducers is asked at
+both nodes after every step (any replica answers from its own log), so each replica's producer
+state is compared, the follower's under `follower.` keys, along with which replica leads.
+Expiry at replica r is Kafka's timer on r's node alone (a per-broker producer.id.expiration.ms).
+
 Kafka's coordinator sends its markers by itself as soon as it has written the prepare
 (TransactionMarkerChannelManager), so a trace that sends a request (or moves the coordinator)
 while the spec's markers are still on their way needs the coordinator held in
 PrepareCommit/PrepareAbort: that is the hold (see HOLD). On the cluster of three, the data topic
 has three replicas and `min.insync.replicas=3`; before the request that starts the prepare, one
-follower of the data partition (neither its leader nor the coordinator) is stopped, so the
+follower of the data partition (neither its leader, the coordinator nor a replica the spec
+models: the topic's third replica) is stopped, so the
 markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and the coordinator retries it, still in
 PrepareX; the spec's TxnMarkerArrives starts the follower again and the retried marker is written.
 
 DeleteRecords is the real request (the log start moves; since KAFKA-7190 the producer state
 stays, which the pre-fix variant kafka-7190 does not say: an expected divergence). Producer-id
 expiry is Kafka's own timer, scheduled for the step (see EXPIRY): producer.id.expiration.ms is
-lowered for it broker-wide and restored, and the check runs every
+set for it on the replica's node and deleted after, and the check runs every
 producer.id.expiration.check.interval.ms (a static setting of the brokers kcheck starts).
 
-What cannot be driven (said per trace, see NOT_DRIVABLE): the second replica
-(LeaderFailover, FollowerFetch, a step at replica 1), a marker of a coordinator that moved away
+What cannot be driven (said per trace, see NOT_DRIVABLE): FollowerFetch (a 4.x DeleteRecords
+answers only once every live replica has the new log start, and a follower takes it at each fetch
+by itself: FOLLOWER_FETCH), the second replica on a single broker, a marker of a coordinator that moved away
 (Kafka's old coordinator cancels it; the driver sends it late only if it saw it while held, and
 not while the new coordinator's marker is held: see OLD_MARKER_WHILE_HELD), a produce to a held
 partition (the hold itself refuses it), a hold on the single broker, and expiry on a broker
@@ -101,17 +111,48 @@ CLIENT_SIDE = {
 }
 # Kafka's own timers, scheduled by the driver for the step that names them
 TIMERS = {
-    "ExpireProducer": "producer.id.expiration.ms lowered broker-wide for the step (1 ms when the "
-                      "driver has nothing in flight, on the wire or on its way to the partition; "
-                      "else 5 minutes, see EXPIRY) until DescribeProducers no longer shows the "
-                      "producer or four checks passed, then restored (UnifiedLog's "
-                      "PeriodicProducerExpirationCheck -> ProducerStateManager."
-                      "removeExpiredProducers, which spares an open transaction)",
+    "ExpireProducer": "producer.id.expiration.ms lowered for the step on the node of replica r "
+                      "only, a per-broker dynamic config (1 ms when the driver has nothing in "
+                      "flight, on the wire or on its way to the partition; else 5 minutes, see "
+                      "EXPIRY) until DescribeProducers at that node no longer shows the producer "
+                      "or four checks passed, then deleted (UnifiedLog's "
+                      "PeriodicProducerExpirationCheck, run by every replica's log, leader or "
+                      "follower -> ProducerStateManager.removeExpiredProducers, which spares an "
+                      "open transaction)",
 }
+# The spec's two replicas of a partition on the cluster of three (REPLICAS): replica 0 is the
+# partition's first leader, replica 1 the follower the adapter picks at the trace's start (the
+# coordinator's node when it is a follower, so that the third node, which the spec does not
+# model, stays free for the hold). A step at replica r goes to r's node; DescribeProducers is
+# asked at each replica's node: Partition.activeProducerState reads the local log of any replica,
+# leader or follower (ReplicaManager.activeProducerState -> getPartitionOrError, no leader check),
+# and a follower applies every batch and marker it fetches to its own producer state
+# (UnifiedLog.appendAsFollower -> ProducerStateManager.update), all of it before the leader
+# answers an acks=-1 append (Partition.checkEnoughReplicasReachOffset) or the coordinator
+# completes (its markers are acks=-1 appends).
+REPLICAS = ("replica 0 is the data partition's first leader, replica 1 a follower picked at the "
+            "trace's start (the coordinator's node when it follows the partition); the topic's "
+            "third replica is not the spec's and is the one the hold stops")
+# Why FollowerFetch is not driven. The spec's step moves a follower out of a state that a 4.x
+# DeleteRecords never leaves it in: the leader answers DeleteRecords only once the low watermark,
+# the smallest log start offset of the live replicas (Partition.lowWatermarkIfLeader), reached
+# the offset (ReplicaManager.deleteRecords -> DelayedDeleteRecords.tryComplete), and a follower
+# moves its log start at each fetch by itself (ReplicaFetcherThread.processPartitionData ->
+# UnifiedLog.maybeIncrementLogStartOffset with LeaderOffsetIncremented): so when the spec's
+# follower is still behind, Kafka's has already fetched. Only retention (UnifiedLog.
+# deleteOldSegments, which no request waits for) leaves a follower behind, and when its next
+# fetch comes is the fetcher's, not the driver's. The step is enabled only after a DeleteRecords
+# of the variants before KAFKA-7190 (kafka-7190 and Kafka 2.3's), which no shipped trace follows
+# with it.
+FOLLOWER_FETCH = ("a 4.x DeleteRecords is answered only once every live replica's log start "
+                  "reached the offset (ReplicaManager.deleteRecords -> DelayedDeleteRecords, "
+                  "Partition.lowWatermarkIfLeader), and a follower takes the leader's log start "
+                  "at each fetch by itself (ReplicaFetcherThread.processPartitionData -> "
+                  "UnifiedLog.maybeIncrementLogStartOffset): no request leaves Kafka's follower "
+                  "behind for the step to move it, and only retention, which the driver cannot "
+                  "time, does")
 NOT_DRIVABLE = {
-    "LeaderFailover": "the partition's second in-sync replica needs a second broker; the "
-                      "conformance broker is one",
-    "FollowerFetch": "the follower replica needs a second broker; the conformance broker is one",
+    "FollowerFetch": FOLLOWER_FETCH,
 }
 KAFKA_2_3 = ("models Kafka 2.3 (before KIP-360: no epoch bumps, producer state dropped with the "
              "log start, the 2.3 client's sequence reset), a release before KRaft that cannot run "
@@ -146,7 +187,7 @@ PREPARE_STARTERS = ("EndTxn", "InitProducerId", "SecondInstanceInitProducerId", 
 # shutdown: the controller takes it out of the ISR at once) therefore holds every marker of the
 # topic until it is back in the ISR.
 HOLD = ("the data topic has 3 replicas and min.insync.replicas=3; a follower of the data partition "
-        "(neither its leader nor the coordinator) is stopped before the request that starts the "
+        "(neither its leader, the coordinator nor one of the spec's replicas) is stopped before the request that starts the "
         "prepare, so the markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and retried "
         "(TransactionMarkerRequestCompletionHandler) until the spec's TxnMarkerArrives starts it again")
 # Why the kafka-19999 pair stops at its step 10: the old coordinator's marker must be written
@@ -176,9 +217,11 @@ HOLD_WAIT_S = 60.0             # bound on a follower leaving or rejoining the IS
 # max timestamp or the last marker's (ProducerAppendInfo.appendEndTxnMarker ->
 # ProducerStateEntry.update, since KAFKA-9144); each log checks every
 # producer.id.expiration.check.interval.ms (UnifiedLog's PeriodicProducerExpirationCheck, an
-# internal static broker config: TransactionLogConfig). producer.id.expiration.ms is dynamic,
-# broker-wide (DynamicProducerStateManagerConfig), so the driver lowers it for the step only and
-# restores it: the traces run one at a time, and the producers of finished traces may expire.
+# internal static broker config: TransactionLogConfig). producer.id.expiration.ms is dynamic
+# (DynamicProducerStateManagerConfig), per broker or cluster-wide; the driver sets it for the step
+# on the node of the spec's replica only (IncrementalAlterConfigs on that broker's resource) and
+# deletes it after, so the other replica keeps its entry as the spec's does: the traces run one at
+# a time, and the producers of finished traces on that node may expire.
 # The spec's ExpireProducer (kip360 and every live variant) comes only once the producer is idle,
 # long after its last write; 1 ms stands for that. Only kafka-9144 expires a producer with
 # something in flight (its entry's timestamp was -1 after a marker that bumped the epoch), which
@@ -388,8 +431,10 @@ class Client:
 
 
 class ProducerAdapter(Adapter):
-    """spec/producer.py on a 4.x broker: one topic of one partition (replica 0, the leader) and
-    one transactional id per trace."""
+    """spec/producer.py on a 4.x broker: one topic of `partitions` partitions and one
+    transactional id per trace; on a single broker each partition's one replica is the spec's
+    replica 0, on the cluster of three the spec's replicas 0 and 1 are two of its three
+    (REPLICAS)."""
     spec_name = "producer"
     # the expiry check runs often so that a step's expiry takes a second (EXPIRY); the expiration
     # itself stays Kafka's default (a day) outside that step, so nothing expires unasked
@@ -408,6 +453,12 @@ class ProducerAdapter(Adapter):
                                "loadTransactionsForTxnTopicPartition), the old one unloads it "
                                "and drops its pending markers (TransactionMarkerChannelManager."
                                "removeMarkersForTxnTopicPartition)",
+        "LeaderFailover": "the data partition's other spec replica becomes its leader "
+                          "(Cluster.move_leader: AlterPartitionReassignments puts it first, "
+                          "ElectLeaders PREFERRED elects it: ReplicationControlManager."
+                          "electLeaders, leader epoch + 1); it leads with the producer state and "
+                          "the log start it built as a follower (Partition.makeLeader keeps the "
+                          "local log as it is)",
     }
     # KAFKA-20785's fix (PR #23204: a commit overtaken by the coordinator's own abort is
     # PRODUCER_FENCED) is in no release tested: 4.2.2, 4.3.1 and 4.4.0 answer INVALID_TXN_STATE,
@@ -434,16 +485,20 @@ class ProducerAdapter(Adapter):
                             ("out-of-order-only-after-a-gap", 6), ("marker-epoch-monotonic", 11),
                             ("stale-markers-are-fenced", 11))] \
       + [(f"producer/kafka-9144/{name}.json", "4.0.0", None, step, KAFKA_9144_FIXED)
-         for name, step in (("appended-retry-is-rejected", 9), ("marker-epoch-monotonic", 11))]
+         for name, step in (("appended-retry-is-rejected", 9), ("marker-epoch-monotonic", 11),
+                            # at replica 1 alone: the follower keeps its entry (REPLICAS)
+                            ("stale-markers-are-fenced", 11))]
 
     def __init__(self, tv1_without_verification: bool = True, settle_timeout: float = 15.0):
         self.tv1_without_verification = tv1_without_verification
         self.settle_timeout = settle_timeout
 
     def needs_cluster(self, doc: dict) -> bool:
-        """A coordinator failover, or a prepare the trace needs held (HOLD), runs on the cluster
-        of three."""
+        """A coordinator or leader failover, a step at replica 1 (REPLICAS), or a prepare the
+        trace needs held (HOLD), runs on the cluster of three."""
         if super().needs_cluster(doc):
+            return True
+        if any(st.get("args", {}).get("r", 0) != 0 for st in doc.get("steps", ())):
             return True
         if doc.get("variant") in UNREACHABLE_VARIANTS:
             return False
@@ -458,9 +513,6 @@ class ProducerAdapter(Adapter):
     def action_reason(self, action: str, args: dict) -> str | None:
         if action in NOT_DRIVABLE:
             return f"{action}: {NOT_DRIVABLE[action]}"
-        if args.get("r", 0) != 0:
-            return (f"{action} at replica {args['r']}: the partition's second replica needs a "
-                    f"second broker; the conformance broker is one")
         if not any(action in kind for kind in (REQUESTS, TIMERS, CLIENT_SIDE, self.replica_actions)):
             return f"{action}: the producer adapter has no mapping for it"
         return None
@@ -509,6 +561,7 @@ class ProducerAdapter(Adapter):
         if transactional:
             admin.find_coordinator(run.name, key_type=1)
             self._describe_transaction(run)        # waits while the coordinator loads
+        self._map_replicas(run, transactional)
         if transactional and run.state["client"].transaction_version == 1 and self.tv1_without_verification:
             set_verification(admin, False)
             run.state["client"].changed_config = True
@@ -576,6 +629,7 @@ class ProducerAdapter(Adapter):
                 raise NotDrivable(
                     f"TxnMarkerArrives of coordinator epoch {args['c']} while the new coordinator's "
                     f"marker is held: {OLD_MARKER_WHILE_HELD}")
+            self._at_leader(run, action, tp, args.get("r", 0))
             del run.state["markers"][(args["c"], tp)]     # delivered: nothing of it on its way
             obs["outcome"] = self._write_marker(run, tp, marker)
             obs.update(self._observe(run, c, self._describe_transaction(run)))
@@ -600,9 +654,12 @@ class ProducerAdapter(Adapter):
         elif action == "AddPartitionsToTxn":
             obs["outcome"] = self._add_partitions(run, c, args.get("t", 0))
         elif action == "DeleteRecords":
+            self._at_leader(run, action, tp, args.get("r", 0))
             self._delete_records(run, tp)
         elif action == "ExpireProducer":
-            self._expire_producer(run, c, tp)
+            self._expire_producer(run, c, tp, args.get("r", 0))
+        elif action == "LeaderFailover":
+            self._leader_failover(run, tp)
         elif action == "BeginTransaction":
             c.pending_end = None
         elif action == "Send":
@@ -621,6 +678,7 @@ class ProducerAdapter(Adapter):
         elif action == "Produce":
             if not c.held.get(tp):
                 raise NotDrivable("Produce with no request on the wire")
+            self._at_leader(run, action, tp, args.get("r", 0))
             record, epoch, seq = c.held[tp].pop(0)
             err, offset = self._produce(run, c, tp, record, epoch, seq)
             obs["outcome"] = spec_outcome_of_produce(err, offset, c.appended_offsets.setdefault(tp, set()))
@@ -667,13 +725,14 @@ class ProducerAdapter(Adapter):
                 if not lost:
                     c.epoch, c.next_seq = epoch, {}
         elif action == "TxnMarkerArrives":
+            self._at_leader(run, action, tp, args.get("r", 0))
             c.markers_pending = False
             # the current coordinator's marker: Kafka's coordinator delivers it itself, so the
             # request kept for a late arrival (WriteTxnMarker while held) is no longer on its way
             run.state.get("markers", {}).pop((args.get("c", 0), tp), None)
             if c.held_by is not None:
                 self._release(run, c)      # the retried marker is written: the spec's arrival
-        if action in REQUESTS or action in TIMERS:
+        if action in REQUESTS or action in TIMERS or action == "LeaderFailover":
             if not c.transactional:
                 obs.update(self._observe(run, c, None))
                 return obs
@@ -702,6 +761,9 @@ class ProducerAdapter(Adapter):
         post, v = step.post, {}
         if step.outcome is not None:
             v["outcome"] = step.outcome
+        for tp in range(getattr(run.params, "partitions", 1)):
+            # which spec replica leads (observed on the cluster of three only)
+            v["leader" + ("" if tp == 0 else f"@{tp}")] = post[f"leader[{tp}]"]
         self._describe = describe_transactions_response()
         transactional = bool(getattr(run.params, "transactional", 1))
         # the idempotent producer's only InitProducerId answer is its epoch; no coordinator keeps it
@@ -712,16 +774,86 @@ class ProducerAdapter(Adapter):
             if transactional:
                 v["txn_state"] = post["txn_state"]
             for tp in range(getattr(run.params, "partitions", 1)):
-                # the leader's entry: replica 0 of the partition (t * 2 in the spec's arrays)
                 at = "" if tp == 0 else f"@{tp}"
                 if transactional:
                     v["txn_partition" + at] = post[f"txn_partition[{tp}]"]
-                v["producer_epoch" + at] = post[f"producer_epoch[{2 * tp}]"]
-                v["txn_open" + at] = post[f"txn_open[{2 * tp}]"]
-                if post[f"producer_epoch[{2 * tp}]"] != -1:
-                    v["last_seq" + at] = post[f"last_seq[{2 * tp}]"]
+                # the leader's entry and the follower's (replica r of partition t at t * 2 + r in
+                # the spec's arrays); the follower's is observed on the cluster of three only
+                lead = post[f"leader[{tp}]"]
+                for who, x in (("", 2 * tp + lead), ("follower.", 2 * tp + 1 - lead)):
+                    v[who + "producer_epoch" + at] = post[f"producer_epoch[{x}]"]
+                    v[who + "txn_open" + at] = post[f"txn_open[{x}]"]
+                    if post[f"producer_epoch[{x}]"] != -1:
+                        v[who + "last_seq" + at] = post[f"last_seq[{x}]"]
             v["appended"] = [post[f"appended[{k}]"] for k in range(run.params.records)]
         return v
+
+    # the spec's replicas (REPLICAS) ------------------------------------------------------------
+    def _map_replicas(self, run: TraceRun, transactional: bool) -> None:
+        """On the cluster of three: which node is the spec's replica 0 and 1 of each data
+        partition (run.state["replicas"][t] = [node, node]) and which of them leads
+        (run.state["spec_leader"][t]). Replica 1 is the coordinator's node if it follows the
+        partition, else another partition's leader, else node 1 (the bootstrap address): the
+        node left over, the topic's third replica, is then neither the coordinator nor a spec
+        replica, and the hold can stop it. Nothing on a single broker (its one replica is the
+        spec's replica 0)."""
+        cluster = run.broker
+        if not hasattr(cluster, "move_leader"):
+            return
+        parts = range(getattr(run.params, "partitions", 1))
+        info = {}
+        for tp in parts:
+            self._wait(lambda: cluster.partition(run.name, tp)["leader"] >= 0,
+                       f"a leader for the new partition {run.name}-{tp}")
+            info[tp] = cluster.partition(run.name, tp)
+        coordinator = cluster.node_at(self._coordinator(run)).node_id if transactional else None
+        replicas = {}
+        for tp in parts:
+            leader = info[tp]["leader"]
+            followers = [x for x in info[tp]["replicas"] if x != leader]
+            prefer = [coordinator] + [info[u]["leader"] for u in parts if u != tp] + \
+                [cluster.nodes[0].node_id] + sorted(followers)
+            replicas[tp] = [leader, next(x for x in prefer if x in followers)]
+        run.state["replicas"] = replicas
+        run.state["spec_leader"] = {tp: 0 for tp in parts}
+
+    def _replica(self, run: TraceRun, action: str, partition: int, replica: int) -> tuple:
+        """(node id, address) of the spec's replica `replica` of a data partition; on a single
+        broker only replica 0 exists (NotDrivable for replica 1)."""
+        replicas = run.state.get("replicas")
+        if replicas is None:
+            if replica != 0:
+                raise NotDrivable(f"{action} at replica {replica}: the partition's second replica "
+                                  f"needs the cluster of three (broker.Cluster)")
+            at = self._leader(run, partition)
+            node = run.broker.node_at(at) if hasattr(run.broker, "node_at") else None
+            node_id = node.node_id if node is not None else \
+                int(self._conn(run, "admin", at).metadata([]).brokers[0].node_id)
+            return node_id, at
+        node_id = replicas[partition][replica]
+        return node_id, run.broker.node(node_id).host_port
+
+    def _at_leader(self, run: TraceRun, action: str, partition: int, replica: int) -> None:
+        """A step the spec takes at its leader replica `replica`: Kafka's leader must be that
+        replica's node (the spec enables it only there, and LeaderFailover is the one move)."""
+        self._replica(run, action, partition, replica)     # NotDrivable for replica 1 on one broker
+        lead = run.state.get("spec_leader", {}).get(partition, 0)
+        if replica != lead:
+            raise RuntimeError(f"{action} at replica {replica}, but the driver's leader of "
+                               f"partition {partition} is replica {lead}")
+
+    def _leader_failover(self, run: TraceRun, partition: int) -> None:
+        """LeaderFailover(t): the other spec replica becomes the leader (Cluster.move_leader,
+        which returns once the new leader has committed what the old one had)."""
+        replicas = run.state.get("replicas")
+        if replicas is None or not hasattr(run.broker, "move_leader"):
+            raise NotDrivable("LeaderFailover needs the cluster of three (broker.Cluster): the "
+                              "partition's other in-sync replica becomes its leader")
+        new = 1 - run.state["spec_leader"][partition]
+        to = replicas[partition][new]
+        run.broker.move_leader(run.name, partition, to=to)
+        run.state["spec_leader"][partition] = new
+        run.state.setdefault("leaders", {})[partition] = run.broker.node(to).host_port
 
     # observations ----------------------------------------------------------------------------
     def _observe(self, run: TraceRun, c: Client, described: dict | None) -> dict:
@@ -730,15 +862,26 @@ class ProducerAdapter(Adapter):
             obs = {"txn_epoch": described["epoch"] if described else -1,
                    "txn_state": described["state"] if described else "Empty"}
         counts: dict[int, int] = {}
+        replicas = run.state.get("replicas")
         for tp in range(getattr(run.params, "partitions", 1)):
             at = "" if tp == 0 else f"@{tp}"
             if c.transactional:
                 obs["txn_partition" + at] = bool(described and (run.name, tp) in described["partitions"])
-            entry = self._describe_producer(run, c, tp) if c.producer_id != -1 else None
-            obs["producer_epoch" + at] = entry["epoch"] if entry else -1
-            obs["txn_open" + at] = bool(entry and entry["txn_open"])
-            if entry:
-                obs["last_seq" + at] = entry["last_sequence"]
+            # DescribeProducers at the leader and, on the cluster, at the spec's other replica
+            # (REPLICAS: any replica answers from its own log)
+            lead = run.state.get("spec_leader", {}).get(tp, 0)
+            places = [("", None)]
+            if replicas is not None:
+                places.append(("follower.", run.broker.node(replicas[tp][1 - lead]).host_port))
+                # the spec replica whose node Kafka's metadata names the leader (-1: neither)
+                now = run.broker.partition(run.name, tp)["leader"]
+                obs["leader" + at] = replicas[tp].index(now) if now in replicas[tp] else -1
+            for who, where in places:
+                entry = self._describe_producer(run, c, tp, where) if c.producer_id != -1 else None
+                obs[who + "producer_epoch" + at] = entry["epoch"] if entry else -1
+                obs[who + "txn_open" + at] = bool(entry and entry["txn_open"])
+                if entry:
+                    obs[who + "last_seq" + at] = entry["last_sequence"]
             for rec, n in self._log_records(run, tp).items():
                 counts[rec] = counts.get(rec, 0) + n
         obs["appended"] = [min(counts.get(k, 0), 2) for k in range(run.params.records)]
@@ -882,14 +1025,17 @@ class ProducerAdapter(Adapter):
                               f"that the trace needs held: one stopped follower holds the markers "
                               f"of every partition of the topic, where the spec's arrive one by one")
         partitions = range(getattr(run.params, "partitions", 1))
+        # the spec's replicas stay up: their producer state is compared at every step (REPLICAS)
         busy = {cluster.node_at(self._coordinator(run)).node_id} | \
-            {cluster.node_at(self._leader(run, tp)).node_id for tp in partitions}
+            {cluster.node_at(self._leader(run, tp)).node_id for tp in partitions} | \
+            {x for tp in partitions for x in run.state.get("replicas", {}).get(tp, ())}
         # node 1 last: it is the bootstrap address
         free = sorted((n.node_id for n in cluster.nodes if n.node_id not in busy),
                       key=lambda node_id: (node_id == cluster.nodes[0].node_id, node_id))
         if not free:
-            raise NotDrivable(f"{action}: every node leads a data partition or the coordinator, "
-                              f"none can be stopped to hold the markers")
+            raise NotDrivable(f"{action}: every node leads a data partition, is a replica the "
+                              f"spec models or is the coordinator; none can be stopped to hold "
+                              f"the markers")
         follower = free[0]
         # the coordinator's own appends (acks=-1, transaction.state.log.min.isr=2) must go on
         # with one node stopped: wait until a node stopped by an earlier hold is back in its ISR
@@ -971,38 +1117,47 @@ class ProducerAdapter(Adapter):
         run.state.setdefault("deleted", {})[partition] = appended
         run.state.setdefault("log_start", {})[partition] = int(result.low_watermark)
 
-    def _expire_producer(self, run: TraceRun, c: Client, partition: int) -> None:
-        """Kafka's expiry timer for the producer at the partition's leader (EXPIRY): the
-        expiration lowered broker-wide, waited for until DescribeProducers no longer shows the
-        producer or EXPIRY_CHECKS checks passed, then restored. The entry of another partition
-        that goes with it is a timer the trace did not ask for."""
+    def _expire_producer(self, run: TraceRun, c: Client, partition: int, replica: int = 0) -> None:
+        """Kafka's expiry timer for the producer at the spec's replica `replica` of the
+        partition (EXPIRY): the expiration set on that replica's node only (a per-broker
+        dynamic config), waited for until DescribeProducers at that node no longer shows the
+        producer or EXPIRY_CHECKS checks passed, then deleted. An entry of another partition on
+        that node that goes with it is a timer the trace did not ask for."""
         interval = run.broker.settings.get(EXPIRATION_CHECK) if hasattr(run.broker, "settings") else None
         if interval is None:
             raise NotDrivable(f"ExpireProducer needs {EXPIRATION_CHECK} set short at the broker's "
                               f"start (a static setting; Kafka's default checks every ten "
                               f"minutes): only the brokers kcheck starts have it ({EXPIRY})")
+        node_id, at = self._replica(run, "ExpireProducer", partition, replica)
         # the spec's expiry of an idle producer: nothing in flight, on the wire or on its way
         idle = (not any(c.in_flight.values()) and not any(c.held.values())
                 and not c.markers_pending and not run.state.get("markers"))
         expiration = IDLE_EXPIRATION_MS if idle else RECENT_EXPIRATION_MS
-        others = [u for u in range(getattr(run.params, "partitions", 1))
-                  if u != partition and self._describe_producer(run, c, u) is not None]
-        leader = self._conn(run, "admin", self._leader(run, partition))
-        node = run.broker.node_at(self._leader(run, partition))
-        node_id = str(node.node_id) if node is not None else str(leader.metadata([]).brokers[0].node_id)
-        saved = broker_config(leader, node_id, EXPIRATION) or DEFAULT_EXPIRATION_MS
-        set_broker_default(leader, node_id, EXPIRATION, str(expiration))
+        # the trace's other entries on the same node (the node is the spec's replica of them too)
+        parts = range(getattr(run.params, "partitions", 1))
+        if "replicas" in run.state:
+            others = [(u, x) for u in parts for x in (0, 1) if (u, x) != (partition, replica)
+                      and run.state["replicas"][u][x] == node_id]
+        else:       # one broker: every partition's one replica is on it
+            others = [(u, 0) for u in parts if u != partition]
+        others = [(u, x) for u, x in others
+                  if self._describe_producer(run, c, u, self._replica(run, "ExpireProducer", u, x)[1]) is not None]
+        conn = self._conn(run, "admin", at)
+        saved = broker_config(conn, str(node_id), EXPIRATION)
+        set_node_config(conn, str(node_id), EXPIRATION, str(expiration))
         try:
             deadline = time.monotonic() + EXPIRY_CHECKS * int(interval) / 1000
-            while self._describe_producer(run, c, partition) is not None and time.monotonic() < deadline:
+            while self._describe_producer(run, c, partition, at) is not None and time.monotonic() < deadline:
                 time.sleep(0.05)   # the next check of the log's expiry timer: poll
         finally:
-            set_broker_default(leader, node_id, EXPIRATION, saved)
-        gone = [u for u in others if self._describe_producer(run, c, u) is None]
+            set_node_config(conn, str(node_id), EXPIRATION, None, restored=saved)
+        gone = [(u, x) for u, x in others
+                if self._describe_producer(run, c, u, self._replica(run, "ExpireProducer", u, x)[1]) is None]
         if gone:
-            raise TimerFired(f"ExpireProducer at partition {partition} expired the producer at "
-                             f"partition(s) {gone} as well ({EXPIRATION} is broker-wide), which "
-                             f"the trace did not ask for")
+            raise TimerFired(f"ExpireProducer at partition {partition} replica {replica} (node "
+                             f"{node_id}) expired the producer at (partition, replica) {gone} as "
+                             f"well ({EXPIRATION} is per broker, and that node holds them too), "
+                             f"which the trace did not ask for")
 
     def _set_min_isr(self, run: TraceRun, value: str) -> None:
         """min.insync.replicas of the trace's topic (IncrementalAlterConfigs), waited for until
@@ -1034,12 +1189,24 @@ class ProducerAdapter(Adapter):
                 raise RuntimeError(f"not within {wait_s:.0f}s: {what}")
             time.sleep(0.05)   # the cluster applies a config, a stop or a start: poll
 
-    def _describe_producer(self, run, c: Client, partition: int = 0) -> dict | None:
+    def _describe_producer(self, run, c: Client, partition: int = 0, at: tuple | None = None) -> dict | None:
+        """The producer's entry at the partition's leader, or at the replica on node `at`
+        (Partition.activeProducerState: the local log's, whether leader or follower)."""
         k = _kio()
         m, p, t = k["dprod"], k["prim"], k["types"]
-        resp = self._conn(run, "admin", self._leader(run, partition)).send(m.DescribeProducersRequest(topics=(m.TopicRequest(
-            name=t.TopicName(run.name), partition_indexes=(p.i32(partition),)),)))
-        for e in resp.topics[0].partitions[0].active_producers:
+        req = m.DescribeProducersRequest(topics=(m.TopicRequest(
+            name=t.TopicName(run.name), partition_indexes=(p.i32(partition),)),))
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            answer = self._conn(run, "admin", at or self._leader(run, partition)).send(req).topics[0].partitions[0]
+            err = error_name(answer.error_code)
+            # a new topic's replica may not host the partition yet: poll
+            if err not in LEADER_NOT_READY or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if err != "NONE":
+            raise RuntimeError(f"DescribeProducers {run.name}-{partition} at {at or 'the leader'}: {err}")
+        for e in answer.active_producers:
             if int(e.producer_id) == c.producer_id:
                 return {"epoch": int(e.producer_epoch), "last_sequence": int(e.last_sequence),
                         "txn_open": int(e.current_txn_start_offset) != -1}
@@ -1095,6 +1262,28 @@ def broker_config(conn, node_id: str, name: str) -> str:
     res = conn.send(d.DescribeConfigsRequest(resources=(d.DescribeConfigsResource(
         resource_type=i8(BROKER_RESOURCE), resource_name=node_id, configuration_keys=(name,)),)))
     return next((c.value for c in res.results[0].configs if c.name == name), None)
+
+
+def set_node_config(conn, node_id: str, name: str, value: str | None, wait_s: float = 15.0,
+                    restored: str | None = None) -> None:
+    """Set (value) or delete (None) a dynamic config of broker `node_id` alone
+    (IncrementalAlterConfigs on that broker's resource, sent to the node itself: `conn`) and
+    wait (DescribeConfigs) until the node runs it, or, after a delete, runs `restored` again."""
+    from kio.schema.incremental_alter_configs.v1 import request as m
+    from kio.static.primitive import i8
+    r = conn.send(m.IncrementalAlterConfigsRequest(resources=(m.AlterConfigsResource(
+        resource_type=i8(BROKER_RESOURCE), resource_name=node_id, configs=(m.AlterableConfig(
+            name=name, config_operation=i8(0 if value is not None else 1), value=value),)),),
+        validate_only=False))
+    err = error_name(r.responses[0].error_code)
+    if err != "NONE":
+        raise RuntimeError(f"IncrementalAlterConfigs broker {node_id} {name}={value}: {err}")
+    want = value if value is not None else restored
+    deadline = time.monotonic() + wait_s
+    while want is not None and broker_config(conn, node_id, name) != want:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"node {node_id} does not run {name}={want} after {wait_s:.0f}s")
+        time.sleep(0.05)   # the metadata log has not reached the broker yet: poll again
 
 
 def set_broker_default(conn, node_id: str, name: str, value: str, wait_s: float = 15.0) -> None:
