@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -32,7 +33,7 @@ from checker.layout import layout_of
 from checker.ops import OPS
 from checker.trace import Trace, build
 from checker.verdict import Counterexample, RunResult, Verdict, sometimes_status
-from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
+from spec.lang import Expr, FieldInfo, Model, SpecError, StateFields, Transition, call_spec, const
 
 DEADLOCK = "deadlock"
 
@@ -182,6 +183,44 @@ class Z3Call:
         return False
 
 
+# ---------------------------------------------------------------------------------------------
+# What the engine keeps from one call to the next on the same model
+
+# Calls on one model repeat work: prove builds the same induction path and property terms for
+# each property it is asked (29 for consumer_group, about 10 per variant in the tests), and every
+# bmc call ran Houdini over the lemmas again. What they derive is kept per model, for the few
+# models used last: a long process that goes through many models keeps no more than these.
+KEPT_MODELS = 4
+_kept: OrderedDict[tuple, dict] = OrderedDict()
+
+
+def model_key(model: Model) -> tuple:
+    """What identifies a model here: its spec (the object itself: a spec loaded again from its
+    file is another one, and the key keeps it alive, so its id is never reused), its variant and
+    its parameters; its fields and number of action instances are checked too."""
+    return (model.spec, str(model.variant), tuple(sorted(model.params.as_dict().items())),
+            tuple((f.name, f.type.kind, f.type.lo, f.type.hi) for f in model.fields.fields),
+            len(model.instances))
+
+
+def kept(model: Model) -> dict:
+    """What is kept for ``model`` (a dict to fill; only finished, conclusive results go in)."""
+    key = model_key(model)
+    got = _kept.get(key)
+    if got is None:
+        got = _kept[key] = {}
+        while len(_kept) > KEPT_MODELS:
+            _kept.popitem(last=False)
+    else:
+        _kept.move_to_end(key)
+    return got
+
+
+def forget_kept() -> None:
+    """Drop everything kept (e.g. after a spec's code changed in a long process)."""
+    _kept.clear()
+
+
 class System:
     """The Z3 encoding of a model: state variables, initial states, steps, properties.
 
@@ -203,6 +242,18 @@ class System:
         self._n = 0
         self.raw: dict[str, list] = {}     # the variables of each state, by tag
         self._frame = None
+        # Terms built once per System: an Env per (pre, post) state, so the guards, writes and
+        # every property evaluated on a state share one memo of its subterms; each property's
+        # term per state; the induction paths per k. Houdini asks every lemma on the same states
+        # round after round, and prove asks the induction path of k twice.
+        self._envs: dict[tuple[int, int], tuple] = {}
+        self._holds: dict[tuple[str, int], tuple] = {}
+        self._inductions: dict[int, _Induction] = {}
+        self._tags: dict[int, tuple] = {}    # id of a state's terms -> (tag, terms)
+        # the same terms in another System of an equal model: shared for the encoding with every
+        # bound lifted and no cap (prove, Houdini, compare), whose terms depend on nothing else
+        self._shared = kept(model).setdefault("terms", {}) \
+            if not keep_search_bounds and self.cap is None and not bits else None
         sp = model.spec
         self.where_action = {a.name: _where(a.fn) for a in sp.actions}
         self.where_prop = {p.name: _where(p.fn) for p in sp.properties.values()}
@@ -255,7 +306,27 @@ class System:
         return signed_width(*widest)
 
     def env(self, pre, post=None) -> Env:
-        return Env(pre, post, bv=self.bv)
+        """The Env of state ``pre`` (and ``post``), one per pair of states (kept alive with it,
+        so that its id is not reused)."""
+        key = (id(pre), id(post))
+        hit = self._envs.get(key)
+        if hit is None:
+            hit = self._envs[key] = (pre, post, Env(pre, post, bv=self.bv))
+        return hit[2]
+
+    def induction(self, k: int) -> "_Induction":
+        """The unrolled path of arbitrary states for the induction step at k (one per k, and
+        one per model where shared)."""
+        ind = self._inductions.get(k)
+        if ind is None:
+            shared = self._shared if self._shared is not None else {}
+            ind = shared.get(("induction", k))
+            if ind is None:
+                ind = shared[("induction", k)] = _Induction(self, k)
+            for tag, S in zip(ind.tags, ind.states):
+                self._tags[id(S)] = (tag, S)
+            self._inductions[k] = ind
+        return ind
 
     def num(self, x: int):
         return z3.BitVecVal(x, self.bv) if self.bv else z3.IntVal(x)
@@ -303,6 +374,7 @@ class System:
         its variables are kept under ``tag`` for ``frame``."""
         self._n += 1
         out = []
+        self._tags[id(out)] = (tag, out)
         self.raw.setdefault(tag, [])
         for f in self.lay.fields:
             name = f"{tag}.{f.name}"
@@ -459,7 +531,22 @@ class System:
 
     # -- properties ------------------------------------------------------------------------
     def holds(self, prop: str, S):
-        """An invariant (or deadlock freedom) as a Z3 condition on state S."""
+        """An invariant (or deadlock freedom) as a Z3 condition on state S (built once per
+        property and state)."""
+        key = (prop, id(S))
+        hit = self._holds.get(key)
+        if hit is None:
+            tag = self._tags.get(id(S))
+            if self._shared is None or tag is None:
+                term = self._holds_term(prop, S)
+            else:
+                term = self._shared.get(("holds", prop, tag[0]))
+                if term is None:
+                    term = self._shared[("holds", prop, tag[0])] = self._holds_term(prop, S)
+            hit = self._holds[key] = (S, term)
+        return hit[1]
+
+    def _holds_term(self, prop: str, S):
         if prop == DEADLOCK:
             env = self.env(S)
             enabled = [self.guard(k, env) for k in range(len(self.insts))]
@@ -535,8 +622,20 @@ def _flat_to_dict(model: Model, flat: list[int]) -> dict:
 
 
 def _fits(model: Model, path: SolverPath) -> bool:
-    fields = model.fields.fields
+    return _fits_fields(model.fields.fields, path)
+
+
+def _fits_fields(fields: list[FieldInfo], path: SolverPath) -> bool:
     return all(f.type.lo <= x <= f.type.hi for st in path.states for f, x in zip(fields, st))
+
+
+def _fields_at(spec, variant: str, params: dict) -> list[FieldInfo]:
+    """The fields of the spec's model at these parameters, from the state declaration alone
+    (instantiating the model builds every action instance: fit_model tried up to 85 models
+    for one consumer_group trace, 0.15 s each, where it needs the fields of each and one model)."""
+    defaults = spec.variants[variant].params if variant in spec.variants else {}
+    ps = spec.resolve_params({**defaults, **params})
+    return call_spec("the state declaration", lambda: StateFields(spec._state_fn(ps))).fields
 
 
 def fit_model(model: Model, path: SolverPath) -> tuple[Model, str | None]:
@@ -549,15 +648,17 @@ def fit_model(model: Model, path: SolverPath) -> tuple[Model, str | None]:
         probe = dict(base, **{name: min(p.hi, base[name] + 1)})
         if probe[name] == base[name]:
             continue
-        m = spec.instantiate(model.variant, probe)
+        fields = _fields_at(spec, model.variant, probe)
         if all(a.type.hi == b.type.hi and a.type.lo == b.type.lo
-               for a, b in zip(m.fields.fields, model.fields.fields)):
+               for a, b in zip(fields, model.fields.fields)):
             continue   # not a bound parameter
         for v in range(base[name] + 1, p.hi + 1):
-            m = m if v == probe[name] else spec.instantiate(model.variant, dict(base, **{name: v}))
-            if _fits(m, path):
-                return m, (f"the trace leaves the explicit search's bounds: it is replayed with "
-                           f"{name}={v} (given {base[name]})")
+            params = dict(base, **{name: v})
+            fields = fields if v == probe[name] else _fields_at(spec, model.variant, params)
+            if _fits_fields(fields, path):
+                return spec.instantiate(model.variant, params), (
+                    f"the trace leaves the explicit search's bounds: it is replayed with "
+                    f"{name}={v} (given {base[name]})")
     return model, None
 
 
@@ -729,8 +830,10 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
     try:
         S, c0, T = sy.template_states()
         out = z3.Bool("out")   # a question's answer, one atom per copy
+        # (at depth 0, prove's base case for k = 1, no step is taken: none is bit-blasted)
         step = Template(z3.And(*sy.step(S, c0, T), *sy.in_range(S),
-                               *([] if check_domain else sy.in_range(T, capped=False))))
+                               *([] if check_domain else sy.in_range(T, capped=False)))) \
+            if depth > 0 else None
         init = Template(sy.init(T))
         lemmas = Template(sy.assume(assumed, T)) if assumed else None
         bad = {}
@@ -902,8 +1005,8 @@ class _Induction:
     """Shared unrolled paths s0..sk of arbitrary (in-range) states for the induction steps."""
 
     def __init__(self, sy: System, k: int):
-        self.sy = sy
-        self.states = [sy.state(f"i{k}.s{i}") for i in range(k + 1)]
+        self.tags = [f"i{k}.s{i}" for i in range(k + 1)]
+        self.states = [sy.state(tag) for tag in self.tags]
         self.choices = [z3.Int(f"i{k}.step{i + 1}") for i in range(k)]
         self.base = []
         for S in self.states:
@@ -914,7 +1017,7 @@ class _Induction:
 
 def _houdini(sy: System, k: int, lemmas: list[str], dropped: dict) -> list[str]:
     """The largest subset of ``lemmas`` that is k-inductive (relative to itself)."""
-    ind = _Induction(sy, k)
+    ind = sy.induction(k)
     live = list(lemmas)
     while live:
         s = sy.solver()
@@ -935,10 +1038,17 @@ def _houdini(sy: System, k: int, lemmas: list[str], dropped: dict) -> list[str]:
 def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list[str], list[dict]]:
     """The spec's lemmas that hold in every reachable state, epochs unbounded: those true in
     every initial state that are 1-inductive together (Houdini), and the statistics of the
-    solvers that showed it. When the solver gives up, no lemma is assumed."""
+    solvers that showed it. When the solver gives up, no lemma is assumed.
+
+    The answer depends on the model alone (not on the time limit, when it is reached in time),
+    so it is kept per model (``kept``) once found: a later call on the same model answers at once,
+    with no solver statistics of its own. An answer the solver gave up on is never kept."""
     names = [p.name for p in model.invariants if p.lemma]
     if not names:
         return [], []
+    store = kept(model)
+    if "inductive lemmas" in store:
+        return list(store["inductive lemmas"]), []
     sy = System(model, False, timeout_s)
     try:
         S = sy.state("init")
@@ -957,7 +1067,8 @@ def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list
             # interruption, not a reason to go on without the lemmas. With a --timeout,
             # 'canceled' is the timeout's word too, and the lemmas are left out as before.
             raise KeyboardInterrupt from None
-        live = []
+        return [], [sy.stats]
+    store["inductive lemmas"] = tuple(live)
     return live, [sy.stats]
 
 
@@ -1031,7 +1142,7 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
                 res.lemmas_dropped.update(dropped)
                 return _done(res, sy, t0)
             dropped.pop(prop, None)
-            ind = _Induction(sy, k)
+            ind = sy.induction(k)
             s = sy.solver()
             s.add(*ind.base)
             for S in ind.states:   # proved lemmas hold in every reachable state

@@ -562,3 +562,38 @@ def test_value_range_covers_the_positions_a_select_compares():
     widest = [0, 0]
     assert value_range(Expr("select", (i,) + elems, "int"), [(0, 3)], {}, widest) == (0, 1)
     assert widest == [0, 38]
+
+
+def test_what_the_engine_keeps_never_crosses_models(epochs):
+    """The inductive lemmas and the induction terms are kept per model (symbolic.kept): a model
+    of another variant, other parameters, or a spec loaded again after its file changed gets its
+    own answer, the one it gets with nothing kept."""
+    from checker import symbolic
+    two_phase = load_spec("two_phase")
+    lamport = two_phase.instantiate("lamport", {"N": 2})
+    broken = two_phase.instantiate("commit-without-prepares", {"N": 2})
+    symbolic.forget_kept()
+    alone = symbolic.inductive_lemmas(broken)[0]
+    symbolic.forget_kept()
+    everything = symbolic.inductive_lemmas(lamport)[0]
+    assert set(alone) < set(everything)           # the broken variant loses a lemma
+    assert symbolic.inductive_lemmas(broken)[0] == alone
+    # an equal model is answered from what was kept, with no solver work of its own
+    assert symbolic.inductive_lemmas(two_phase.instantiate("lamport", {"N": 2})) == (everything, [])
+    # proofs on one variant do not lend their terms to the other
+    assert prove(lamport, "consistent", k_max=1).verdict == "proved"
+    pr = prove(broken, "consistent", k_max=1, bmc_depth=0)
+    assert pr.verdict == "not-inductive" and "commit-after-all-prepared" in pr.lemmas_dropped
+    # the same file, changed: a spec loaded again is another model
+    first = load_spec(str(epochs)).instantiate("lenient", {})
+    assert symbolic.inductive_lemmas(first)[0] == ["member-behind-group"]
+    epochs.write_text(EPOCHS.replace("return s.member_epoch <= s.group_epoch",
+                                     "return s.member_epoch < s.group_epoch"))
+    again = load_spec(str(epochs)).instantiate("lenient", {})
+    assert symbolic.inductive_lemmas(again)[0] == []
+    assert prove(again, "member-behind-group", k_max=1, bmc_depth=0).verdict == "not-inductive"
+    assert prove(first, "member-behind-group", k_max=1, bmc_depth=0).verdict == "proved"
+    # what is kept is bounded: the models used last, no more
+    for n in range(2, 2 + symbolic.KEPT_MODELS + 2):
+        symbolic.inductive_lemmas(two_phase.instantiate("lamport", {"N": n}))
+    assert len(symbolic._kept) == symbolic.KEPT_MODELS
