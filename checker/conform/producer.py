@@ -426,6 +426,7 @@ class Client:
     bump_restarts_every_partition: bool = True
     appended_offsets: dict = field(default_factory=dict)   # per partition
     markers_pending: bool = False     # Kafka's coordinator is completing a transaction with markers
+    marker_partitions: set = field(default_factory=set)   # ... for these partitions
     held_by: int | None = None        # the follower stopped to hold the markers (HOLD), if held
     changed_config: bool = False      # partition verification switched off for this trace
 
@@ -743,6 +744,7 @@ class ProducerAdapter(Adapter):
             if before and before["state"] == "Ongoing" and before["partitions"] and after and \
                     after["state"] in PREPARE + ("CompleteCommit", "CompleteAbort"):
                 c.markers_pending = True
+                c.marker_partitions = {q for topic, q in before["partitions"] if topic == run.name}
                 after = self._describe_transaction(run)
             if c.held_by is not None and not c.markers_pending:
                 self._release(run, c)      # held for a prepare that did not come: nothing to hold
@@ -1129,9 +1131,12 @@ class ProducerAdapter(Adapter):
                               f"start (a static setting; Kafka's default checks every ten "
                               f"minutes): only the brokers kcheck starts have it ({EXPIRY})")
         node_id, at = self._replica(run, "ExpireProducer", partition, replica)
-        # the spec's expiry of an idle producer: nothing in flight, on the wire or on its way
-        idle = (not any(c.in_flight.values()) and not any(c.held.values())
-                and not c.markers_pending and not run.state.get("markers"))
+        # the spec's expiry of a producer idle at this partition (ExpireProducer's guard is per
+        # partition, as Kafka's entry and its timestamp are): no batch of it in flight, no request
+        # on the wire to its leader, no marker on its way to it
+        idle = (not c.in_flight.get(partition) and not c.held.get(partition)
+                and not (c.markers_pending and partition in c.marker_partitions)
+                and not any(q == partition for _, q in run.state.get("markers", {})))
         expiration = IDLE_EXPIRATION_MS if idle else RECENT_EXPIRATION_MS
         # the trace's other entries on the same node (the node is the spec's replica of them too)
         parts = range(getattr(run.params, "partitions", 1))
