@@ -411,6 +411,37 @@ def test_leader_failover_moves_to_the_other_spec_replica():
         a._replica(single, "ExpireProducer", 0, 1)
 
 
+def test_expiry_is_per_node_and_idle_per_partition(monkeypatch):
+    """ExpireProducer sets producer.id.expiration.ms on the node of the step's replica alone and
+    deletes it after; the expiration is the idle one (1 ms) when nothing of that partition is in
+    flight, whatever is on the wire to the other partition (ExpireProducer's guard is per
+    partition), else 5 minutes."""
+    import checker.conform.producer as prod
+    calls = []
+    monkeypatch.setattr(prod, "set_node_config",
+                        lambda conn, node_id, name, value, **k: calls.append((node_id, value)))
+    monkeypatch.setattr(prod, "broker_config", lambda conn, node_id, name: "86400000")
+
+    class NoBroker(ProducerAdapter):
+        def _replica(self, run, action, partition, replica):
+            return 10 + 2 * partition + replica, ("127.0.0.1", 9000 + partition)
+
+        def _conn(self, run, who, at=None):
+            return None
+
+        def _describe_producer(self, run, c, partition=0, at=None):
+            return None
+
+    class Broker:
+        settings = {"producer.id.expiration.check.interval.ms": "500"}
+    model = spec.instantiate("kip360", {"partitions": 2, "transactional": 0})
+    run = driver.TraceRun(Broker(), "t", model.params, model=model)
+    busy_at_1 = Client(producer_id=1, epoch=0, held={1: [(0, 0, 0)]}, in_flight={1: [[0, 0]]})
+    NoBroker()._expire_producer(run, busy_at_1, 0, 1)
+    NoBroker()._expire_producer(run, busy_at_1, 1, 0)
+    assert calls == [("11", "1"), ("11", None), ("12", "300000"), ("12", None)]
+
+
 def test_view_follows_the_spec_leader_and_compares_the_follower():
     """After LeaderFailover the leader's entry is replica 1's and the follower's replica 0's;
     an expiry at one replica changes only that replica's entry in the view."""
@@ -502,7 +533,7 @@ def test_an_expiry_that_does_not_fire_is_a_divergence():
     """An adapter whose expiry step asks Kafka nothing leaves the producer's entry in place:
     the step that the spec says expires it diverges (the trace conforms with the timer)."""
     class NoExpiry(ProducerAdapter):
-        def _expire_producer(self, run, c, partition):
+        def _expire_producer(self, run, c, partition, replica=0):
             pass
     path = ROOT / "counterexamples" / "producer" / "pre-kip890" / "no-hanging-transaction.json"
     out = replay(broker_for("4.3.1"), path, NoExpiry(), "4.3.1")
