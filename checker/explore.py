@@ -588,16 +588,29 @@ class Level:
         """One block's successors (fingerprints ``fp``), their parents' positions in the block
         and action instances; ``offset``: the block's first position in its level."""
         # the first (lowest instance, then earliest state) of the block that reaches a state
-        first = first_of_each(fp, self.keys(T))
-        self.fp.append(fp[first])
-        if not self.one_word:
-            self.words.append(T[:, first])
-        par = parent[first]
-        par += offset
-        self.parent.append(par.astype(np.int32))
-        self.action.append(action[first])
-        self.upper += len(first)
-        self._unsorted += len(first)
+        n = len(fp)
+        tag_bits = max(1, (n - 1).bit_length())
+        if (self.one_word and n and tag_bits <= 64 - int(fp.max()).bit_length()
+                and np.dtype(action.dtype).itemsize in (2, 4)):
+            # a state that is its own fingerprint, with room for its position below it: the
+            # sort's reading and the gathers after it in one compiled pass
+            ufp, par, act = native.first_gather(fp, tag_bits, parent, action, offset)
+            self.fp.append(ufp)
+            self.parent.append(par)
+            self.action.append(act)
+            added = len(ufp)
+        else:
+            first = first_of_each(fp, self.keys(T))
+            self.fp.append(fp[first])
+            if not self.one_word:
+                self.words.append(T[:, first])
+            par = parent[first]
+            par += offset
+            self.parent.append(par.astype(np.int32))
+            self.action.append(action[first])
+            added = len(first)
+        self.upper += added
+        self._unsorted += added
         if (self._unsorted > max(COMPACT_AT, 2 * self._compacted)
                 or (self.max_runs is not None and len(self.fp) >= self.max_runs)):
             # a state reached from many blocks is kept once per block until the runs are
@@ -611,6 +624,26 @@ class Level:
         """The runs merged into one: the level's distinct states not seen before, in level
         order, each with its least (action instance, parent)."""
         if not self.fp:
+            return
+        if (self.one_word and self.max_runs is not None and len(self.fp) <= self.max_runs
+                and self.visited.keys is None
+                and all(np.dtype(a.dtype).itemsize in (2, 4) for a in self.action)):
+            # a state that is its own fingerprint, with room for (action instance, run) below
+            # it: one sort of the runs' packed words, read in one compiled pass that keeps each
+            # state's least (action instance, run), drops the states visited and merges the
+            # rest into the level gathered so far (the runs are never joined; no array of
+            # positions, no mask, no second merge)
+            if self._sorted and len(self.fp) == 1:
+                return                     # the level gathered so far, sorted and filtered
+            before = None
+            if self._sorted:
+                before = (self.fp.pop(0), self.parent.pop(0), self.action.pop(0))
+            runs = (self.fp, self.parent, self.action)
+            self.fp, self.parent, self.action = [], [], []
+            got = native.collapse(runs, self.action_bits, self.visited.fp, self.visited.n, before)
+            del runs, before
+            self.fp, self.parent, self.action = [got[0]], [got[1]], [got[2]]
+            self._sorted = True
             return
         before = None
         if self.one_word and self._sorted and len(self.fp) > 1:
@@ -664,6 +697,10 @@ class Level:
         fp = self.fp[0]
         words = fp[None, :] if self.one_word else self.words[0]
         parent, action = self.parent[0], self.action[0]
+        if parent.base is not None and parent.base.nbytes > parent.nbytes + parent.nbytes // 4:
+            # the collapse's output has room for every candidate: the search keeps a level's
+            # parents to its end, so not the room with them
+            parent, action = parent.copy(), action.copy()
         self.fp = self.words = self.parent = self.action = []
         return fp, words, parent, action
 

@@ -149,7 +149,7 @@ int64_t kc_first_in_runs(const uint64_t *key, int64_t n, int64_t tag_bits, int64
 }
 
 /* The version of this file's functions that checker/native.py expects (its ABI). */
-int64_t kc_abi(void) { return 3; }
+int64_t kc_abi(void) { return 4; }
 
 /* The steps of one action instance whose writes are all constants, from the states of a block
  * (word w of state i at S[w * sstride + i]): the successor's word w is (S[w] & keep[w]) |
@@ -232,6 +232,101 @@ int64_t kc_merge_runs(const uint64_t *afp, const int32_t *apar, const void *aact
     }
     for (; j < nb; j++, o++) {
         ofp[o] = bfp[j]; opar[o] = bpar[j]; action_put(oact, action_size, o, action_at(bact, action_size, j));
+    }
+    return o;
+}
+
+/* A block's first occurrences gathered in one pass: key is the sorted (state << b | position)
+ * of kc_pack_positions; for the first word of each run of equal states, writes the state, the
+ * parent position plus offset (int32) and the action instance (action_size bytes) -> how many.
+ * numpy took a gather of each array, an addition and a conversion for this. */
+int64_t kc_first_gather(const uint64_t *key, int64_t n, int64_t b, const int64_t *parent,
+                        const void *action, int64_t action_size, int64_t offset,
+                        uint64_t *ofp, int32_t *opar, void *oact)
+{
+    uint64_t mask = (((uint64_t)1) << b) - 1, prev = 0;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t v = key[i] >> b;
+        if (i == 0 || v != prev) {
+            int64_t at = (int64_t)(key[i] & mask);
+            ofp[m] = v;
+            opar[m] = (int32_t)(parent[at] + offset);
+            action_put(oact, action_size, m, action_at(action, action_size, at));
+            m++;
+            prev = v;
+        }
+    }
+    return m;
+}
+
+/* key[...] = fp << tag_bits | action << run_bits | r for every element of the runs r < k (run
+ * r: run_fp[r], run_act[r], run_len[r] elements; actions of action_size bytes), written run
+ * after run: the runs are read where they lie, never joined. */
+void kc_pack_run_list(const uint64_t *const *run_fp, const void *const *run_act,
+                      const int64_t *run_len, int64_t k, int64_t action_size, int64_t tag_bits,
+                      int64_t run_bits, uint64_t *key)
+{
+    int64_t o = 0;
+    for (int64_t r = 0; r < k; r++) {
+        const uint64_t *fp = run_fp[r];
+        const void *act = run_act[r];
+        for (int64_t i = 0; i < run_len[r]; i++)
+            key[o++] = (fp[i] << tag_bits) | (action_at(act, action_size, i) << run_bits) | (uint64_t)r;
+    }
+}
+
+/* A level's runs collapsed into its states so far, in one pass over the sorted keys of
+ * kc_pack_run_list: for each state (key >> tag_bits) its least (action instance, run) (the
+ * first key of the state), the parent found by a counter per run (a run is sorted: the j-th
+ * time run r appears is its j-th element, run_par[r][j]); a state among the first vn of the
+ * sorted visited set V is dropped (a forward galloping walk); the rest are merged with the
+ * level gathered before (bfp, bpar, bact: sorted, distinct, not visited, from earlier blocks:
+ * at equal action instances its parent is the lower) into ofp, opar, oact -> how many. seen:
+ * k zeroed counters. */
+int64_t kc_collapse(const uint64_t *key, int64_t n, int64_t tag_bits, int64_t run_bits,
+                    const int32_t *const *run_par, int64_t *seen, const uint64_t *V, int64_t vn,
+                    const uint64_t *bfp, const int32_t *bpar, const void *bact, int64_t nb,
+                    int64_t action_size, uint64_t *ofp, int32_t *opar, void *oact)
+{
+    uint64_t run_mask = (((uint64_t)1) << run_bits) - 1;
+    uint64_t action_mask = (((uint64_t)1) << (tag_bits - run_bits)) - 1;
+    uint64_t prev = 0;
+    int64_t o = 0, i = 0, j = 0;
+    for (int64_t q = 0; q < n; q++) {
+        uint64_t k = key[q];
+        int64_t r = (int64_t)(k & run_mask);
+        uint64_t v = k >> tag_bits;
+        int64_t at = seen[r]++;
+        if (q && v == prev)
+            continue;
+        prev = v;
+        j = lower_bound(V, j, vn, v);
+        if (j < vn && V[j] == v)
+            continue;                                   /* seen at an earlier level */
+        while (i < nb && bfp[i] < v) {
+            ofp[o] = bfp[i]; opar[o] = bpar[i];
+            action_put(oact, action_size, o, action_at(bact, action_size, i));
+            i++; o++;
+        }
+        uint64_t a = (k >> run_bits) & action_mask;
+        ofp[o] = v;
+        if (i < nb && bfp[i] == v) {
+            uint64_t ka = action_at(bact, action_size, i);
+            if (a < ka) {
+                opar[o] = run_par[r][at]; action_put(oact, action_size, o, a);
+            } else {
+                opar[o] = bpar[i]; action_put(oact, action_size, o, ka);
+            }
+            i++;
+        } else {
+            opar[o] = run_par[r][at]; action_put(oact, action_size, o, a);
+        }
+        o++;
+    }
+    for (; i < nb; i++, o++) {
+        ofp[o] = bfp[i]; opar[o] = bpar[i];
+        action_put(oact, action_size, o, action_at(bact, action_size, i));
     }
     return o;
 }

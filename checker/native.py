@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-ABI = 3     # kc_abi() of the checker/native.c this module was written for
+ABI = 4     # kc_abi() of the checker/native.c this module was written for
 
 
 def _load() -> ctypes.CDLL:
@@ -72,6 +72,11 @@ _lib.kc_expand_constant.argtypes = [_P, _I, _I, _I, _P, _P, _P, _I, _P, _I, _P, 
 _lib.kc_expand_constant.restype = _I
 _lib.kc_merge_runs.argtypes = [_P, _P, _P, _I, _P, _P, _P, _I, _I, _P, _P, _P]
 _lib.kc_merge_runs.restype = _I
+_lib.kc_first_gather.argtypes = [_P, _I, _I, _P, _P, _I, _I, _P, _P, _P]
+_lib.kc_first_gather.restype = _I
+_lib.kc_pack_run_list.argtypes = [_P, _P, _P, _I, _I, _I, _I, _P]
+_lib.kc_collapse.argtypes = [_P, _I, _I, _I, _P, _P, _P, _I, _P, _P, _P, _I, _I, _P, _P, _P]
+_lib.kc_collapse.restype = _I
 
 
 def _at(a: np.ndarray | None):
@@ -224,3 +229,69 @@ def merge_runs(a: tuple, b: tuple) -> tuple:
                            address(bpar), address(bact), len(bfp), np.dtype(dtype).itemsize,
                            address(fp), address(par), address(act))
     return fp[:n], par[:n], act[:n]
+
+
+def first_gather(fp: np.ndarray, b: int, parent: np.ndarray, action: np.ndarray,
+                 offset: int) -> tuple:
+    """A block's distinct states in ascending order, each with the parent (plus ``offset``, as
+    int32) and action instance of its first occurrence: first_positions and the gathers after it
+    in one pass (fp leaves ``b`` bits free above it for a position; parent int64, action int16
+    or int32)."""
+    fp = _words(fp)
+    n = len(fp)
+    key = np.empty(n, dtype=np.uint64)
+    _lib.kc_pack_positions(_at(fp), n, b, _at(key))
+    key.sort()
+    parent = np.ascontiguousarray(parent, dtype=np.int64)
+    action = np.ascontiguousarray(action)
+    ofp = np.empty(n, dtype=np.uint64)
+    opar = np.empty(n, dtype=np.int32)
+    oact = np.empty(n, dtype=action.dtype)
+    m = _lib.kc_first_gather(_at(key), n, b, _at(parent), _at(action), action.itemsize, offset,
+                             _at(ofp), _at(opar), _at(oact))
+    del key
+    return ofp[:m].copy(), opar[:m].copy(), oact[:m].copy()
+
+
+def collapse(runs: tuple, action_bits: int, V: np.ndarray, vn: int, before: tuple | None) -> tuple:
+    """A level's runs of one-word states (``runs``: lists of states, parents as int32, action
+    instances as int16 or int32; each run sorted and distinct, run r's parents all after run
+    r-1's), the least (action instance, run) of each state kept, the states among the first
+    ``vn`` of the sorted visited set ``V`` dropped, merged with ``before`` (the level gathered so
+    far, or None) -> (states, parents, action instances), sorted. One np.sort of packed (state,
+    action instance, run) words, read in one pass that also tests the visited set and merges:
+    the runs are never joined (first_of_each, Visited.absent and merge_runs did this in several
+    passes, each with arrays of the runs' size). The states must leave action_bits plus the
+    bits of the run count free."""
+    rfp, rpar, ract = runs
+    k = len(rfp)
+    dtype = ract[0].dtype
+    if before is not None and before[2].dtype != dtype:
+        dtype = np.dtype(np.int32)
+    ract = [a if a.dtype == dtype else a.astype(dtype) for a in ract]
+    run_bits = max(1, (k - 1).bit_length())
+    tag_bits = action_bits + run_bits
+    lens = np.array([len(f) for f in rfp], dtype=np.int64)
+    n = int(lens.sum())
+    addr = np.array([[address(f) for f in rfp], [address(a) for a in ract],
+                     [address(p) for p in rpar]], dtype=np.uint64).reshape(3, k)
+    key = np.empty(n, dtype=np.uint64)
+    _lib.kc_pack_run_list(_at(addr[0]), _at(addr[1]), _at(lens), k, dtype.itemsize, tag_bits,
+                          run_bits, _at(key))
+    key.sort()
+    seen = np.zeros(k, dtype=np.int64)
+    nb = 0 if before is None else len(before[0])
+    if before is not None:
+        bfp, bpar, bact = _words(before[0]), np.ascontiguousarray(before[1], dtype=np.int32), \
+            np.ascontiguousarray(before[2], dtype=dtype)
+    else:
+        bfp = bpar = bact = None
+    room = nb + n
+    ofp = np.empty(room, dtype=np.uint64)
+    opar = np.empty(room, dtype=np.int32)
+    oact = np.empty(room, dtype=dtype)
+    m = _lib.kc_collapse(_at(key), n, tag_bits, run_bits, _at(addr[2]), _at(seen), _at(V), vn,
+                         _at(bfp), _at(bpar), _at(bact), nb, dtype.itemsize, _at(ofp), _at(opar),
+                         _at(oact))
+    del key
+    return ofp[:m], opar[:m], oact[:m]

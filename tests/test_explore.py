@@ -358,6 +358,40 @@ def test_a_level_of_wide_one_word_states_is_merged_in_few_runs():
     assert got_action.tolist() == action[want].tolist()
 
 
+@pytest.mark.parametrize("act_dtype", [np.int16, np.int32])
+def test_a_level_collapsed_in_one_pass_keeps_the_rule(monkeypatch, act_dtype):
+    """One-word states gathered over many blocks and collapsed every block (the compiled pass
+    that keeps each state's least (action instance, run), drops the visited states and merges
+    into the level so far): the states not seen before, in order, each with its least (action
+    instance, parent), as the rule written out with lexsort gives them; a state reached again
+    at the same least action instance from a later block keeps the earlier block's parent."""
+    monkeypatch.setattr(explore, "COMPACT_AT", 1)
+    rng = np.random.default_rng(17)
+    visited = explore.Visited(0)
+    seen = np.sort(rng.choice(1 << 12, 300, replace=False).astype(np.uint64) << np.uint64(20))
+    visited.add(seen, None)
+    level = explore.Level(visited, False, action_bits=4, one_word=True, state_bits=32)
+    all_fp, all_parent, all_action = [], [], []
+    for b in range(20):
+        fp = rng.choice(1 << 12, 60).astype(np.uint64) << np.uint64(20)
+        action = np.sort(rng.integers(0, 3, 60)).astype(act_dtype)    # few instances: ties
+        parent = rng.integers(0, 8, 60)
+        T = fp[None, :].copy()
+        level.add(T, T[0], parent.copy(), action, b * 8)
+        all_fp.append(fp), all_parent.append(parent + b * 8), all_action.append(action)
+    fp, parent, action = (np.concatenate(x) for x in (all_fp, all_parent, all_action))
+    order = np.lexsort((np.arange(len(fp)), parent, action, fp))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = fp[order[1:]] != fp[order[:-1]]
+    want = order[first]
+    want = want[~np.isin(fp[want], seen)]
+    got_fp, words, got_parent, got_action = level.finish()
+    assert got_fp.tolist() == fp[want].tolist() and words[0].tolist() == got_fp.tolist()
+    assert got_parent.tolist() == parent[want].tolist()
+    assert got_action.tolist() == action[want].tolist()
+    assert got_action.dtype == act_dtype
+
+
 def test_every_invariant_at_once_finds_what_each_finds_alone():
     """The invariants compiled together (shared field reads) report, per invariant, the first
     violating state that each one's own function reports."""
