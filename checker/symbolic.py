@@ -798,6 +798,22 @@ def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
     return res
 
 
+KEPT_ENCODINGS = 3   # bmc's templates are kept for this many encodings of a model
+
+
+def _templates(model: Model, encoding: tuple) -> dict:
+    """bmc's templates of ``model`` in ``encoding`` (search bounds kept, cap, domain checked)."""
+    per_model = kept(model).setdefault("templates", OrderedDict())
+    got = per_model.get(encoding)
+    if got is None:
+        got = per_model[encoding] = {}
+        while len(per_model) > KEPT_ENCODINGS:
+            per_model.popitem(last=False)
+    else:
+        per_model.move_to_end(encoding)
+    return got
+
+
 def _rename(d: int):
     """A template's atom names as frame d's: S -c-> T is state d-1, step d, state d."""
     pre, post, step = f"s{d - 1}.", f"s{d}.", f"step{d}#"
@@ -824,27 +840,45 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
     # a frame is a renumbered copy of its clauses (checker/cnf.py). One incremental solver for
     # the whole unrolling: each depth adds its frame once, and every question is asked under an
     # assumption literal, so what the SAT solver learnt at depth d is kept at depth d + 1.
-    def answer(term) -> Template:
-        return Template(out == term)
+    # The templates depend on the model and the encoding alone: kept per model for the
+    # encodings used last (prove asks the same base case of every property, and the tests ask
+    # bmc several times of a model with the same bounds)
+    made = _templates(model, (keep_search_bounds, sy.cap, check_domain))
+    out = z3.Bool("out")   # a question's answer, one atom per copy
+
+    def template(name, term) -> Template:
+        """The template ``name``, bit-blasted from ``term()`` unless it was made before."""
+        t = made.get(name)
+        if t is None:
+            t = made[name] = Template(term())
+        return t
+
+    def answer(name, term) -> Template:
+        return template(name, lambda: out == term())
+
+    def frame(build):
+        """``build(S, c, T)`` over the template frame (whose variables are made only when a
+        template is bit-blasted)."""
+        return lambda: build(*sy.template_states())
 
     try:
-        S, c0, T = sy.template_states()
-        out = z3.Bool("out")   # a question's answer, one atom per copy
         # (at depth 0, prove's base case for k = 1, no step is taken: none is bit-blasted)
-        step = Template(z3.And(*sy.step(S, c0, T), *sy.in_range(S),
-                               *([] if check_domain else sy.in_range(T, capped=False)))) \
-            if depth > 0 else None
-        init = Template(sy.init(T))
-        lemmas = Template(sy.assume(assumed, T)) if assumed else None
+        step = template("step", frame(lambda S, c, T: z3.And(*sy.step(S, c, T), *sy.in_range(S), *(
+            [] if check_domain else sy.in_range(T, capped=False))))) if depth > 0 else None
+        init = template("init", frame(lambda S, c, T: sy.init(T)))
+        lemmas = template(("lemmas", tuple(assumed)), frame(lambda S, c, T: sy.assume(assumed, T))) \
+            if assumed else None
         bad = {}
         for p in props:
             if sy.kind(p) == "transition":
-                bad[p] = answer(z3.Not(sy.step_ok(p, S, c0, T)))
+                bad[p] = answer(("bad", p), frame(lambda S, c, T: z3.Not(sy.step_ok(p, S, c, T))))
             else:
-                bad[p] = answer(z3.Not(sy.holds(p, T)))
-        wrong_terms = ([sy.out_of_range(T)] if check_domain else []) + \
-            ([sy.over_cap(T)] if sy.cap is not None else [])
-        wrong = answer(z3.Or(*wrong_terms)) if wrong_terms else None
+                bad[p] = answer(("bad", p), frame(lambda S, c, T: z3.Not(sy.holds(p, T))))
+
+        def wrong_term(S, c, T):
+            return z3.Or(*([sy.out_of_range(T)] if check_domain else []),
+                         *([sy.over_cap(T)] if sy.cap is not None else []))
+        wrong = answer("wrong", frame(wrong_term)) if check_domain or sy.cap is not None else None
     except (KeyboardInterrupt, ctypes.ArgumentError) as e:
         if not interrupted_in_z3(e):
             raise
@@ -1015,17 +1049,27 @@ class _Induction:
             self.base += sy.step(self.states[i], self.choices[i], self.states[i + 1])
 
 
-def _houdini(sy: System, k: int, lemmas: list[str], dropped: dict) -> list[str]:
-    """The largest subset of ``lemmas`` that is k-inductive (relative to itself)."""
+def _houdini(sy: System, k: int, lemmas: list[str], dropped: dict,
+             trusted: frozenset = frozenset()) -> list[str]:
+    """The largest subset of ``lemmas`` that is k-inductive (relative to itself).
+
+    ``trusted`` are lemmas already shown inductive together (``inductive_lemmas``): any set of
+    lemmas inductive relative to itself is part of the largest, so none of them is ever dropped,
+    and once they are assumed in the first k states they hold in the last one too. So a round
+    asks only whether a lemma not trusted can fail there: the same answer, and in the common
+    case (every lemma inductive) a question about the target alone instead of about every lemma."""
     ind = sy.induction(k)
     live = list(lemmas)
     while live:
+        goal = [l for l in live if l not in trusted]
+        if not goal:
+            return live
         s = sy.solver()
         s.add(*ind.base)
         for S in ind.states[:-1]:
             s.add(*[sy.holds(l, S) for l in live])
         last = ind.states[-1]
-        if not sy.check(s, z3.Not(z3.And(*[sy.holds(l, last) for l in live]))):
+        if not sy.check(s, z3.Not(z3.And(*[sy.holds(l, last) for l in goal]))):
             return live
         m = s.model()
         bad = [l for l in live if z3.is_false(m.eval(sy.holds(l, last), model_completion=True))]
@@ -1043,6 +1087,25 @@ def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list
     The answer depends on the model alone (not on the time limit, when it is reached in time),
     so it is kept per model (``kept``) once found: a later call on the same model answers at once,
     with no solver statistics of its own. An answer the solver gave up on is never kept."""
+    try:
+        return _inductive_lemmas(model, timeout_s)
+    except Inconclusive as e:
+        from checker.cnf import STOP      # set on SIGTERM (symbolic_cli.SolverStop)
+        if STOP.is_set():
+            from checker.bfs import Terminated
+            raise Terminated from None
+        reason = str(e)
+        if "interrupted from keyboard" in reason or ("cancel" in reason and timeout_s is None):
+            # Ctrl-C stopped Z3's call (Z3 takes SIGINT for itself and says either): an
+            # interruption, not a reason to go on without the lemmas. With a --timeout,
+            # 'canceled' is the timeout's word too, and the lemmas are left out as before.
+            raise KeyboardInterrupt from None
+        return [], [e.stats]
+
+
+def _inductive_lemmas(model: Model, timeout_s: float | None) -> tuple[list[str], list[dict]]:
+    """inductive_lemmas, or Inconclusive (carrying the statistics of the work done) when the
+    solver gave up."""
     names = [p.name for p in model.invariants if p.lemma]
     if not names:
         return [], []
@@ -1057,17 +1120,8 @@ def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list
         live = [l for l in names if not sy.check(s, z3.Not(sy.holds(l, S)))]
         live = _houdini(sy, 1, live, {})
     except Inconclusive as e:
-        from checker.cnf import STOP      # set on SIGTERM (symbolic_cli.SolverStop)
-        if STOP.is_set():
-            from checker.bfs import Terminated
-            raise Terminated from None
-        reason = str(e)
-        if "interrupted from keyboard" in reason or ("cancel" in reason and timeout_s is None):
-            # Ctrl-C stopped Z3's call (Z3 takes SIGINT for itself and says either): an
-            # interruption, not a reason to go on without the lemmas. With a --timeout,
-            # 'canceled' is the timeout's word too, and the lemmas are left out as before.
-            raise KeyboardInterrupt from None
-        return [], [sy.stats]
+        e.stats = sy.stats
+        raise
     store["inductive lemmas"] = tuple(live)
     return live, [sy.stats]
 
@@ -1131,11 +1185,12 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
             res.verdict, res.k, res.why = Verdict.PROVED, base.depth, "every behaviour ends within the base case"
             return _done(res, sy, t0)
         lemmas = [l for l in lemmas if l not in res.lemmas_dropped]
+        trusted = _trusted_lemmas(model, sy, timeout_s) if lemmas else frozenset()
         for k in range(1, k_max + 1):
             dropped: dict = {}
             # the target joins the lemmas: a lemma may need the target as much as the reverse
             joint = lemmas + ([prop] if kind != "transition" else [])
-            live = _houdini(sy, k, joint, dropped)
+            live = _houdini(sy, k, joint, dropped, trusted)
             if prop in live:
                 res.verdict, res.k = Verdict.PROVED, k
                 res.lemmas_used = [l for l in live if l != prop]
@@ -1170,6 +1225,23 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
     except Inconclusive as e:
         res.verdict, res.why = Verdict.UNKNOWN, f"solver: {e}"
     return _done(res, sy, t0)
+
+
+def _trusted_lemmas(model: Model, sy: System, timeout_s: float | None) -> frozenset:
+    """The spec's lemmas shown inductive together (kept per model: found once for every
+    property proved on it), which Houdini then need not ask about again. A time limit reached
+    on the way leaves none trusted (the proof goes on as before); an interruption is the
+    proof's own (Inconclusive)."""
+    from checker.cnf import INTERRUPTED, STOP
+    try:
+        live, stats = _inductive_lemmas(model, timeout_s)
+    except Inconclusive as e:
+        sy._extra.append(e.stats)
+        if INTERRUPTED.is_set() or STOP.is_set():
+            raise
+        return frozenset()
+    sy._extra += stats
+    return frozenset(live)
 
 
 def merge_stats(total: dict, more: dict):
