@@ -40,7 +40,8 @@ producer.id.expiration.check.interval.ms (a static setting of the brokers kcheck
 
 What cannot be driven (said per trace, see NOT_DRIVABLE): FollowerFetch (a 4.x DeleteRecords
 answers only once every live replica has the new log start, and a follower takes it at each fetch
-by itself: FOLLOWER_FETCH), the second replica on a single broker, a marker of a coordinator that moved away
+by itself: FOLLOWER_FETCH), the second replica on a single broker, a marker of a coordinator that
+moved away
 (Kafka's old coordinator cancels it; the driver sends it late only if it saw it while held, and
 not while the new coordinator's marker is held: see OLD_MARKER_WHILE_HELD), a produce to a held
 partition (the hold itself refuses it), a hold on the single broker, and expiry on a broker
@@ -187,7 +188,8 @@ PREPARE_STARTERS = ("EndTxn", "InitProducerId", "SecondInstanceInitProducerId", 
 # shutdown: the controller takes it out of the ISR at once) therefore holds every marker of the
 # topic until it is back in the ISR.
 HOLD = ("the data topic has 3 replicas and min.insync.replicas=3; a follower of the data partition "
-        "(neither its leader, the coordinator nor one of the spec's replicas) is stopped before the request that starts the "
+        "(neither its leader, the coordinator nor one of the spec's replicas) is stopped before "
+        "the request that starts the "
         "prepare, so the markers' append (acks=-1) is refused NOT_ENOUGH_REPLICAS and retried "
         "(TransactionMarkerRequestCompletionHandler) until the spec's TxnMarkerArrives starts it again")
 # Why the kafka-19999 pair stops at its step 10: the old coordinator's marker must be written
@@ -199,7 +201,11 @@ HOLD = ("the data topic has 3 replicas and min.insync.replicas=3; a follower of 
 # already re-enqueued (TransactionMarkerRequestCompletionHandler -> TransactionMarkerChannelManager.
 # addTxnMarkersToBrokerQueue, resent at the next poll of its InterBrokerSendThread, about 1,600
 # times a second measured): the old marker would race it, not come first. A hold on another
-# partition cannot help either: the spec's two markers are for its one partition.
+# partition cannot help either: the spec's two markers are for its one partition. Nor does the
+# second replica: a leader change only sends the new coordinator's retry to the new leader
+# (TransactionMarkerRequestCompletionHandler retries NOT_LEADER_OR_FOLLOWER as it retries
+# NOT_ENOUGH_REPLICAS), which makes the same ISR check, and stopping the new coordinator's node
+# moves the coordinator again, to an epoch the trace does not have.
 OLD_MARKER_WHILE_HELD = (
     "the hold is the partition's ISR against min.insync.replicas (Partition.appendRecordsToLeader), "
     "and every marker is appended at acks=-1 whoever sends it (KafkaApis."
@@ -1145,8 +1151,9 @@ class ProducerAdapter(Adapter):
                       and run.state["replicas"][u][x] == node_id]
         else:       # one broker: every partition's one replica is on it
             others = [(u, 0) for u in parts if u != partition]
-        others = [(u, x) for u, x in others
-                  if self._describe_producer(run, c, u, self._replica(run, "ExpireProducer", u, x)[1]) is not None]
+        def entry(u, x):
+            return self._describe_producer(run, c, u, self._replica(run, "ExpireProducer", u, x)[1])
+        others = [(u, x) for u, x in others if entry(u, x) is not None]
         conn = self._conn(run, "admin", at)
         saved = broker_config(conn, str(node_id), EXPIRATION)
         set_node_config(conn, str(node_id), EXPIRATION, str(expiration))
@@ -1156,8 +1163,7 @@ class ProducerAdapter(Adapter):
                 time.sleep(0.05)   # the next check of the log's expiry timer: poll
         finally:
             set_node_config(conn, str(node_id), EXPIRATION, None, restored=saved)
-        gone = [(u, x) for u, x in others
-                if self._describe_producer(run, c, u, self._replica(run, "ExpireProducer", u, x)[1]) is None]
+        gone = [(u, x) for u, x in others if entry(u, x) is None]
         if gone:
             raise TimerFired(f"ExpireProducer at partition {partition} replica {replica} (node "
                              f"{node_id}) expired the producer at (partition, replica) {gone} as "
