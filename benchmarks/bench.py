@@ -27,6 +27,7 @@ Scale).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -110,8 +111,13 @@ def main(argv: list[str]) -> None:
         t.add_column(col, justify="right" if col != "model" else "left")
     notes = []
     rates = {}
+    loads = {}
     for name, params, opts in targets:
+        before = os.getloadavg()[0]
         r = run(name, params, opts)
+        # others' work slows a search's CPU seconds too (shared caches and memory bandwidth):
+        # the one-minute load average before and after each row goes with its figures
+        r["load"] = [round(before, 2), round(os.getloadavg()[0], 2)]
         print(json.dumps({"model": name, "params": params, **opts, **r}), file=sys.stderr, flush=True)
         label = name + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else " (defaults)")
         if (name, params, opts) in SCALE:
@@ -128,14 +134,17 @@ def main(argv: list[str]) -> None:
         s = r["seconds"] or 1e-9
         if name == "two_phase" and not opts:
             rates[params.get("N")] = r["states"] / (r["cpu_seconds"] or 1e-9)
+            loads[params.get("N")] = r["load"]
         t.add_row(label, f"{r['states']:,}", f"{r['transitions']:,}", f"{s:.2f}", f"{r['cpu_seconds']:.2f}",
                   f"{r['states'] / s:,.0f}", f"{r['transitions'] / s:,.0f}",
                   f"{r['peak_over_base'] / max(1, r['states']):.0f}")
     Console(width=140).print(t)
     if 9 in rates and 10 in rates:
         # per CPU second, so that another process's load does not move the ratio
+        low = min(loads[9] + loads[10])
+        high = max(loads[9] + loads[10])
         print(f"two_phase: the rate at N=10 is {rates[10] / rates[9]:.0%} of the rate at N=9 "
-              f"(distinct states per CPU second)")
+              f"(distinct states per CPU second; load average {low:.1f}-{high:.1f})")
     for line in notes:
         print(line)
 
