@@ -939,14 +939,23 @@ def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
                 raise SpecError(f"{sy.where_action[inst.action.name]}: action {inst.label} sets {f.name} to "
                                 f"{pa.states[-1][f.index]}, outside its range {f.type.lo}..{f.type.hi} "
                                 f"(found by bmc at depth {d}): widen the field's Int range or guard the action")
-        for p, b in bads.items():
-            # the first model answers for every property it violates; the others are asked
-            m2 = m if b in m else solve([b])
-            if m2 is None:
-                cnf.clause([-b])
-                continue
-            res.found[p] = solver_counterexample(p, sy.kind(p), path(m2))
-            pending.remove(p)
+        # a model answers for every property it violates; the others are asked together, so
+        # that one unsatisfiable question rules them all out at this depth (asked one by one,
+        # each cost a question: most of consumer_group's 180 at depth 11)
+        left, now = dict(bads), {}
+        try:
+            while m is not None:
+                for p in [p for p, b in left.items() if b in m]:
+                    now[p] = path(m)
+                    del left[p]
+                m = solve(list(left.values())) if left else None
+        finally:   # what was found stays found when a later question is interrupted
+            for p in bads:
+                if p in now:
+                    res.found[p] = solver_counterexample(p, sy.kind(p), now[p])
+                    pending.remove(p)
+        for b in left.values():
+            cnf.clause([-b])
         return True
 
     try:
