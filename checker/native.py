@@ -1,7 +1,10 @@
 """The explicit engine's loops that numpy cannot do in one pass, compiled: checker/native.c,
 built with the package (``pip install``, which scripts/setup.sh runs) and called through ctypes.
 The visited set's membership test and merge, the packing and reading of sort keys, the merge of
-a level's sorted parts, and the steps of action instances whose writes are all constants.
+a level's sorted parts, the steps of action instances whose writes are all constants, and, for
+states of one word, a block's first occurrences gathered and a level's runs collapsed (least
+(action instance, run), visited test, merge into the level so far) each in the pass that reads
+its sort (``first_gather``, ``collapse``).
 
 numpy has no merge of two sorted arrays, nor a search that walks forward through sorted
 queries: a level's membership test was one binary search a state (each a handful of cache
