@@ -766,7 +766,7 @@ class _Widen(Exception):
 
 def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
         keep_search_bounds: bool = False, timeout_s: float | None = None,
-        check_domain: bool = True, min_depth: int = 0, lemmas: bool = True) -> BmcResult:
+        check_domain: bool = True, min_depth: int = 0, lemmas: bool | list[str] = True) -> BmcResult:
     """Shortest violations of ``properties`` within ``depth`` steps from the initial states
     (looking only at depths from ``min_depth`` on, when given: a quick search for a violation
     of known length).
@@ -779,10 +779,14 @@ def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
 
     With ``lemmas``, the spec's lemmas that are inductive (``inductive_lemmas``) are asserted in
     every state of the unrolling: they hold in every reachable state, so no path is lost, and
-    the SAT solver need not rediscover them to rule a depth out."""
+    the SAT solver need not rediscover them to rule a depth out. ``lemmas`` may also be the list
+    of lemmas to assume, already shown inductive (prove's base case)."""
     props = _check_props(model, properties)
     t0 = time.perf_counter()
-    assumed, extra = ([], []) if not lemmas else inductive_lemmas(model, timeout_s)
+    if isinstance(lemmas, list):
+        assumed, extra = list(lemmas), []
+    else:
+        assumed, extra = ([], []) if not lemmas else inductive_lemmas(model, timeout_s)
     cap = None if keep_search_bounds else depth + max(
         [f.type.hi for f in model.fields.fields if f.type.search_bound] + [0])
     while True:
@@ -1177,9 +1181,14 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
     kind = sy.kind(prop)
     lemmas = [p.name for p in model.invariants if p.lemma and p.name != prop] if use_lemmas else []
     try:
+        # the lemmas shown inductive hold in every reachable state: once they are known for the
+        # model (kept by an earlier proof), the base case assumes them instead of asking. The
+        # first proof finds them after its base case, which stays its first step: a Ctrl-C there
+        # is its partial result, not a bare interruption
+        trusted = frozenset(kept(model).get("inductive lemmas", ()))
         # base: no violation of the target or of a lemma within k_max - 1 steps
-        # (a few steps deep: proving the lemmas inductive first would cost more than it saves)
-        base = bmc(model, [prop] + lemmas, k_max - 1, timeout_s=timeout_s, lemmas=False)
+        base = bmc(model, [prop] + [l for l in lemmas if l not in trusted], k_max - 1,
+                   timeout_s=timeout_s, lemmas=[l for l in lemmas if l in trusted])
         sy._extra.append(base.stats)
         if base.inconclusive:      # bmc's reason already starts 'solver: ', as ours will
             raise Inconclusive(base.inconclusive.removeprefix("solver: "))
@@ -1194,7 +1203,8 @@ def _prove(model: Model, prop: str, k_max: int, use_lemmas: bool, timeout_s: flo
             res.verdict, res.k, res.why = Verdict.PROVED, base.depth, "every behaviour ends within the base case"
             return _done(res, sy, t0)
         lemmas = [l for l in lemmas if l not in res.lemmas_dropped]
-        trusted = _trusted_lemmas(model, sy, timeout_s) if lemmas else frozenset()
+        if lemmas and "inductive lemmas" not in kept(model):
+            trusted = _trusted_lemmas(model, sy, timeout_s)
         for k in range(1, k_max + 1):
             dropped: dict = {}
             # the target joins the lemmas: a lemma may need the target as much as the reverse
