@@ -783,19 +783,29 @@ def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
     of lemmas to assume, already shown inductive (prove's base case)."""
     props = _check_props(model, properties)
     t0 = time.perf_counter()
-    if isinstance(lemmas, list):
-        assumed, extra = list(lemmas), []
-    else:
-        assumed, extra = ([], []) if not lemmas else inductive_lemmas(model, timeout_s)
+    from checker.cnf import interrupted_in_z3
     cap = None if keep_search_bounds else depth + max(
         [f.type.hi for f in model.fields.fields if f.type.search_bound] + [0])
-    while True:
-        try:
-            res = _bmc(model, props, depth, keep_search_bounds, timeout_s, check_domain, min_depth,
-                       cap, extra, assumed)
-            break
-        except _Widen:
-            cap = 4 * cap + 1
+    try:
+        if isinstance(lemmas, list):
+            assumed, extra = list(lemmas), []
+        else:
+            assumed, extra = ([], []) if not lemmas else inductive_lemmas(model, timeout_s)
+    except (KeyboardInterrupt, ctypes.ArgumentError) as e:
+        if not interrupted_in_z3(e):
+            raise
+        # Ctrl-C while the lemmas were proved: not one depth was asked, which the result says
+        # (bmc does not go on without the lemmas it was asked to assume)
+        assumed, extra = [], []
+        res = BmcResult(model, props, 0, inconclusive="solver: interrupted from keyboard")
+    else:
+        while True:
+            try:
+                res = _bmc(model, props, depth, keep_search_bounds, timeout_s, check_domain,
+                           min_depth, cap, extra, assumed)
+                break
+            except _Widen:
+                cap = 4 * cap + 1
     res.elapsed_s = time.perf_counter() - t0
     res.requested_depth, res.search_bounds_kept = depth, keep_search_bounds
     res.lemmas_assumed = assumed

@@ -9,6 +9,7 @@ SolverStop)."""
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import signal
@@ -404,7 +405,8 @@ def cmd_bmc(args, console) -> int:
 
 
 def cmd_prove(args, console) -> int:
-    from checker.symbolic import DEADLOCK, provable_properties, prove
+    from checker.cnf import interrupted_in_z3
+    from checker.symbolic import DEADLOCK, ProofResult, provable_properties, prove
     spec, model = _model(args)
     out = out_dir(args)
     props = args.property or provable_properties(model)
@@ -415,7 +417,17 @@ def cmd_prove(args, console) -> int:
     with SolverStop(f"prove {spec.name}/{model.variant} ({', '.join(props)})") as stop:
         for p in props:
             # after SIGTERM each property still gets its line: its first solver call is stopped
-            results.append(prove(model, p, args.k, not args.no_lemmas, args.timeout, args.bmc_depth))
+            try:
+                results.append(prove(model, p, args.k, not args.no_lemmas, args.timeout,
+                                     args.bmc_depth))
+            except (KeyboardInterrupt, ctypes.ArgumentError) as e:
+                if not interrupted_in_z3(e):
+                    raise
+                # Ctrl-C outside a solver call (building terms, between two calls): the
+                # properties already decided are printed, this one is unknown, the rest not tried
+                results.append(ProofResult(model, p, Verdict.UNKNOWN, 0, k_max=args.k,
+                                           why="solver: interrupted from keyboard"))
+                break
             if stop.terminated.is_set() and results[-1].verdict is Verdict.UNKNOWN:
                 results[-1].why = "solver: stopped by SIGTERM"
     ci_outputs.record_prove(args, model, results)
