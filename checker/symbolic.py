@@ -203,17 +203,22 @@ def model_key(model: Model) -> tuple:
             len(model.instances))
 
 
+def _lru_slot(table: OrderedDict, key, limit: int) -> dict:
+    """The dict kept in ``table`` under ``key``, created when absent; ``table`` keeps the
+    ``limit`` keys used last."""
+    got = table.get(key)
+    if got is None:
+        got = table[key] = {}
+        while len(table) > limit:
+            table.popitem(last=False)
+    else:
+        table.move_to_end(key)
+    return got
+
+
 def kept(model: Model) -> dict:
     """What is kept for ``model`` (a dict to fill; only finished, conclusive results go in)."""
-    key = model_key(model)
-    got = _kept.get(key)
-    if got is None:
-        got = _kept[key] = {}
-        while len(_kept) > KEPT_MODELS:
-            _kept.popitem(last=False)
-    else:
-        _kept.move_to_end(key)
-    return got
+    return _lru_slot(_kept, model_key(model), KEPT_MODELS)
 
 
 def forget_kept() -> None:
@@ -817,15 +822,7 @@ KEPT_ENCODINGS = 3   # bmc's templates are kept for this many encodings of a mod
 
 def _templates(model: Model, encoding: tuple) -> dict:
     """bmc's templates of ``model`` in ``encoding`` (search bounds kept, cap, domain checked)."""
-    per_model = kept(model).setdefault("templates", OrderedDict())
-    got = per_model.get(encoding)
-    if got is None:
-        got = per_model[encoding] = {}
-        while len(per_model) > KEPT_ENCODINGS:
-            per_model.popitem(last=False)
-    else:
-        per_model.move_to_end(encoding)
-    return got
+    return _lru_slot(kept(model).setdefault("templates", OrderedDict()), encoding, KEPT_ENCODINGS)
 
 
 def _rename(d: int):

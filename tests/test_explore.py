@@ -345,9 +345,15 @@ def test_a_level_of_wide_one_word_states_is_merged_in_few_runs():
         level.add(T, T[0], parent.copy(), action, b * 8)
         assert len(level.fp) <= 4
         all_fp.append(fp), all_parent.append(parent + b * 8), all_action.append(action)
+    _assert_the_level_keeps_the_rule(level, seen, all_fp, all_parent, all_action)
+
+
+def _assert_the_level_keeps_the_rule(level, seen, all_fp, all_parent, all_action):
+    """The level's states are those not seen before, in order, each with its least (action
+    instance, parent), as the rule written out with lexsort gives them (first gathered wins a
+    tie); returns the action instances the level kept."""
     fp, parent, action = (np.concatenate(x) for x in (all_fp, all_parent, all_action))
-    pos = np.arange(len(fp))
-    order = np.lexsort((pos, parent, action, fp))
+    order = np.lexsort((np.arange(len(fp)), parent, action, fp))
     first = np.ones(len(order), dtype=bool)
     first[1:] = fp[order[1:]] != fp[order[:-1]]
     want = order[first]
@@ -356,6 +362,7 @@ def test_a_level_of_wide_one_word_states_is_merged_in_few_runs():
     assert got_fp.tolist() == fp[want].tolist() and words[0].tolist() == got_fp.tolist()
     assert got_parent.tolist() == parent[want].tolist()
     assert got_action.tolist() == action[want].tolist()
+    return got_action
 
 
 @pytest.mark.parametrize("act_dtype", [np.int16, np.int32])
@@ -379,16 +386,7 @@ def test_a_level_collapsed_in_one_pass_keeps_the_rule(monkeypatch, act_dtype):
         T = fp[None, :].copy()
         level.add(T, T[0], parent.copy(), action, b * 8)
         all_fp.append(fp), all_parent.append(parent + b * 8), all_action.append(action)
-    fp, parent, action = (np.concatenate(x) for x in (all_fp, all_parent, all_action))
-    order = np.lexsort((np.arange(len(fp)), parent, action, fp))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = fp[order[1:]] != fp[order[:-1]]
-    want = order[first]
-    want = want[~np.isin(fp[want], seen)]
-    got_fp, words, got_parent, got_action = level.finish()
-    assert got_fp.tolist() == fp[want].tolist() and words[0].tolist() == got_fp.tolist()
-    assert got_parent.tolist() == parent[want].tolist()
-    assert got_action.tolist() == action[want].tolist()
+    got_action = _assert_the_level_keeps_the_rule(level, seen, all_fp, all_parent, all_action)
     assert got_action.dtype == act_dtype
 
 

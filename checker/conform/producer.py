@@ -1207,14 +1207,9 @@ class ProducerAdapter(Adapter):
         m, p, t = k["dprod"], k["prim"], k["types"]
         req = m.DescribeProducersRequest(topics=(m.TopicRequest(
             name=t.TopicName(run.name), partition_indexes=(p.i32(partition),)),))
-        deadline = time.monotonic() + self.settle_timeout
-        while True:
-            answer = self._conn(run, "admin", at or self._leader(run, partition)).send(req).topics[0].partitions[0]
-            err = error_name(answer.error_code)
-            # a new topic's replica may not host the partition yet: poll
-            if err not in LEADER_NOT_READY or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+        # a new topic's replica may not host the partition yet
+        answer, err = self._served(lambda: self._conn(run, "admin", at or self._leader(run, partition))
+                                   .send(req).topics[0].partitions[0])
         if err != "NONE":
             raise RuntimeError(f"DescribeProducers {run.name}-{partition} at {at or 'the leader'}: {err}")
         for e in answer.active_producers:
@@ -1222,6 +1217,17 @@ class ProducerAdapter(Adapter):
                 return {"epoch": int(e.producer_epoch), "last_sequence": int(e.last_sequence),
                         "txn_open": int(e.current_txn_start_offset) != -1}
         return None
+
+    def _served(self, ask):
+        """``ask()``'s partition answer and its error name, asked again (bounded by
+        settle_timeout) while the partition is not served yet (LEADER_NOT_READY)."""
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            answer = ask()
+            err = error_name(answer.error_code)
+            if err not in LEADER_NOT_READY or time.monotonic() > deadline:
+                return answer, err
+            time.sleep(0.05)
 
     def _log_records(self, run, partition: int = 0) -> dict[int, int]:
         """Times each record was appended: Fetch from the log start (0, or where DeleteRecords
@@ -1237,14 +1243,9 @@ class ProducerAdapter(Adapter):
                                  m.FetchPartition(partition=p.i32(partition), fetch_offset=p.i64(start),
                                                   partition_max_bytes=p.i32(1 << 20)),)),),
                              forgotten_topics_data=())
-        deadline = time.monotonic() + self.settle_timeout
-        while True:
-            fetched = self._conn(run, "admin", self._leader(run, partition)).send(req).responses[0].partitions[0]
-            err = error_name(fetched.error_code)
-            # a new topic's leader may not serve yet (it holds nothing then): poll
-            if err not in LEADER_NOT_READY or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+        # a new topic's leader may not serve yet (it holds nothing then)
+        fetched, err = self._served(lambda: self._conn(run, "admin", self._leader(run, partition))
+                                    .send(req).responses[0].partitions[0])
         if err != "NONE":
             raise RuntimeError(f"Fetch {run.name}-{partition} from offset {start}: {err}")
         data = fetched.records or b""
