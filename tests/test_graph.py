@@ -7,6 +7,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+import small_sizes
 from checker.bfs import search
 from checker.cli import main
 from checker.graph import (build_graph, check, check_progress, fair_components, lasso_trace,
@@ -180,8 +181,6 @@ def test_replay_of_a_scenario_with_a_loop_checks_only_that_it_closes():
 # ---------------------------------------------------------------------------------------------
 # The graph agrees with the BFS: states, transitions, deadlocks and their shortest traces
 
-def small_params(spec):
-    return {p.name: max(p.lo, min(p.default, p.lo + 1)) for p in spec.params.values()}
 
 
 def small_models():
@@ -213,9 +212,9 @@ def test_deadlock_agrees_with_bfs_on_a_stuck_counter():
 @pytest.mark.parametrize("name,variant", small_models())
 def test_graph_agrees_with_bfs_on_shipped_specs(name, variant):
     spec = load_spec(name)
-    params = small_params(spec)
+    params = small_sizes.small_params(spec, variant, lambda p: p.lo + 1)
     if search(spec.instantiate(variant, params), max_states=200_000).stop_reason == "max-states":
-        params = {p.name: p.lo for p in spec.params.values()}   # keep the test small
+        params = small_sizes.least_params(spec, variant)   # keep the test small
     assert_agrees(spec.instantiate(variant, params))
 
 
@@ -278,9 +277,9 @@ def reference_verdict(sg, prop):
 @pytest.mark.parametrize("name,variant", [m for m in small_models() if load_spec(m[0]).progress])
 def test_progress_agrees_with_the_plain_reading_at_small_bounds(name, variant, tmp_path):
     spec = load_spec(name)
-    params = small_params(spec)
+    params = small_sizes.small_params(spec, variant, lambda p: p.lo + 1)
     if search(spec.instantiate(variant, params), max_states=30_000).stop_reason == "max-states":
-        params = {p.name: p.lo for p in spec.params.values()}   # keep the test small
+        params = small_sizes.least_params(spec, variant)   # keep the test small
     model = spec.instantiate(variant, params)
     sg = build_graph(model, max_nodes=30_000)
     for prop in spec.progress.values():
