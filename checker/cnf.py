@@ -86,8 +86,15 @@ class Cnf:
         self.top = 0
         self.timeout_s = timeout_s
         self.calls = 0
+        self.terminator = _Terminator.connect(self.solver)
 
-    SLICE = 2000   # conflicts per slice when a time limit is kept (a few milliseconds each)
+    # conflicts per slice when a time limit is kept, or when no terminator could be connected
+    # and a slice's length is what bounds the wait for a signal (0.7 s was the longest such slice
+    # of consumer_group's zombie commit, measured at load 1.5). Without a time limit, and with
+    # the terminator answering signals, slices are 10 times longer: the solver's search then
+    # runs as without slices (81,046 conflicts for that commit, against 97,886 in slices of
+    # 2,000: every slice starts its search again from the assumptions)
+    SLICE = 2000
 
     def atom(self, name: str) -> int:
         i = self.ids.get(name)
@@ -119,20 +126,22 @@ class Cnf:
         CaDiCaL cannot be interrupted from another thread through python-sat, so a call is
         solved in slices of conflicts (what was learnt is kept between them), and between two
         slices Python sees its signals (Ctrl-C), ``STOP`` (SIGTERM, set by
-        symbolic_cli.SolverStop) and the time limit."""
+        symbolic_cli.SolverStop) and the time limit. Within a slice, CaDiCaL asks the
+        terminator (``_Terminator``) every few conflicts whether a signal came: a slice's length
+        bounds the time limit's precision, not the wait for Ctrl-C or SIGTERM."""
         self.calls += 1
         deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
-        budget = self.SLICE if deadline is not None else 10 * self.SLICE
+        budget = self.SLICE if deadline is not None or self.terminator is None else 10 * self.SLICE
         try:
             while True:
                 if INTERRUPTED.is_set():
                     raise KeyboardInterrupt
+                if STOP.is_set():      # also before the first slice: a later call gives up at once
+                    raise Interrupted("canceled (SIGTERM)")
                 self.solver.conf_budget(budget)
                 r = self._slice(assumptions)
                 if r is not None:
                     break
-                if STOP.is_set():
-                    raise Interrupted("canceled (SIGTERM)")
                 if deadline is not None and time.monotonic() >= deadline:
                     raise Interrupted("timeout")
         except KeyboardInterrupt:       # Ctrl-C between two slices
@@ -150,9 +159,9 @@ class Cnf:
         (reading its statistics aborts the process) and left SIGINT blocked in this process and
         in every process it started later. So the slice is asked of python-sat's extension with
         its main-thread flag off, as python-sat itself asks from any other thread: SIGINT then
-        reaches Python's own handler, which runs once the slice returns (its conflict budget
-        keeps that to seconds: 8.6 s was the longest slice of consumer_group's zombie commit,
-        measured at load 9)."""
+        reaches Python's own handler, which runs when CaDiCaL next asks the terminator (or,
+        without one, once the slice returns: 8.6 s was the longest slice of 20,000 conflicts of
+        consumer_group's zombie commit, measured at load 9)."""
         import pysolvers        # python-sat's extension module
         c = self.solver.solver
         status = pysolvers.cadical195_solve_lim(c.cadical, assumptions, 0)
@@ -171,4 +180,65 @@ class Cnf:
                 "propagations": st.get("propagations", 0)}
 
     def close(self) -> None:
+        if self.terminator is not None:
+            self.terminator.disconnect()
         self.solver.delete()
+
+
+def _stop_asked(this) -> bool:
+    """CaDiCaL's question, every few conflicts of a slice: stop now? (It runs on the main thread,
+    which holds the GIL through the slice: Python's signal handlers run here, and the watcher
+    thread of symbolic_cli.SolverStop gets the GIL here too, so SIGTERM's ``STOP`` and Ctrl-C's
+    ``INTERRUPTED`` are seen within milliseconds.)"""
+    try:
+        return STOP.is_set() or INTERRUPTED.is_set()
+    except KeyboardInterrupt:       # Python's SIGINT handler ran inside the slice
+        INTERRUPTED.set()
+        return True
+
+
+class _Terminator:
+    """CaDiCaL's ``Terminator`` (cadical.hpp: a C++ object whose virtual ``terminate()`` the
+    solver calls every few conflicts, and stops when it says true), made with ctypes and
+    connected through ``Solver::connect_terminator``, which python-sat's extension contains but
+    does not offer: its ``interrupt()`` is not implemented for CaDiCaL, and its extension holds
+    the GIL through a call, so no other Python thread can stop a slice.
+
+    The object is the Itanium C++ ABI's layout of a class with a virtual destructor and one
+    virtual method: a pointer to the table [offset to top, type info, destructor, deleting
+    destructor, terminate], entered after its first two words. The solver never destroys it
+    (the caller owns a terminator); it is disconnected before the solver is deleted. Where the
+    extension does not export the two methods (another python-sat build), ``connect`` gives
+    None and slices are kept short instead."""
+
+    _CONNECT = "_ZN10CaDiCaL1956Solver18connect_terminatorEPNS_10TerminatorE"
+    _DISCONNECT = "_ZN10CaDiCaL1956Solver21disconnect_terminatorEv"
+    _ASK = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p)
+    _DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+    def __init__(self, lib, solver_ptr: int):
+        self._lib, self._solver = lib, solver_ptr
+        self._ask = self._ASK(_stop_asked)          # kept alive as long as the solver may call it
+        self._destroy = self._DESTROY(lambda this: None)
+        word = ctypes.sizeof(ctypes.c_void_p)
+        fn = lambda f: ctypes.cast(f, ctypes.c_void_p).value
+        self._vtable = (ctypes.c_void_p * 5)(0, 0, fn(self._destroy), fn(self._destroy),
+                                             fn(self._ask))
+        self._object = (ctypes.c_void_p * 1)(ctypes.addressof(self._vtable) + 2 * word)
+        getattr(lib, self._CONNECT)(ctypes.c_void_p(solver_ptr),
+                                    ctypes.c_void_p(ctypes.addressof(self._object)))
+
+    @classmethod
+    def connect(cls, solver) -> "_Terminator | None":
+        try:
+            import pysolvers        # python-sat's extension module
+            lib = ctypes.CDLL(pysolvers.__file__)
+            getattr(lib, cls._CONNECT), getattr(lib, cls._DISCONNECT)
+        except (ImportError, OSError, AttributeError):
+            return None
+        pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        pointer.restype, pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        return cls(lib, pointer(solver.solver.cadical, None))
+
+    def disconnect(self) -> None:
+        getattr(self._lib, self._DISCONNECT)(ctypes.c_void_p(self._solver))

@@ -41,6 +41,30 @@ def _seconds(s):
     return v
 
 
+# The deepest unrolling bmc is asked for (--depth, prove's --bmc-depth). bmc keeps every frame of
+# the unrolling in one solver, and the cap on a lifted search bound grows with the depth asked,
+# so every frame is wider too. Measured on consumer_group, frames added without solving, with
+# every property's question: 33 ms and 2.4 MB a frame at depth 11 (6-bit integers), 47 ms and
+# 3.7 MB at 1,000 (11 bits), 62 ms and 5.3 MB at 10,000 (15 bits). 1,000 frames build in under a
+# minute in 4 GB; 10,000 would take 10 minutes and 53 GB before a question is asked. Solving
+# limits first anyway (depth 11 takes 15 s), so a larger depth is a typo, not a bound meant
+MAX_DEPTH = 1000
+
+
+def _depth(name: str, least: int):
+    """An argparse type: a depth from ``least`` to MAX_DEPTH, named in the error."""
+    def conv(s):
+        try:
+            v = int(s)
+        except ValueError:
+            v = None
+        if v is None or not least <= v <= MAX_DEPTH:
+            kind = "a positive integer" if least == 1 else f"an integer from {least}"
+            raise argparse.ArgumentTypeError(f"{name} must be {kind} up to {MAX_DEPTH}, got {s!r}")
+        return v
+    return conv
+
+
 def _solver_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="per solver call")
@@ -52,7 +76,8 @@ def register(sub) -> dict:
     b = sub.add_parser("bmc", help="bounded model checking with Z3, epochs unbounded",
                        parents=[*common, property_option(),
                                 save_options("counterexamples like `kcheck check --save`")])
-    b.add_argument("--depth", type=positive("--depth"), default=10)
+    b.add_argument("--depth", type=_depth("--depth", 1), default=10,
+                   help=f"largest number of steps to unroll (1..{MAX_DEPTH})")
     b.add_argument("--keep-search-bounds", action="store_true",
                    help="keep the explicit search's caps (e.g. max_epoch), as `kcheck check` does")
 
@@ -62,8 +87,8 @@ def register(sub) -> dict:
                                              "under --out/induction")])
     p.add_argument("--k", type=positive("--k"), default=3, help="largest k to try (1..K)")
     p.add_argument("--no-lemmas", action="store_true", help="do not assume the spec's lemmas")
-    p.add_argument("--bmc-depth", type=int, default=5,
-                   help="when not inductive, look this deep for a real violation")
+    p.add_argument("--bmc-depth", type=_depth("--bmc-depth", 0), default=5,
+                   help=f"when not inductive, look this deep for a real violation (0..{MAX_DEPTH})")
     ci_outputs.add_options(p)
 
     c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?",
@@ -133,7 +158,8 @@ class SolverStop:
     the call: a Z3 call by ``symbolic.Z3Call.interrupt`` (only while the main thread is inside
     one: outside a call Z3's interrupt cancels whatever API call is being made), every RESEND_S
     seconds until the command ends; the SAT solver's call by ``cnf.STOP`` (SIGTERM) or
-    ``cnf.INTERRUPTED`` (Ctrl-C) between two slices; and a solver call that starts later gives
+    ``cnf.INTERRUPTED`` (Ctrl-C), which CaDiCaL's terminator reads every few conflicts (the
+    handlers run there too: see cnf._stop_asked); and a solver call that starts later gives
     up at once. The call gives up "interrupted from keyboard" or "canceled" and the engine
     returns what it found. Z3's own SIGINT handler is off (``System.solver``): it swallowed a
     Ctrl-C that landed as a call finished (bmc then ran to its end), and Python's
@@ -201,6 +227,10 @@ class SolverStop:
         if self.terminated.is_set():
             return      # our own SIGINT, landing between two solver calls
         self._quiet_unraisable()
+        from checker import cnf
+        # run inside a SAT slice (cnf's terminator), the KeyboardInterrupt below may be raised
+        # where nothing catches it: the flag alone stops the slice
+        cnf.INTERRUPTED.set()
         raise KeyboardInterrupt
 
     def _watch(self, r: int):
@@ -411,8 +441,6 @@ def cmd_prove(args, console) -> int:
     out = out_dir(args)
     props = args.property or provable_properties(model)
     _known_properties(spec, props, DEADLOCK)
-    if args.bmc_depth < 0:
-        raise BadInput("--bmc-depth must be 0 or more")
     results = []
     with SolverStop(f"prove {spec.name}/{model.variant} ({', '.join(props)})") as stop:
         for p in props:
