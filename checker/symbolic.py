@@ -33,7 +33,7 @@ from checker.layout import layout_of
 from checker.ops import OPS
 from checker.trace import Trace, build
 from checker.verdict import Counterexample, RunResult, Verdict, sometimes_status
-from spec.lang import Expr, FieldInfo, Model, SpecError, StateFields, Transition, call_spec, const
+from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
 DEADLOCK = "deadlock"
 
@@ -639,8 +639,7 @@ def _fields_at(spec, variant: str, params: dict) -> list[FieldInfo]:
     (instantiating the model builds every action instance: fit_model tried up to 85 models
     for one consumer_group trace, 0.15 s each, where it needs the fields of each and one model)."""
     defaults = spec.variants[variant].params if variant in spec.variants else {}
-    ps = spec.resolve_params({**defaults, **params})
-    return call_spec("the state declaration", lambda: StateFields(spec._state_fn(ps))).fields
+    return spec.fields_at(spec.resolve_params({**defaults, **params})).fields
 
 
 def fit_model(model: Model, path: SolverPath) -> tuple[Model, str | None]:

@@ -1165,6 +1165,13 @@ class Spec:
             values[name] = v
         return Params(values)
 
+    def fields_at(self, params: Params) -> "StateFields":
+        """The state's fields at these parameters (as resolve_params gives them), from the state
+        declaration alone: unlike instantiate, no initial state or action instance is built."""
+        if self._state_fn is None:
+            raise SpecError(f"spec {self.name} declares no state")
+        return call_spec("the state declaration", lambda: StateFields(self._state_fn(params)))
+
     def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
         variant = variant or self.default_variant or next(iter(self.variants), "default")
         if self.variants and variant not in self.variants:

@@ -135,3 +135,30 @@ def test_the_ceiling_itself_is_a_valid_depth():
     args = parser.parse_args(["prove", "consumer_group", "--bmc-depth", str(MAX_DEPTH)])
     assert args.bmc_depth == MAX_DEPTH
     assert parser.parse_args(["prove", "consumer_group", "--bmc-depth", "0"]).bmc_depth == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# A bmc trace past the explicit search's bounds is replayed with a bound raised just enough:
+# fit_model reads each candidate's fields from the state declaration alone (Spec.fields_at)
+
+def test_fields_at_are_the_fields_of_the_model_at_those_parameters():
+    from checker.loader import load_spec
+    spec = load_spec("consumer_group")
+    for epochs in (1, 3):
+        model = spec.instantiate(None, {"max_epoch": epochs})
+        fields = spec.fields_at(model.params).fields
+        assert [(f.name, f.type.lo, f.type.hi) for f in fields] == \
+               [(f.name, f.type.lo, f.type.hi) for f in model.fields.fields]
+        assert fields[0].name == "group_epoch" and fields[0].type.hi == epochs
+
+
+def test_a_path_past_max_epoch_is_fitted_with_max_epoch_raised_just_enough():
+    from checker.loader import load_spec
+    from checker.symbolic import SolverPath, fit_model
+    model = load_spec("consumer_group").instantiate(None, {"max_epoch": 1})
+    first = list(model.initial_states[0])
+    later = [3] + first[1:]          # group_epoch 3, past the search's cap of 1
+    fitted, note = fit_model(model, SolverPath([first, later], [0]))
+    assert fitted.params.as_dict()["max_epoch"] == 3 and fitted.variant == model.variant
+    assert note == ("the trace leaves the explicit search's bounds: it is replayed with "
+                    "max_epoch=3 (given 1)")
