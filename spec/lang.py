@@ -1207,7 +1207,7 @@ class Model:
         self.spec, self.variant, self.params = spec, variant, params
         if spec._state_fn is None or spec._init_fn is None:
             raise SpecError(f"spec {spec.name} declares no state or no initial states")
-        self.fields = call_spec("the state declaration", lambda: StateFields(spec._state_fn(params)))
+        self.fields = spec.fields_at(params)
         # the initial states as flat field values, each once, in the order the spec yields them
         self.initial_states: list[tuple[int, ...]] = []
         seen = set()
