@@ -37,15 +37,20 @@ class Parser(argparse.ArgumentParser):
                        if " " in self.prog else f"{message} (see 'kcheck --help')")
 
 
-def positive(name: str):
-    """An argparse type: a positive integer, named in the error."""
+def positive(name: str, most: int | None = None, least: int = 1):
+    """An argparse type: an integer from ``least`` (a positive integer by default) up to
+    ``most`` when given, named in the error with the range that is valid."""
+    kind = "a positive integer" if least == 1 else f"an integer from {least}"
+    if most is not None:
+        kind += f" up to {most}"
+
     def conv(s):
         try:
             v = int(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer, got {s!r}")
+            v = None
+        if v is None or v < least or (most is not None and v > most):
+            raise argparse.ArgumentTypeError(f"{name} must be {kind}, got {s!r}")
         return v
     return conv
 

@@ -51,20 +51,6 @@ def _seconds(s):
 MAX_DEPTH = 1000
 
 
-def _depth(name: str, least: int):
-    """An argparse type: a depth from ``least`` to MAX_DEPTH, named in the error."""
-    def conv(s):
-        try:
-            v = int(s)
-        except ValueError:
-            v = None
-        if v is None or not least <= v <= MAX_DEPTH:
-            kind = "a positive integer" if least == 1 else f"an integer from {least}"
-            raise argparse.ArgumentTypeError(f"{name} must be {kind} up to {MAX_DEPTH}, got {s!r}")
-        return v
-    return conv
-
-
 def _solver_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--timeout", type=_seconds, metavar="SECONDS", help="per solver call")
@@ -76,7 +62,7 @@ def register(sub) -> dict:
     b = sub.add_parser("bmc", help="bounded model checking with Z3, epochs unbounded",
                        parents=[*common, property_option(),
                                 save_options("counterexamples like `kcheck check --save`")])
-    b.add_argument("--depth", type=_depth("--depth", 1), default=10,
+    b.add_argument("--depth", type=positive("--depth", MAX_DEPTH), default=10,
                    help=f"largest number of steps to unroll (1..{MAX_DEPTH})")
     b.add_argument("--keep-search-bounds", action="store_true",
                    help="keep the explicit search's caps (e.g. max_epoch), as `kcheck check` does")
@@ -87,7 +73,7 @@ def register(sub) -> dict:
                                              "under --out/induction")])
     p.add_argument("--k", type=positive("--k"), default=3, help="largest k to try (1..K)")
     p.add_argument("--no-lemmas", action="store_true", help="do not assume the spec's lemmas")
-    p.add_argument("--bmc-depth", type=_depth("--bmc-depth", 0), default=5,
+    p.add_argument("--bmc-depth", type=positive("--bmc-depth", MAX_DEPTH, least=0), default=5,
                    help=f"when not inductive, look this deep for a real violation (0..{MAX_DEPTH})")
     ci_outputs.add_options(p)
 
