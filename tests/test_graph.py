@@ -74,6 +74,78 @@ def test_only_some_components_are_fair():
     assert fair_components(H, en, bits(1)) == [{"c"}]
 
 
+def partition(scc):
+    """A component array (checker.graph._strong_components) as a set of frozen sets."""
+    out = {}
+    for i, c in enumerate(scc.tolist()):
+        if c >= 0:
+            out.setdefault(c, set()).add(i)
+    return {frozenset(C) for C in out.values()}
+
+
+def test_the_array_rule_of_fairness_is_fair_components_rule():
+    """_components decides fairness over arrays (_fair_flags); on the hand-built graph above
+    (a self-loop counts as a step taken inside its component) it answers as fair_components."""
+    import numpy as np
+    from types import SimpleNamespace
+    from checker.graph import _fair_flags
+    en = np.array([[bits(0, 1)], [bits(0, 1)], [bits(1)]], dtype=np.uint8)
+    sg = SimpleNamespace(enabled_bits=en, src=np.array([0, 1, 1, 2]), dst=np.array([1, 0, 2, 2]),
+                         act=np.array([0, 0, 1, 1]), states=3)
+    scc = np.array([0, 0, 1])                       # {a, b}, {c}
+    assert _fair_flags(sg, scc, bits(1)).tolist() == [False, True]
+    # nothing fair is enabled at c: the behaviour may stop there, a fair component alone
+    assert _fair_flags(sg, scc, bits(0)).tolist() == [True, True]
+    assert _fair_flags(sg, scc, bits(0, 1)).tolist() == [False, True]
+    assert _fair_flags(sg, scc, 0).tolist() == [True, True]
+    assert _fair_flags(sg, np.array([0, 0, -1]), bits(1)).tolist() == [False]
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if load_spec(n).progress])
+def test_the_array_rule_agrees_with_fair_components_on_the_shipped_graphs(name):
+    """Every progress property of each shipped spec at small sizes: the components that
+    _strong_components and _fair_flags call fair are those fair_components finds on the same
+    networkx graph."""
+    import numpy as np
+    from checker.graph import _fair_flags, _strong_components, fair_mask
+    spec = load_spec(name)
+    model = spec.instantiate(None, small_sizes.small_params(spec, None, lambda p: p.lo + 1))
+    sg = build_graph(model)
+    alive = np.ones(sg.states, dtype=bool)
+    e = sg.src != sg.dst
+    e[1:] &= (sg.src[1:] != sg.src[:-1]) | (sg.dst[1:] != sg.dst[:-1])
+    H = nx.DiGraph()
+    H.add_nodes_from(range(sg.states))
+    H.add_edges_from(zip(sg.src[e].tolist(), sg.dst[e].tolist()))
+    scc = _strong_components(sg, alive, e)
+    assert partition(scc) == {frozenset(C) for C in nx.strongly_connected_components(H)}
+    for prop in spec.progress.values():
+        fair = fair_mask(model, prop)
+        flags = _fair_flags(sg, scc, fair)
+        mine = {C for C in partition(scc) if flags[scc[next(iter(C))]]}
+        assert mine == {frozenset(C) for C in fair_components(H, sg.enabled, fair, sg.out_edges)}
+
+
+def test_a_decomposition_is_reused_only_for_the_same_graph():
+    import numpy as np
+    from checker.graph import _strong_components
+    model = load_spec("two_phase").instantiate(None, {"N": 2})
+    sg = build_graph(model)
+    alive = np.ones(sg.states, dtype=bool)
+    e = sg.src != sg.dst
+    first = _strong_components(sg, alive, e)
+    assert _strong_components(sg, alive.copy(), e.copy()) is first
+    fewer = alive.copy()
+    fewer[sg.states // 2] = False
+    ef = e & fewer[sg.src] & fewer[sg.dst]
+    other = _strong_components(sg, fewer, ef)
+    assert other is not first and other[sg.states // 2] == -1
+    H = nx.DiGraph()
+    H.add_nodes_from(np.flatnonzero(fewer).tolist())
+    H.add_edges_from(zip(sg.src[ef].tolist(), sg.dst[ef].tolist()))
+    assert partition(other) == {frozenset(C) for C in nx.strongly_connected_components(H)}
+
+
 # ---------------------------------------------------------------------------------------------
 # Tiny specs with known answers
 
