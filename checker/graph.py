@@ -377,7 +377,9 @@ def fair_components(H: nx.DiGraph, enabled, fair: int, out_actions=None) -> list
     the instances in the bitmask ``fair``. ``enabled(node)`` is the bitmask of instances that
     can take a step there; ``out_actions(node)`` yields the (instance, successor) steps leaving
     it (by default read from the edges' ``actions``). A single node counts (the behaviour may
-    stutter there) when no fair instance is enabled at it."""
+    stutter there) when no fair instance is enabled at it. This is the rule read plainly, on any
+    networkx graph (``StateGraph.graph``, a user's); the checks decide it over arrays
+    (``_fair_flags``), which the tests hold to this reading."""
     if out_actions is None:
         def out_actions(u):
             return ((k, v) for v, d in H.adj[u].items() for k in d["actions"])
