@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -575,7 +576,9 @@ def _components(sg: StateGraph, not_q: np.ndarray, fair: int, moving: np.ndarray
     return comp_id, len(fair_scc) + int(stop.sum())
 
 
-_SCC_KEPT: list = []     # the last two decompositions: (src, dst, digest, component per state)
+# the last two decompositions: (weak references to the graph's src and dst, digest of its states
+# and edges, component per state); weak, so that a graph's edges are not kept for the cache
+_SCC_KEPT: list = []
 
 
 def _strong_components(sg: StateGraph, alive: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -588,7 +591,7 @@ def _strong_components(sg: StateGraph, alive: np.ndarray, e: np.ndarray) -> np.n
     digest = hashlib.blake2b(np.packbits(alive).tobytes() + np.packbits(e).tobytes(),
                              digest_size=32).digest()
     for src, dst, d, scc in _SCC_KEPT:
-        if src is sg.src and dst is sg.dst and d == digest:
+        if src() is sg.src and dst() is sg.dst and d == digest:
             return scc
     H = nx.DiGraph()
     H.add_nodes_from(np.flatnonzero(alive).tolist())
@@ -599,7 +602,7 @@ def _strong_components(sg: StateGraph, alive: np.ndarray, e: np.ndarray) -> np.n
     scc = np.full(sg.states, -1, dtype=np.int64)
     scc[np.fromiter(itertools.chain.from_iterable(comps), count=int(sizes.sum()),
                     dtype=np.int64)] = np.repeat(np.arange(len(comps)), sizes)
-    _SCC_KEPT[:] = _SCC_KEPT[-1:] + [(sg.src, sg.dst, digest, scc)]
+    _SCC_KEPT[:] = _SCC_KEPT[-1:] + [(weakref.ref(sg.src), weakref.ref(sg.dst), digest, scc)]
     return scc
 
 

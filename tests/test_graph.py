@@ -144,6 +144,13 @@ def test_a_decomposition_is_reused_only_for_the_same_graph():
     H.add_nodes_from(np.flatnonzero(fewer).tolist())
     H.add_edges_from(zip(sg.src[ef].tolist(), sg.dst[ef].tolist()))
     assert partition(other) == {frozenset(C) for C in nx.strongly_connected_components(H)}
+    # the cache does not keep a graph's edges alive
+    import gc
+    import weakref
+    edges = weakref.ref(sg.src)
+    del sg, H
+    gc.collect()
+    assert edges() is None
 
 
 # ---------------------------------------------------------------------------------------------
