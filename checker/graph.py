@@ -536,10 +536,11 @@ def _decide(sg: StateGraph, prop: Progress):
 
 
 def _relax(sg: StateGraph) -> StateGraph:
-    """The graph with the steps that leave a search bound counted as disabled."""
+    """The graph with the steps that leave a search bound counted as disabled (the same edges:
+    their offsets per state are shared; the networkx view, which carries what is enabled, is
+    not)."""
     import dataclasses
-    return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits,
-                               _offsets=None, _graph=None)
+    return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits, _graph=None)
 
 
 def _fair_enabled(sg: StateGraph, fair: int) -> np.ndarray:
