@@ -524,7 +524,7 @@ def _decide(sg: StateGraph, prop: Progress):
         return "holds", None, None
     fair = fair_mask(sg.model, prop)
     nbytes = sg.cut_bits.shape[1]
-    fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8)
+    fair_bytes = _mask_bytes(fair, nbytes)
     cut_fair = int.from_bytes(np.bitwise_or.reduce(sg.cut_bits & fair_bytes, axis=0).tobytes(),
                               "little")
     names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
@@ -543,12 +543,17 @@ def _relax(sg: StateGraph) -> StateGraph:
     return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits, _graph=None)
 
 
+def _mask_bytes(mask: int, nbytes: int) -> np.ndarray:
+    """A bitmask of instances as the packed little-endian bytes of a state's enabled bits."""
+    return np.frombuffer(mask.to_bytes(nbytes, "little"), dtype=np.uint8)
+
+
 def _fair_enabled(sg: StateGraph, fair: int) -> np.ndarray:
     """Per state: whether an instance in the bitmask ``fair`` can take a step there."""
     nbytes = sg.enabled_bits.shape[1]
     if not nbytes:
         return np.zeros(sg.states, dtype=bool)
-    fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8)
+    fair_bytes = _mask_bytes(fair, nbytes)
     return (sg.enabled_bits & fair_bytes).any(axis=1)
 
 
@@ -559,7 +564,6 @@ def _components(sg: StateGraph, not_q: np.ndarray, fair: int, moving: np.ndarray
     states without a predecessor or a successor among the candidates lie on no cycle and are
     trimmed before the SCC analysis. ``moving``: per edge, whether its step changes the state
     (default: its ends differ)."""
-    n = sg.states
     fair_enabled = _fair_enabled(sg, fair)
     stop = not_q & ~fair_enabled
     if moving is None:
@@ -567,10 +571,11 @@ def _components(sg: StateGraph, not_q: np.ndarray, fair: int, moving: np.ndarray
     alive = _trim(sg, not_q & fair_enabled, moving)
     e = alive[sg.src] & alive[sg.dst] & moving
     e[1:] &= (sg.src[1:] != sg.src[:-1]) | (sg.dst[1:] != sg.dst[:-1])   # one edge a pair
-    scc = _strong_components(sg, alive, e)
-    fair_scc = np.flatnonzero(_fair_flags(sg, scc, fair))
-    # the fair ones numbered 0.. in networkx's order, every other state -1
-    renumber = np.full(int(scc.max()) + 2, -1, dtype=np.int64)
+    scc, count = _strong_components(sg, alive, e)
+    fair_scc = np.flatnonzero(_fair_flags(sg, scc, count, fair))
+    # the fair ones numbered 0.. in networkx's order, every other state -1 (scc's -1 reads the
+    # last entry)
+    renumber = np.full(count + 1, -1, dtype=np.int64)
     renumber[fair_scc] = np.arange(len(fair_scc))
     comp_id = renumber[scc]
     comp_id[stop] = len(fair_scc) + np.arange(int(stop.sum()))
@@ -584,16 +589,16 @@ _SCC_KEPT: list = []
 
 def _strong_components(sg: StateGraph, alive: np.ndarray, e: np.ndarray) -> np.ndarray:
     """networkx's strongly connected components of the graph of the states ``alive`` and the
-    edges ``e`` -> the component of each state (numbered in networkx's order), -1 for a state
-    not alive. A progress property is checked twice, the second time with the steps that leave
+    edges ``e`` -> (the component of each state, numbered in networkx's order, -1 for a state
+    not alive; how many components). A progress property is checked twice, the second time with the steps that leave
     a search bound counted as disabled (``_decide``); where that leaves the same graph, as it
     mostly does, its decomposition is the one already made (consumer_group: 442,221 states
     and 1,414,655 edges, about 15 s for networkx to build and decompose)."""
     digest = hashlib.blake2b(np.packbits(alive).tobytes() + np.packbits(e).tobytes(),
                              digest_size=32).digest()
-    for src, dst, d, scc in _SCC_KEPT:
+    for src, dst, d, kept in _SCC_KEPT:
         if src() is sg.src and dst() is sg.dst and d == digest:
-            return scc
+            return kept
     H = nx.DiGraph()
     H.add_nodes_from(np.flatnonzero(alive).tolist())
     H.add_edges_from(zip(sg.src[e].tolist(), sg.dst[e].tolist()))
@@ -603,19 +608,20 @@ def _strong_components(sg: StateGraph, alive: np.ndarray, e: np.ndarray) -> np.n
     scc = np.full(sg.states, -1, dtype=np.int64)
     scc[np.fromiter(itertools.chain.from_iterable(comps), count=int(sizes.sum()),
                     dtype=np.int64)] = np.repeat(np.arange(len(comps)), sizes)
-    _SCC_KEPT[:] = _SCC_KEPT[-1:] + [(weakref.ref(sg.src), weakref.ref(sg.dst), digest, scc)]
-    return scc
+    kept = scc, len(comps)
+    _SCC_KEPT[:] = _SCC_KEPT[-1:] + [(weakref.ref(sg.src), weakref.ref(sg.dst), digest, kept)]
+    return kept
 
 
-def _fair_flags(sg: StateGraph, scc: np.ndarray, fair: int) -> np.ndarray:
-    """Per component of ``scc``: whether it holds a fair cycle under weak fairness of the
-    instances in ``fair``, the rule of ``fair_components`` over arrays: no fair instance enabled
-    at every state of the component goes untaken by a step inside it (a self-loop included)."""
-    count = int(scc.max()) + 1 if len(scc) else 0
+def _fair_flags(sg: StateGraph, scc: np.ndarray, count: int, fair: int) -> np.ndarray:
+    """Per component of ``scc`` (numbered 0..count-1, -1 for none): whether it holds a fair
+    cycle under weak fairness of the instances in ``fair``, the rule of ``fair_components`` over
+    arrays: no fair instance enabled at every state of the component goes untaken by a step
+    inside it (a self-loop included)."""
     nbytes = sg.enabled_bits.shape[1]
     if not count or not nbytes:
         return np.ones(count, dtype=bool)
-    fair_bytes = np.frombuffer(fair.to_bytes(nbytes, "little"), dtype=np.uint8)
+    fair_bytes = _mask_bytes(fair, nbytes)
     nodes = np.flatnonzero(scc >= 0)
     nodes = nodes[np.argsort(scc[nodes], kind="stable")]
     starts = np.flatnonzero(np.r_[True, scc[nodes][1:] != scc[nodes][:-1]])

@@ -93,12 +93,12 @@ def test_the_array_rule_of_fairness_is_fair_components_rule():
     sg = SimpleNamespace(enabled_bits=en, src=np.array([0, 1, 1, 2]), dst=np.array([1, 0, 2, 2]),
                          act=np.array([0, 0, 1, 1]), states=3)
     scc = np.array([0, 0, 1])                       # {a, b}, {c}
-    assert _fair_flags(sg, scc, bits(1)).tolist() == [False, True]
+    assert _fair_flags(sg, scc, 2, bits(1)).tolist() == [False, True]
     # nothing fair is enabled at c: the behaviour may stop there, a fair component alone
-    assert _fair_flags(sg, scc, bits(0)).tolist() == [True, True]
-    assert _fair_flags(sg, scc, bits(0, 1)).tolist() == [False, True]
-    assert _fair_flags(sg, scc, 0).tolist() == [True, True]
-    assert _fair_flags(sg, np.array([0, 0, -1]), bits(1)).tolist() == [False]
+    assert _fair_flags(sg, scc, 2, bits(0)).tolist() == [True, True]
+    assert _fair_flags(sg, scc, 2, bits(0, 1)).tolist() == [False, True]
+    assert _fair_flags(sg, scc, 2, 0).tolist() == [True, True]
+    assert _fair_flags(sg, np.array([0, 0, -1]), 1, bits(1)).tolist() == [False]
 
 
 @pytest.mark.parametrize("name", [n for n in SHIPPED if load_spec(n).progress])
@@ -117,11 +117,12 @@ def test_the_array_rule_agrees_with_fair_components_on_the_shipped_graphs(name):
     H = nx.DiGraph()
     H.add_nodes_from(range(sg.states))
     H.add_edges_from(zip(sg.src[e].tolist(), sg.dst[e].tolist()))
-    scc = _strong_components(sg, alive, e)
+    scc, count = _strong_components(sg, alive, e)
+    assert count == len(partition(scc))
     assert partition(scc) == {frozenset(C) for C in nx.strongly_connected_components(H)}
     for prop in spec.progress.values():
         fair = fair_mask(model, prop)
-        flags = _fair_flags(sg, scc, fair)
+        flags = _fair_flags(sg, scc, count, fair)
         mine = {C for C in partition(scc) if flags[scc[next(iter(C))]]}
         assert mine == {frozenset(C) for C in fair_components(H, sg.enabled, fair, sg.out_edges)}
 
@@ -139,11 +140,11 @@ def test_a_decomposition_is_reused_only_for_the_same_graph():
     fewer[sg.states // 2] = False
     ef = e & fewer[sg.src] & fewer[sg.dst]
     other = _strong_components(sg, fewer, ef)
-    assert other is not first and other[sg.states // 2] == -1
+    assert other is not first and other[0][sg.states // 2] == -1
     H = nx.DiGraph()
     H.add_nodes_from(np.flatnonzero(fewer).tolist())
     H.add_edges_from(zip(sg.src[ef].tolist(), sg.dst[ef].tolist()))
-    assert partition(other) == {frozenset(C) for C in nx.strongly_connected_components(H)}
+    assert partition(other[0]) == {frozenset(C) for C in nx.strongly_connected_components(H)}
     # the cache does not keep a graph's edges alive
     import gc
     import weakref
