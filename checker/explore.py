@@ -565,8 +565,9 @@ class Level:
     its own fingerprint (one word) is kept once, as its fingerprint."""
 
     def __init__(self, visited: Visited, keyed: bool, action_bits: int, one_word: bool = False,
-                 state_bits: int = 64):
+                 state_bits: int = 64, scratch: native.Scratch | None = None):
         self.visited, self.keyed, self.action_bits = visited, keyed, action_bits
+        self.scratch = scratch        # the search's array for the collapse's sort keys
         self.one_word = one_word
         self.fp: list[np.ndarray] = []
         self.words: list[np.ndarray] = []
@@ -640,7 +641,8 @@ class Level:
                 before = (self.fp.pop(0), self.parent.pop(0), self.action.pop(0))
             runs = (self.fp, self.parent, self.action)
             self.fp, self.parent, self.action = [], [], []
-            got = native.collapse(runs, self.action_bits, self.visited.fp, self.visited.n, before)
+            got = native.collapse(runs, self.action_bits, self.visited.fp, self.visited.n, before,
+                                  self.scratch)
             del runs, before
             self.fp, self.parent, self.action = [got[0]], [got[1]], [got[2]]
             self._sorted = True
@@ -728,6 +730,7 @@ class Explorer:
         # a one-word state is its own fingerprint: a level keeps it once
         self.one_word, self.state_bits = words == 1, layout_of(model).bits
         self.visited = Visited((words if words <= EXACT_WORDS else 1) if self.keyed else 0)
+        self.scratch = native.Scratch()
         self.canonical, self.successors = canonical, successors
         self.counterexample = counterexample
         self.pending = Pending(properties, deadlock)
@@ -828,7 +831,8 @@ class Explorer:
         n = frontier.shape[1]
         check_deadlock = DEADLOCK in self.pending
         skip = set(comp.tprop_names) - self.pending.left
-        level = Level(self.visited, self.keyed, self.action_bits, self.one_word, self.state_bits)
+        level = Level(self.visited, self.keyed, self.action_bits, self.one_word, self.state_bits,
+                      self.scratch)
         tviol: dict[str, tuple[int, int]] = {}   # property -> (parent, instance), this level
         deadlocked = None
         for start in range(0, n, block):

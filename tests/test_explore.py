@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from checker import bfs, explore, graph, spark, spark_owner
+from checker import bfs, explore, graph, native, spark, spark_owner
 from checker.compile import Compiled, fingerprint
 from checker.layout import initial_words
 from checker.loader import load_spec
@@ -365,19 +365,23 @@ def _assert_the_level_keeps_the_rule(level, seen, all_fp, all_parent, all_action
     return got_action
 
 
+@pytest.mark.parametrize("scratch", [False, True])
 @pytest.mark.parametrize("act_dtype", [np.int16, np.int32])
-def test_a_level_collapsed_in_one_pass_keeps_the_rule(monkeypatch, act_dtype):
+def test_a_level_collapsed_in_one_pass_keeps_the_rule(monkeypatch, act_dtype, scratch):
     """One-word states gathered over many blocks and collapsed every block (the compiled pass
     that keeps each state's least (action instance, run), drops the visited states and merges
     into the level so far): the states not seen before, in order, each with its least (action
     instance, parent), as the rule written out with lexsort gives them; a state reached again
-    at the same least action instance from a later block keeps the earlier block's parent."""
+    at the same least action instance from a later block keeps the earlier block's parent. The
+    same with the search's kept array for the sort keys (reused by every collapse)."""
     monkeypatch.setattr(explore, "COMPACT_AT", 1)
     rng = np.random.default_rng(17)
     visited = explore.Visited(0)
     seen = np.sort(rng.choice(1 << 12, 300, replace=False).astype(np.uint64) << np.uint64(20))
     visited.add(seen, None)
-    level = explore.Level(visited, False, action_bits=4, one_word=True, state_bits=32)
+    kept = native.Scratch() if scratch else None
+    level = explore.Level(visited, False, action_bits=4, one_word=True, state_bits=32,
+                          scratch=kept)
     all_fp, all_parent, all_action = [], [], []
     for b in range(20):
         fp = rng.choice(1 << 12, 60).astype(np.uint64) << np.uint64(20)
@@ -388,6 +392,18 @@ def test_a_level_collapsed_in_one_pass_keeps_the_rule(monkeypatch, act_dtype):
         all_fp.append(fp), all_parent.append(parent + b * 8), all_action.append(action)
     got_action = _assert_the_level_keeps_the_rule(level, seen, all_fp, all_parent, all_action)
     assert got_action.dtype == act_dtype
+
+
+def test_the_kept_sort_array_grows_and_is_reused():
+    """The search's array for the collapse's keys: a request no larger than it is a view of
+    it (no new mapping), a larger one replaces it."""
+    kept = native.Scratch()
+    a = kept.words(100_000)
+    assert len(a) == 100_000 and a.dtype == np.uint64
+    assert np.shares_memory(kept.words(70_000), a)
+    b = kept.words(300_000)
+    assert len(b) == 300_000 and not np.shares_memory(a, b)
+    assert np.shares_memory(kept.words(5), b)
 
 
 def test_every_invariant_at_once_finds_what_each_finds_alone():
