@@ -101,8 +101,59 @@ _EMPTY = np.zeros(0, dtype=np.uint64)
 PHASES = ("expand", "write", "wait", "read", "merge", "invariants", "gather")
 
 
-def owner_of(fps: np.ndarray, parts: int) -> np.ndarray:
-    return spark.bucket(fps, parts).astype(np.int64)
+def owner_of(fps: np.ndarray, parts: int, mask: int | None = None) -> np.ndarray:
+    """Each state's owner: a hash of its fingerprint, or, with ``mask`` (one-word states, whose
+    fingerprint is the state), a hash of those bits of it alone (``owner_mask``)."""
+    return spark.bucket(fps if mask is None else fps & np.uint64(mask), parts).astype(np.int64)
+
+
+def _bit_means(a: np.ndarray) -> np.ndarray:
+    """The fraction of ``a`` (uint64) with each of the 64 bits set."""
+    return ((a[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).mean(axis=0)
+
+
+def owner_mask(comp: Compiled, S: np.ndarray, P: int, canonical=None,
+               sample: int = 16384) -> tuple[int | None, float]:
+    """The state bits to own one-word states by, chosen on a sample of the frontier ``S``
+    (the hand-over level) -> (mask, or None to own by fingerprint; the sampled steps' share
+    that would cross owners).
+
+    By fingerprint, a successor has another owner with probability (P-1)/P, and most of them
+    are states the other owner has seen already, which it cannot know before receiving them:
+    two_phase N=10 exchanged 0.98 candidates a new state, and two owners took twice one
+    process's CPU. Owned by bits that steps rarely change, a successor mostly stays with its
+    parent's owner. The bits are taken in order of how rarely the sample's steps flip them
+    (bits that never vary are left out); each mask so made is scored by the work of the
+    busiest owner, (its share of the sample or of its successors, whichever is larger, times
+    P) x (1 + the share of steps that cross owners), and the best is kept if it beats owning
+    by fingerprint ((1 + (P-1)/P)). Any function of the state is a valid owner: counts,
+    verdicts and traces do not depend on it (the parent rule is by fingerprint, see the
+    module's docstring)."""
+    by_fingerprint = (None, 1.0 - 1.0 / P)
+    if P < 2 or S.shape[0] != 1 or S.shape[1] < 64 * P:
+        return by_fingerprint
+    B = np.ascontiguousarray(S[:, ::max(1, S.shape[1] // sample)][:, :sample])
+    ninst = len(comp.model.instances)
+    blk = explore.expand_block(comp, B, [0] * ninst, set(comp.tprop_names), False, False,
+                               np.int16 if ninst < 32000 else np.int32, loops=False)
+    if blk.words is None:
+        return by_fingerprint
+    T = blk.words if canonical is None else canonical(blk.words)
+    src, dst = B[0, blk.parent], T[0]
+    ones = _bit_means(np.concatenate([B[0], dst]))
+    flips = _bit_means(src ^ dst)
+    bits = sorted((b for b in range(64) if 0.0 < ones[b] < 1.0), key=lambda b: (flips[b], b))
+    level, after = B[0], np.unique(dst)
+    best, best_score, mask = by_fingerprint, 1.0 + (1.0 - 1.0 / P), 0
+    for b in bits:
+        mask |= 1 << b
+        busiest = max(np.bincount(owner_of(x, P, mask), minlength=P).max() * P / len(x)
+                      for x in (level, after))
+        crossing = float((owner_of(src, P, mask) != owner_of(dst, P, mask)).mean())
+        score = busiest * (1.0 + crossing)
+        if score < best_score:
+            best, best_score = (mask, crossing), score
+    return best
 
 
 def exchange_root() -> Path:
@@ -201,6 +252,12 @@ def _candidates(parts: list[tuple]) -> tuple | None:
         return None
     if len(parts) == 1 and (parts[0][0][1:] > parts[0][0][:-1]).all():
         return parts[0]                      # one sender's, already one per state
+    big = max(range(len(parts)), key=lambda i: len(parts[i][0]))
+    rest = sum(len(p[0]) for p in parts) - len(parts[big][0])
+    if rest * 16 < len(parts[big][0]) and (parts[big][0][1:] > parts[big][0][:-1]).all():
+        # owned by state bits (owner_mask), an owner keeps nearly all of its successors and
+        # receives few: those few go into its own run, not a sort of the whole level
+        return _into(parts[big], _candidates(parts[:big] + parts[big + 1:]))
     fp = np.concatenate([p[0] for p in parts])
     order = np.argsort(fp, kind="stable")
     sf = fp[order]
@@ -228,6 +285,27 @@ def _candidates(parts: list[tuple]) -> tuple | None:
             order = order[np.concatenate(([True], kept[1:] != kept[:-1]))]
     S = np.concatenate([p[1] for p in parts], axis=1)
     return fp[order], S[:, order], par[order], act[order]
+
+
+def _into(run: tuple, few: tuple) -> tuple:
+    """Candidates ``few`` (one per state, sorted) into ``run`` (the same, and much larger):
+    a state in both keeps its least (action instance, parent); the others are inserted in
+    order. The run's parents and action instances are changed in place."""
+    fp, S, par, act = run
+    ffp, fS, fpar, fact = few
+    i = np.searchsorted(fp, ffp)
+    hit = i < len(fp)
+    hit[hit] = fp[i[hit]] == ffp[hit]
+    at = i[hit]
+    better = (fact[hit] < act[at]) | ((fact[hit] == act[at]) & (fpar[hit] < par[at]))
+    par[at[better]] = fpar[hit][better]
+    act[at[better]] = fact[hit][better]
+    miss = ~hit
+    if not miss.any():
+        return fp, S, par, act
+    at = i[miss]
+    return (np.insert(fp, at, ffp[miss]), np.insert(S, at, fS[:, miss], axis=1),
+            np.insert(par, at, fpar[miss]), np.insert(act, at, fact[miss]))
 
 
 def merge(visited: np.ndarray, parts: list[tuple]) -> tuple:
@@ -326,16 +404,16 @@ def _one(it):
     return records[0]
 
 
-def _walk_levels(levels: dict, me: int, P: int, requests: dict) -> dict:
+def _walk_levels(levels: dict, me: int, P: int, requests: dict, mask: int | None = None) -> dict:
     """Walks each request (name -> [fingerprint, depth, actions so far in reverse]) back through
     the parents this owner owns -> the requests it moved, where each stopped: a parent owned
     elsewhere, or a depth the owner does not hold (the driver's prefix)."""
     out = {}
     for name, (fp, depth, steps) in requests.items():
-        if int(owner_of(np.array([fp], np.uint64), P)[0]) != me:
+        if int(owner_of(np.array([fp], np.uint64), P, mask)[0]) != me:
             continue
         steps = list(steps)
-        while depth in levels and int(owner_of(np.array([fp], np.uint64), P)[0]) == me:
+        while depth in levels and int(owner_of(np.array([fp], np.uint64), P, mask)[0]) == me:
             lfp, par, act = levels[depth]
             i = int(np.searchsorted(lfp, np.uint64(fp)))
             if i >= len(lfp) or int(lfp[i]) != fp:
@@ -377,6 +455,7 @@ class _Owner:
     def __init__(self, ctx: dict, me: int):
         self.comp, self.sym = _compiled(ctx)
         self.P, self.me, self.block = ctx["parts"], me, ctx["block"]
+        self.mask = ctx.get("owner_mask")
         share = load_share(Path(ctx["exchange"]), me)
         self.visited = explore.Visited(0)
         self.visited.add(share["visited"], None)
@@ -387,7 +466,7 @@ class _Owner:
     def expand(self, tprops, deadlock) -> tuple[Expansion, np.ndarray]:
         ex = expand(self.comp, self.S, self.fp, tprops, deadlock, self.block,
                     None if self.sym is None else self.sym.canonical, self.visited)
-        return ex, owner_of(ex.fp, self.P)
+        return ex, owner_of(ex.fp, self.P, self.mask)
 
     def merge(self, depth: int, kept: tuple, received: list[tuple]) -> int:
         """This owner's own candidates (``kept``: already checked against its visited set while
@@ -495,7 +574,7 @@ def _owner_task(ctx: dict, it, bar=None):
     rounds = 0
     while any(w[1] > ctx["depth"] for w in walking.values()):
         away = {n: w for n, w in walking.items() if w[1] > ctx["depth"]}
-        for m in bar.allGather(json.dumps(_walk_levels(own.levels, me, P, away))):
+        for m in bar.allGather(json.dumps(_walk_levels(own.levels, me, P, away, own.mask))):
             walking.update(json.loads(m))
         rounds += 1
     walk_s = time.perf_counter() - t
@@ -614,7 +693,7 @@ def _expand_task(ctx, depth, tprops, deadlock, index, it):
     P = ctx["parts"]
     ex = expand(comp, store["words"], store["fp"], tprops, deadlock, ctx["block"],
                 None if sym is None else sym.canonical)
-    dest = owner_of(ex.fp, P)
+    dest = owner_of(ex.fp, P, ctx.get("owner_mask"))
     for q in range(P):
         sel = dest == q
         yield q, (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
@@ -659,10 +738,10 @@ def _summary(store):
     return store["summary"]
 
 
-def _walk(P: int, requests: dict, it):
+def _walk(P: int, mask: int | None, requests: dict, it):
     """A lookup job's task: the requests this owner owns, walked through its store."""
     store = _one(it)
-    return list(_walk_levels(store["levels"], store["owner"], P, requests).items())
+    return list(_walk_levels(store["levels"], store["owner"], P, requests, mask).items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -700,6 +779,8 @@ class Ownership:
     warm_s: float = 0.0               # then the owners' Python workers started, the model compiled
     waited_s: float = 0.0             # the driver's wait for them after its prefix
     spark_ready: bool = False         # Spark had started when the driver's prefix ended
+    owner_bits: int = 0               # owned by this many state bits (owner_mask); 0: by fingerprint
+    crossing: float = 0.0             # the sampled steps' share that crosses owners
 
     @property
     def per_level_s(self) -> float:
@@ -718,7 +799,9 @@ class Ownership:
         spark_states = sum(self.levels[self.prefix_depth + 1:])
         rate = (f", {spark_states / sum(self.owner_cpu_s):,.0f} states per CPU second an owner"
                 if self.mode == "barrier" and sum(self.owner_cpu_s) > 0 else "")
-        return (f"spark ({self.master}): ownership by fingerprint over {self.owners} owners "
+        by = (f"{self.owner_bits} state bits that steps rarely change ({100 * self.crossing:.1f} "
+              f"% of sampled steps cross owners)" if self.owner_bits else "fingerprint")
+        return (f"spark ({self.master}): ownership by {by} over {self.owners} owners "
                 f"({how}); Spark started in {self.startup_s + self.warm_s:.1f} s while the "
                 f"driver searched levels 0-{self.prefix_depth} ({self.prefix_states:,} states, "
                 f"{self.prefix_s:.1f} s); {self.spark_levels} levels on Spark "
@@ -746,6 +829,7 @@ class _Search(Rule):
         super().__init__(self.comp, self.prefix.pending, max_depth)
         self.levels: list[int] = []
         self.fired = self.prefix.fired             # steps per action instance, prefix and owners
+        self.owner_mask: int | None = None         # owner_mask's choice at the hand-over
 
     def record(self, depth, tviol, deadlock, inv_next, new):
         super().record(depth, tviol, deadlock, inv_next, new)
@@ -865,6 +949,9 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
         if needed:
             if sc is None and not threads:
                 raise spark.SparkError("the search outgrew the driver's prefix and no Spark master was given")
+            srch.owner_mask, dist.crossing = owner_mask(
+                comp, pre.frontier, P, None if sym is None else sym.canonical)
+            dist.owner_bits = bin(srch.owner_mask or 0).count("1")
             run = _barrier if mode == "barrier" else _levels
             store, walking, stop = run(sc, srch, model, P, pre.visited.sorted_fp,
                                        pre.frontier, prefix_fp[-1], depth, dist, progress,
@@ -980,11 +1067,11 @@ def _ctx(srch: _Search, model, P: int, depth: int, fail_once_at, symmetry: bool)
             "params": model.params.as_dict(), "props": srch.props, "parts": P,
             "fail_once_at": fail_once_at, "block": srch.block, "symmetry": symmetry,
             "deadlock": srch.check_deadlock, "max_depth": srch.max_depth, "depth": depth,
-            "left": sorted(srch.pending.left)}
+            "left": sorted(srch.pending.left), "owner_mask": srch.owner_mask}
 
 
-def _shares(P: int, visited, S, fp) -> list[dict]:
-    vo, so = owner_of(visited, P), owner_of(fp, P)
+def _shares(P: int, visited, S, fp, mask: int | None = None) -> list[dict]:
+    vo, so = owner_of(visited, P, mask), owner_of(fp, P, mask)
     return [{"owner": o, "visited": visited[vo == o], "fp": fp[so == o], "words": S[:, so == o],
              "levels": {}, "summary": None} for o in range(P)]
 
@@ -992,11 +1079,11 @@ def _shares(P: int, visited, S, fp) -> list[dict]:
 SHARE_ARRAYS = ("visited", "fp", "words")
 
 
-def save_shares(where: Path, P: int, visited, S, fp):
+def save_shares(where: Path, P: int, visited, S, fp, mask: int | None = None):
     """The driver's hand-over, each owner's share as .npy files in the run's exchange directory
     (the fingerprints it has seen, its part of the frontier): written once, read by memory
     copy, not pickled through the JVM; a rerun stage reads them again."""
-    vo, so = owner_of(visited, P), owner_of(fp, P)
+    vo, so = owner_of(visited, P, mask), owner_of(fp, P, mask)
     for o in range(P):
         for name, a in zip(SHARE_ARRAYS, (visited[vo == o], fp[so == o], S[:, so == o])):
             np.save(where / f"share-{o}-{name}.npy", a)
@@ -1023,7 +1110,7 @@ def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress,
     t = time.perf_counter()
     stop = None
     try:
-        save_shares(root, P, visited, S, fp)
+        save_shares(root, P, visited, S, fp, ctx["owner_mask"])
         del visited, S, fp
         shares = list(range(P))
         if sc is None:
@@ -1089,7 +1176,8 @@ def _levels(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, 
     from pyspark import StorageLevel
     ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
     add_spec_file(sc, ctx["spec"])
-    store = sc.parallelize(_shares(P, visited, S, fp), P).persist(StorageLevel.MEMORY_AND_DISK)
+    store = sc.parallelize(_shares(P, visited, S, fp, ctx["owner_mask"]), P).persist(
+        StorageLevel.MEMORY_AND_DISK)
     del visited, S, fp
     stop = None
     try:
@@ -1131,8 +1219,10 @@ def _lookup(sc, srch: _Search, store, P, dist) -> dict:
         away = {n: w for n, w in walking.items() if w[1] > dist.prefix_depth}
         if not away:
             return walking
-        owners = sorted({int(owner_of(np.array([w[0]], np.uint64), P)[0]) for w in away.values()})
-        for n, w in sc.runJob(store, functools.partial(_walk, P, away), owners):
+        mask = srch.owner_mask
+        owners = sorted({int(owner_of(np.array([w[0]], np.uint64), P, mask)[0])
+                         for w in away.values()})
+        for n, w in sc.runJob(store, functools.partial(_walk, P, mask, away), owners):
             walking[n] = tuple(w)
         dist.lookup_jobs += 1
 
