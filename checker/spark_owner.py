@@ -498,14 +498,25 @@ def _owner_task(ctx: dict, it, bar=None):
     if bar is None:
         from pyspark import BarrierTaskContext
         bar = BarrierTaskContext.get()
-    own = _Owner(ctx, me)
     # one directory per attempt of the stage: a retried stage never reads a failed one's files
     # (PySpark tells a task its own attempt, not the stage's: owner 0 names it). One round of
-    # Spark's synchronisation, which costs a second here; every later round goes through files
-    token = next(m for m in bar.allGather(uuid.uuid4().hex if me == 0 else "") if m)
-    where = Path(ctx["exchange"]) / token
-    where.mkdir(parents=True, exist_ok=True)
-    bar = FileSync(where, me, P)
+    # Spark's synchronisation, which takes a second here: in a thread, while the owner reads
+    # its share and expands its first level (nothing is exchanged before); every later round
+    # goes through files
+    named: list = []
+    naming = threading.Thread(target=lambda: named.append(
+        next(m for m in bar.allGather(uuid.uuid4().hex if me == 0 else "") if m)), daemon=True)
+    naming.start()
+
+    def exchange() -> tuple[Path, FileSync]:
+        naming.join()
+        if not named:
+            raise RuntimeError("kcheck: the owners' first synchronisation failed")
+        where = Path(ctx["exchange"]) / named[0]
+        where.mkdir(parents=True, exist_ok=True)
+        return where, FileSync(where, me, P)
+    own = _Owner(ctx, me)
+    where = None
     pending = explore.Pending(ctx["props"], ctx["deadlock"])
     pending.left = set(ctx["left"])
     rule = Rule(own.comp, pending, ctx["max_depth"])
@@ -520,6 +531,9 @@ def _owner_task(ctx: dict, it, bar=None):
         _inject_fault(ctx, depth, me)
         ex, dest = own.expand(rule.pending_tprops(), DEADLOCK in rule.pending)
         t = _lap(prof, "expand", t)
+        if where is None:
+            where, bar = exchange()
+            t = _lap(prof, "name", t)
         kept = None
         for q in range(P):
             sel = dest == q
@@ -568,6 +582,8 @@ def _owner_task(ctx: dict, it, bar=None):
         if not total_new:
             break
         depth += 1
+    if where is None:                  # no level was built (a bound or a stop came first)
+        where, bar = exchange()
     t = time.perf_counter()
     # the traces: every owner walks the violations through the parents it owns, in rounds
     walking = {name: [fp, d, []] for name, (_, fp, d, _) in rule.where.items()}
@@ -861,7 +877,8 @@ class _Search(Rule):
             prof["spark"] = max(0.0, wall - sum(prof.values()))
         prof["level"], prof["states"] = level, new
         dist.profile.append(prof)
-        busy = [sum(v for k, v in s["prof"].items() if k not in ("wait", "gather")) for s in sums]
+        busy = [sum(v for k, v in s["prof"].items() if k not in ("wait", "gather", "name"))
+                for s in sums]
         dist.owner_busy_s = [a + b for a, b in zip(dist.owner_busy_s or [0.0] * len(busy), busy)]
         cpu = [s.get("cpu", 0.0) for s in sums]
         dist.owner_cpu_s = [a + b for a, b in zip(dist.owner_cpu_s or [0.0] * len(cpu), cpu)]
