@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -292,3 +293,35 @@ def test_standalone_cluster(tmp_path):
     assert "SAME verdicts, distinct states and trace lengths" in p.stdout
     assert "consistent: violated (3 steps)" in p.stdout
     assert not list((tmp_path / "cluster").glob("*.pid"))     # stopped
+
+
+def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch):
+    """The driver JVM's class archive (spark.class_sharing): the first run dumps it into a
+    file of its own; while that dump may still be written (its writer alive, or written less
+    than CDS_SETTLE_S ago) a run goes without; then a run promotes it and maps it, and
+    removes any other finished dump."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    java = tmp_path / "java"
+    java.write_text("")
+    first = spark.class_sharing(str(java))
+    where = tmp_path / "kcheck" / "spark-cds"
+    assert first.startswith("-XX:ArchiveClassesAtExit=" + str(where))
+    dump = Path(first.split("=", 1)[1])
+    assert dump.name.endswith(f".{os.getpid()}")
+    dump.write_bytes(b"x" * 100)                  # as the JVM writes it at its exit
+    assert spark.class_sharing(str(java)) == ""   # its writer (this process) is alive
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    finished = dump.with_name(dump.name.rsplit(".", 1)[0] + f".{done}")
+    dump.rename(finished)
+    assert spark.class_sharing(str(java)) == ""   # written just now
+    other = finished.with_name(finished.name.rsplit(".", 1)[0] + ".999999999")
+    other.write_bytes(b"y" * 100)
+    old = time.time() - spark.CDS_SETTLE_S - 5
+    for f in (finished, other):
+        os.utime(f, (old, old))
+    mapped = spark.class_sharing(str(java))
+    archive = where / (finished.name.rsplit(".", 1)[0])
+    assert mapped == f"-XX:SharedArchiveFile={archive}" and archive.exists()
+    assert sorted(p.name for p in where.iterdir()) == [archive.name]
+    assert spark.class_sharing(str(java)) == mapped
