@@ -130,7 +130,8 @@ def class_sharing(exe: str | None = None) -> str:
     exits (``-XX:ArchiveClassesAtExit``, a file of its own per process), into
     ~/.cache/kcheck/spark-cds (never the repository); a later session promotes a finished one
     and maps it. A JVM that cannot use an archive (another JDK, a damaged file) starts
-    without it (``-Xshare:auto``, the default) and says so in Spark's log."""
+    without it (``-Xshare:auto``, the default) and says so in Spark's log; a JDK without an
+    archive of its own (lib/server/classes.jsa) is given neither option."""
     exe = exe or _java_exe()
     if not exe:
         return ""
@@ -163,6 +164,10 @@ def class_sharing(exe: str | None = None) -> str:
     if any(d.exists() for d in dumps):
         # another run's dump, not yet settled: this one starts without (a dumping JVM starts
         # more slowly: 5.5-6.4 s for a local session here)
+        return ""
+    if not (real.parent.parent / "lib" / "server" / "classes.jsa").exists():
+        # a dump extends the JDK's own archive: without one, Java 17 refuses to start
+        # ("DynamicDumpSharedSpaces is unsupported when base CDS archive is not loaded")
         return ""
     return f"-XX:ArchiveClassesAtExit={where / f'{key}.jsa.{os.getpid()}'}"
 

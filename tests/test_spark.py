@@ -301,8 +301,13 @@ def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch)
     than CDS_SETTLE_S ago) a run goes without; then a run promotes it and maps it, and
     removes any other finished dump."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    java = tmp_path / "java"
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
     java.write_text("")
+    assert spark.class_sharing(str(java)) == ""     # no archive of the JDK's own to extend
+    base = tmp_path / "jdk" / "lib" / "server" / "classes.jsa"
+    base.parent.mkdir(parents=True)
+    base.write_text("")
     first = spark.class_sharing(str(java))
     where = tmp_path / "kcheck" / "spark-cds"
     assert first.startswith("-XX:ArchiveClassesAtExit=" + str(where))
