@@ -122,6 +122,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _maps(exe: str, archive: Path) -> bool:
+    """Whether the JVM starts with ``archive``: a truncated one (a JVM killed while it wrote
+    it) makes Java 17 abort at start, not fall back."""
+    try:
+        return subprocess.run([exe, f"-XX:SharedArchiveFile={archive}", "-version"],
+                              capture_output=True, timeout=60, cwd=tempfile.gettempdir()
+                              ).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def class_sharing(exe: str | None = None) -> str:
     """The driver JVM's class data sharing option: Spark's start is mostly loading classes,
     and an archive of the classes a session loaded, mapped at the next start, made a local
@@ -129,9 +140,10 @@ def class_sharing(exe: str | None = None) -> str:
     each). The first session of a JVM, pyspark and options writes the archive when its JVM
     exits (``-XX:ArchiveClassesAtExit``, a file of its own per process), into
     ~/.cache/kcheck/spark-cds (never the repository); a later session promotes a finished one
-    and maps it. A JVM that cannot use an archive (another JDK, a damaged file) starts
-    without it (``-Xshare:auto``, the default) and says so in Spark's log; a JDK without an
-    archive of its own (lib/server/classes.jsa) is given neither option."""
+    and maps it, once a JVM has started with it (a truncated archive aborts the JVM). A JVM
+    that cannot use an archive (another JDK) starts without it (``-Xshare:auto``, the
+    default) and says so in Spark's log; a JDK without an archive of its own
+    (lib/server/classes.jsa) is given neither option."""
     exe = exe or _java_exe()
     if not exe:
         return ""
@@ -153,8 +165,8 @@ def class_sharing(exe: str | None = None) -> str:
             pid = int(dump.name.rsplit(".", 1)[1])
             if _alive(pid) or time.time() - dump.stat().st_mtime <= CDS_SETTLE_S:
                 continue
-            if archive.exists() or not dump.stat().st_size:
-                dump.unlink()                 # another run's, not needed
+            if archive.exists() or not _maps(exe, dump):
+                dump.unlink()                 # another run's, not needed; or unusable
             else:
                 os.replace(dump, archive)
         except (ValueError, OSError):

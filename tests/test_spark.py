@@ -298,12 +298,15 @@ def test_standalone_cluster(tmp_path):
 def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch):
     """The driver JVM's class archive (spark.class_sharing): the first run dumps it into a
     file of its own; while that dump may still be written (its writer alive, or written less
-    than CDS_SETTLE_S ago) a run goes without; then a run promotes it and maps it, and
-    removes any other finished dump."""
+    than CDS_SETTLE_S ago) a run goes without; then a run promotes it, once a JVM starts
+    with it, and maps it; a dump the JVM cannot start with (truncated) is removed."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
-    java.write_text("")
+    # a stand-in JVM that aborts on an archive holding "bad", as Java 17 on a truncated one
+    java.write_text('#!/bin/sh\nf="${1#-XX:SharedArchiveFile=}"\n'
+                    'grep -q bad "$f" && exit 134\nexit 0\n')
+    java.chmod(0o755)
     assert spark.class_sharing(str(java)) == ""     # no archive of the JDK's own to extend
     base = tmp_path / "jdk" / "lib" / "server" / "classes.jsa"
     base.parent.mkdir(parents=True)
@@ -313,20 +316,29 @@ def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch)
     assert first.startswith("-XX:ArchiveClassesAtExit=" + str(where))
     dump = Path(first.split("=", 1)[1])
     assert dump.name.endswith(f".{os.getpid()}")
-    dump.write_bytes(b"x" * 100)                  # as the JVM writes it at its exit
-    assert spark.class_sharing(str(java)) == ""   # its writer (this process) is alive
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
-    finished = dump.with_name(dump.name.rsplit(".", 1)[0] + f".{done}")
-    dump.rename(finished)
-    assert spark.class_sharing(str(java)) == ""   # written just now
-    other = finished.with_name(finished.name.rsplit(".", 1)[0] + ".999999999")
-    other.write_bytes(b"y" * 100)
+    key = dump.name.rsplit(".", 1)[0]
     old = time.time() - spark.CDS_SETTLE_S - 5
-    for f in (finished, other):
-        os.utime(f, (old, old))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+
+    def written(name, text, settled=True):
+        f = where / name
+        f.write_text(text)
+        if settled:
+            os.utime(f, (old, old))
+        return f
+    written(f"{key}.{dead}", "bad")
+    assert spark.class_sharing(str(java)).startswith("-XX:ArchiveClassesAtExit=")  # removed
+    assert not (where / f"{key}.{dead}").exists()
+    written(dump.name, "x" * 100)                  # as the JVM writes it at its exit
+    assert spark.class_sharing(str(java)) == ""   # its writer (this process) is alive
+    dump.unlink()
+    written(f"{key}.{dead}", "x" * 100, settled=False)
+    assert spark.class_sharing(str(java)) == ""   # written just now
+    written(f"{key}.{dead}", "x" * 100)
+    written(f"{key}.999999999", "bad")
     mapped = spark.class_sharing(str(java))
-    archive = where / (finished.name.rsplit(".", 1)[0])
-    assert mapped == f"-XX:SharedArchiveFile={archive}" and archive.exists()
+    archive = where / key
+    assert mapped == f"-XX:SharedArchiveFile={archive}" and archive.read_text() == "x" * 100
     assert sorted(p.name for p in where.iterdir()) == [archive.name]
     assert spark.class_sharing(str(java)) == mapped
