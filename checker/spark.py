@@ -150,15 +150,24 @@ def class_sharing(exe: str | None = None) -> str:
     import pyspark
     try:
         real = Path(exe).resolve()
-        st = real.stat()
+        # the JVM itself, not only its launcher: an update of the JDK makes a new archive
+        jvm = [f for f in (real, real.parent.parent / "lib" / "server" / "libjvm.so") if f.exists()]
+        stamp = "|".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in jvm)
         base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
         where = Path(base) / "kcheck" / "spark-cds"
         where.mkdir(parents=True, exist_ok=True)
     except OSError:
         return ""
-    key = hashlib.sha256(f"{real}|{st.st_size}|{st.st_mtime_ns}|{pyspark.__version__}|"
-                         f"{JVM_OPTIONS}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{stamp}|{pyspark.__version__}|{JVM_OPTIONS}".encode()).hexdigest()[:16]
     archive = where / f"{key}.jsa"
+    for other in where.glob("*.jsa*"):        # another JDK's, pyspark's or options' archive
+        try:
+            if (not other.name.startswith(key)
+                    and time.time() - other.stat().st_mtime > CDS_SETTLE_S
+                    and not (other.suffix != ".jsa" and _alive(int(other.suffix[1:])))):
+                other.unlink()
+        except (ValueError, OSError):
+            continue
     dumps = list(where.glob(f"{key}.jsa.*"))
     for dump in dumps:
         try:

@@ -337,8 +337,11 @@ def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch)
     assert spark.class_sharing(str(java)) == ""   # written just now
     written(f"{key}.{dead}", "x" * 100)
     written(f"{key}.999999999", "bad")
+    written("0123456789abcdef.jsa", "another JDK's")
+    written(f"0123456789abcdef.jsa.{os.getpid()}", "being written", settled=True)
     mapped = spark.class_sharing(str(java))
     archive = where / key
     assert mapped == f"-XX:SharedArchiveFile={archive}" and archive.read_text() == "x" * 100
-    assert sorted(p.name for p in where.iterdir()) == [archive.name]
+    assert sorted(p.name for p in where.iterdir()) == \
+        sorted([archive.name, f"0123456789abcdef.jsa.{os.getpid()}"])   # its writer is alive
     assert spark.class_sharing(str(java)) == mapped
