@@ -110,6 +110,9 @@ def java_version() -> int | None:
 
 # a dump of the classes a run loaded, promoted to the archive once its writer has surely ended
 CDS_SETTLE_S = 60.0
+# another key's archive (69-90 MB) is removed this long after it was written: environments in
+# use side by side keep theirs, a JDK or pyspark since replaced does not stay for ever
+CDS_UNUSED_S = 7 * 24 * 3600.0
 
 
 def _alive(pid: int) -> bool:
@@ -140,10 +143,11 @@ def class_sharing(exe: str | None = None) -> str:
     each). The first session of a JVM, pyspark and options writes the archive when its JVM
     exits (``-XX:ArchiveClassesAtExit``, a file of its own per process), into
     ~/.cache/kcheck/spark-cds (never the repository); a later session promotes a finished one
-    and maps it, once a JVM has started with it (a truncated archive aborts the JVM). A JVM
-    that cannot use an archive (another JDK) starts without it (``-Xshare:auto``, the
-    default) and says so in Spark's log; a JDK without an archive of its own
-    (lib/server/classes.jsa) is given neither option."""
+    and maps it, once a JVM has started with it (a truncated archive aborts the JVM). The
+    archive is kept per JVM, pyspark installation (its jars are the class path the archive
+    records) and options. A JVM that cannot use an archive starts without it
+    (``-Xshare:auto``, the default) and says so in Spark's log; a JDK without an archive of
+    its own (lib/server/classes.jsa) is given neither option."""
     exe = exe or _java_exe()
     if not exe:
         return ""
@@ -158,12 +162,15 @@ def class_sharing(exe: str | None = None) -> str:
         where.mkdir(parents=True, exist_ok=True)
     except OSError:
         return ""
-    key = hashlib.sha256(f"{stamp}|{pyspark.__version__}|{JVM_OPTIONS}".encode()).hexdigest()[:16]
+    # the archive records the class path: Spark's jars in this environment's pyspark (a JVM
+    # given another environment's archive starts without it: "The top archive failed to load")
+    key = hashlib.sha256(f"{stamp}|{Path(pyspark.__file__).resolve().parent}|"
+                         f"{pyspark.__version__}|{JVM_OPTIONS}".encode()).hexdigest()[:16]
     archive = where / f"{key}.jsa"
-    for other in where.glob("*.jsa*"):        # another JDK's, pyspark's or options' archive
+    for other in where.glob("*.jsa*"):        # another JDK's, environment's or options' archive
         try:
             if (not other.name.startswith(key)
-                    and time.time() - other.stat().st_mtime > CDS_SETTLE_S
+                    and time.time() - other.stat().st_mtime > CDS_UNUSED_S
                     and not (other.suffix != ".jsa" and _alive(int(other.suffix[1:])))):
                 other.unlink()
         except (ValueError, OSError):

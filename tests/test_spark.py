@@ -338,10 +338,13 @@ def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch)
     written(f"{key}.{dead}", "x" * 100)
     written(f"{key}.999999999", "bad")
     written("0123456789abcdef.jsa", "another JDK's")
+    written("fedcba9876543210.jsa", "another environment's, in use")
+    long_ago = time.time() - spark.CDS_UNUSED_S - 5
+    os.utime(where / "0123456789abcdef.jsa", (long_ago, long_ago))
     written(f"0123456789abcdef.jsa.{os.getpid()}", "being written", settled=True)
     mapped = spark.class_sharing(str(java))
     archive = where / key
     assert mapped == f"-XX:SharedArchiveFile={archive}" and archive.read_text() == "x" * 100
-    assert sorted(p.name for p in where.iterdir()) == \
-        sorted([archive.name, f"0123456789abcdef.jsa.{os.getpid()}"])   # its writer is alive
+    assert sorted(p.name for p in where.iterdir()) == sorted(
+        [archive.name, "fedcba9876543210.jsa", f"0123456789abcdef.jsa.{os.getpid()}"])
     assert spark.class_sharing(str(java)) == mapped
