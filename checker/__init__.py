@@ -7,3 +7,11 @@ import os
 # wall time the same, since the spinning takes the other core (which a Spark executor, a test
 # worker or the broker wanted). Set before numpy is imported; a value the user set stands.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def cache_dir(name: str):
+    """kcheck's cache of ``name`` outside the repository: ~/.cache/kcheck/NAME, or under
+    $XDG_CACHE_HOME (Kafka's artifacts, Spark's class archive)."""
+    from pathlib import Path
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "kcheck" / name

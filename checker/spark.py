@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from checker import bfs, explore
+from checker import bfs, cache_dir, explore
 from checker.bfs import DEADLOCK, Found, SearchResult
 from checker.compile import Compiled, fingerprint
 from checker.explore import BLOCK
@@ -157,8 +157,7 @@ def class_sharing(exe: str | None = None) -> str:
         # the JVM itself, not only its launcher: an update of the JDK makes a new archive
         jvm = [f for f in (real, real.parent.parent / "lib" / "server" / "libjvm.so") if f.exists()]
         stamp = "|".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in jvm)
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-        where = Path(base) / "kcheck" / "spark-cds"
+        where = cache_dir("spark-cds")
         where.mkdir(parents=True, exist_ok=True)
     except OSError:
         return ""

@@ -296,10 +296,10 @@ def _into(run: tuple, few: tuple) -> tuple:
     i = np.searchsorted(fp, ffp)
     hit = i < len(fp)
     hit[hit] = fp[i[hit]] == ffp[hit]
-    at = i[hit]
-    better = (fact[hit] < act[at]) | ((fact[hit] == act[at]) & (fpar[hit] < par[at]))
-    par[at[better]] = fpar[hit][better]
-    act[at[better]] = fact[hit][better]
+    at, hpar, hact = i[hit], fpar[hit], fact[hit]
+    better = (hact < act[at]) | ((hact == act[at]) & (hpar < par[at]))
+    par[at[better]] = hpar[better]
+    act[at[better]] = hact[better]
     miss = ~hit
     if not miss.any():
         return fp, S, par, act

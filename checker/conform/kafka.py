@@ -11,6 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from checker import cache_dir
+
 DEFAULT_VERSION = "4.3.1"
 # the releases the tests and `--which-variant` run: one before KIP-1251 (4.2.x), 4.3.1 (KIP-1251),
 # and the newest
@@ -37,8 +39,7 @@ class KafkaUnavailable(Exception):
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "kcheck" / "kafka"
+    return cache_dir("kafka")
 
 
 def check_version(version: str) -> str:
