@@ -1,8 +1,10 @@
 """Distributed exploration on Spark, partitioned by state ownership.
 
-Every state has one owner: its fingerprint, mixed, modulo the number of owners P (the mixing is
-checker/spark.py's, so a one-word state, which is its own fingerprint, spreads too). The search
-is breadth-first and level-synchronous; each state is explored exactly once, by its owner:
+Every state has one owner of P: a hash of the state bits that steps rarely change, chosen on a
+sample of the level the driver hands over (``owner_mask``; of each word, for states of several
+words), or of its fingerprint where no choice of bits beats it (the mixing is checker/spark.py's,
+so a one-word state, which is its own fingerprint, spreads too). The search is breadth-first and
+level-synchronous; each state is explored exactly once, by its owner:
 
 1. Spark starts in a thread (``_Starter``: the JVM, then the owners' Python workers with the
    model compiled) while the driver builds the first levels itself, on the single process's
@@ -28,7 +30,8 @@ is breadth-first and level-synchronous; each state is explored exactly once, by 
    costs the work, the exchange through files and two round trips of ``FileSync`` (files in
    the exchange directory; Spark's own barrier() took a second each).
 3. Traces: when the search stops, the owners walk each violation back through the parents they
-   own, handing over to the owner of the next parent (one ``allGather`` per hand-over), down to
+   hold, handing over to the owner that holds the next parent (one ``allGather`` per hand-over;
+   a parent is known by its fingerprint, which does not tell the owner of a wider state), down to
    the driver's prefix; the task returns the per-level summaries and the walks, and the driver
    replays the summaries through ``bfs.search``'s loop, finishes each walk through the prefix
    it holds and checker.trace.build replays it.
@@ -101,22 +104,42 @@ _EMPTY = np.zeros(0, dtype=np.uint64)
 PHASES = ("expand", "write", "wait", "read", "merge", "invariants", "gather")
 
 
-def owner_of(fps: np.ndarray, parts: int, mask: int | None = None) -> np.ndarray:
-    """Each state's owner: a hash of its fingerprint, or, with ``mask`` (one-word states, whose
-    fingerprint is the state), a hash of those bits of it alone (``owner_mask``)."""
-    return spark.bucket(fps if mask is None else fps & np.uint64(mask), parts).astype(np.int64)
+def owner_of(fps: np.ndarray | None, parts: int, mask=None, words: np.ndarray | None = None) -> np.ndarray:
+    """Each state's owner: a hash of its fingerprint ``fps``; with ``mask``, a hash of those
+    bits of the state alone (``owner_mask``): an int for one-word states, whose fingerprint is
+    the state, or one int a word for wider states, whose ``words`` (a column a state) are
+    then read instead of their fingerprints."""
+    if mask is None:
+        return spark.bucket(fps, parts).astype(np.int64)
+    if isinstance(mask, int):
+        return spark.bucket(fps & np.uint64(mask), parts).astype(np.int64)
+    masked = words & np.array(mask, dtype=np.uint64)[:, None]
+    # a word kept whole would be its own fingerprint: the chain mixes every word, one or more
+    return spark.bucket(fingerprint(masked, seed=_OWNER_SEED), parts).astype(np.int64)
+
+
+_OWNER_SEED = 0x5851F42D4C957F2D           # any seed but the fingerprint's own
+
+
+def owner_bits(mask) -> int:
+    """How many state bits ``mask`` owns by (0: by fingerprint)."""
+    if mask is None:
+        return 0
+    return sum(bin(m).count("1") for m in ((mask,) if isinstance(mask, int) else mask))
 
 
 def _bit_means(a: np.ndarray) -> np.ndarray:
-    """The fraction of ``a`` (uint64) with each of the 64 bits set."""
-    return ((a[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).mean(axis=0)
+    """(words, 64): the fraction of the columns of ``a`` (uint64, a word a row) with each bit
+    of each word set."""
+    return ((a[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).mean(axis=1)
 
 
 def owner_mask(comp: Compiled, S: np.ndarray, P: int, canonical=None,
-               sample: int = 16384) -> tuple[int | None, float]:
-    """The state bits to own one-word states by, chosen on a sample of the frontier ``S``
-    (the hand-over level) -> (mask, or None to own by fingerprint; the sampled steps' share
-    that would cross owners).
+               sample: int = 16384) -> tuple:
+    """The state bits to own states by, chosen on a sample of the frontier ``S`` (the
+    hand-over level) -> (mask, or None to own by fingerprint; the sampled steps' share that
+    would cross owners). The mask is an int for one-word states, a tuple of one int a word for
+    wider ones (``owner_of``).
 
     By fingerprint, a successor has another owner with probability (P-1)/P, and most of them
     are states the other owner has seen already, which it cannot know before receiving them:
@@ -130,8 +153,9 @@ def owner_mask(comp: Compiled, S: np.ndarray, P: int, canonical=None,
     verdicts and traces do not depend on it (the parent rule is by fingerprint, see the
     module's docstring)."""
     by_fingerprint = (None, 1.0 - 1.0 / P)
-    if P < 2 or S.shape[0] != 1 or S.shape[1] < 64 * P:
+    if P < 2 or S.shape[1] < 64 * P:
         return by_fingerprint
+    W = S.shape[0]
     B = np.ascontiguousarray(S[:, ::max(1, S.shape[1] // sample)][:, :sample])
     ninst = len(comp.model.instances)
     blk = explore.expand_block(comp, B, [0] * ninst, set(comp.tprop_names), False, False,
@@ -139,20 +163,25 @@ def owner_mask(comp: Compiled, S: np.ndarray, P: int, canonical=None,
     if blk.words is None:
         return by_fingerprint
     T = blk.words if canonical is None else canonical(blk.words)
-    src, dst = B[0, blk.parent], T[0]
-    ones = _bit_means(np.concatenate([B[0], dst]))
+    src, dst = B[:, blk.parent], T
+    ones = _bit_means(np.concatenate([B, dst], axis=1))
     flips = _bit_means(src ^ dst)
-    bits = sorted((b for b in range(64) if 0.0 < ones[b] < 1.0), key=lambda b: (flips[b], b))
-    level, after = B[0], np.unique(dst)
-    best, best_score, mask = by_fingerprint, 1.0 + (1.0 - 1.0 / P), 0
-    for b in bits:
-        mask |= 1 << b
-        busiest = max(np.bincount(owner_of(x, P, mask), minlength=P).max() * P / len(x)
-                      for x in (level, after))
-        crossing = float((owner_of(src, P, mask) != owner_of(dst, P, mask)).mean())
+    bits = sorted(((w, b) for w in range(W) for b in range(64) if 0.0 < ones[w, b] < 1.0),
+                  key=lambda wb: (flips[wb], wb))
+    after = dst[:, np.unique(fingerprint(dst), return_index=True)[1]]
+
+    def owners(X, m):
+        return owner_of(X[0], P, m[0] if W == 1 else tuple(m), X)
+    best, best_score, mask = by_fingerprint, 1.0 + (1.0 - 1.0 / P), [0] * W
+    for w, b in bits:
+        mask[w] |= 1 << b
+        busiest = max(np.bincount(owners(x, mask), minlength=P).max() * P / x.shape[1]
+                      for x in (B, after))
+        crossing = float((owners(src, mask) != owners(dst, mask)).mean())
         score = busiest * (1.0 + crossing)
         if score < best_score:
-            best, best_score = (mask, crossing), score
+            best = (mask[0] if W == 1 else tuple(mask), crossing)
+            best_score = score
     return best
 
 
@@ -404,24 +433,41 @@ def _one(it):
     return records[0]
 
 
-def _walk_levels(levels: dict, me: int, P: int, requests: dict, mask: int | None = None) -> dict:
-    """Walks each request (name -> [fingerprint, depth, actions so far in reverse]) back through
-    the parents this owner owns -> the requests it moved, where each stopped: a parent owned
-    elsewhere, or a depth the owner does not hold (the driver's prefix)."""
+def _walk_levels(levels: dict, requests: dict) -> dict:
+    """Walks each request (name -> [fingerprint, depth, actions so far in reverse]) whose state
+    this owner holds back through the parents it holds -> the requests it moved, where each
+    stopped: a parent another owner holds, or a depth the owner does not hold (the driver's
+    prefix). An owner is known by what it holds, not by ``owner_of``: a parent is kept as its
+    fingerprint, and states of several words owned by their bits cannot be told their owner
+    from it."""
+    def held(fp, depth):
+        if depth not in levels:
+            return False
+        lfp = levels[depth][0]
+        i = int(np.searchsorted(lfp, np.uint64(fp)))
+        return i < len(lfp) and int(lfp[i]) == fp
     out = {}
     for name, (fp, depth, steps) in requests.items():
-        if int(owner_of(np.array([fp], np.uint64), P, mask)[0]) != me:
+        if not held(fp, depth):
             continue
         steps = list(steps)
-        while depth in levels and int(owner_of(np.array([fp], np.uint64), P, mask)[0]) == me:
+        while held(fp, depth):
             lfp, par, act = levels[depth]
             i = int(np.searchsorted(lfp, np.uint64(fp)))
-            if i >= len(lfp) or int(lfp[i]) != fp:
-                raise RuntimeError(f"kcheck: owner {me} has no state {fp:#x} at depth {depth}")
             steps.append(int(act[i]))
             fp, depth = int(par[i]), depth - 1
         out[name] = [fp, depth, steps]
     return out
+
+
+def _unheld(before: dict, after: dict, prefix_depth: int):
+    """A walk's round that moved none of the requests still past the driver's prefix: no
+    owner holds their states (a fault: every state past the prefix has one owner)."""
+    stuck = [n for n, w in after.items() if w[1] > prefix_depth and tuple(w) == tuple(before[n])]
+    if stuck:
+        fp, depth = after[stuck[0]][:2]
+        raise RuntimeError(f"kcheck: no owner holds state {fp:#x} at depth {depth} "
+                           f"(the trace of {stuck[0]})")
 
 
 # -- barrier mode: one long-lived task per owner ---------------------------------------------
@@ -466,7 +512,7 @@ class _Owner:
     def expand(self, tprops, deadlock) -> tuple[Expansion, np.ndarray]:
         ex = expand(self.comp, self.S, self.fp, tprops, deadlock, self.block,
                     None if self.sym is None else self.sym.canonical, self.visited)
-        return ex, owner_of(ex.fp, self.P, self.mask)
+        return ex, owner_of(ex.fp, self.P, self.mask, ex.words)
 
     def merge(self, depth: int, kept: tuple, received: list[tuple]) -> int:
         """This owner's own candidates (``kept``: already checked against its visited set while
@@ -590,8 +636,9 @@ def _owner_task(ctx: dict, it, bar=None):
     rounds = 0
     while any(w[1] > ctx["depth"] for w in walking.values()):
         away = {n: w for n, w in walking.items() if w[1] > ctx["depth"]}
-        for m in bar.allGather(json.dumps(_walk_levels(own.levels, me, P, away, own.mask))):
+        for m in bar.allGather(json.dumps(_walk_levels(own.levels, away))):
             walking.update(json.loads(m))
+        _unheld(away, walking, ctx["depth"])
         rounds += 1
     walk_s = time.perf_counter() - t
     # the directory stays: another owner may still be reading the last round's messages (the
@@ -709,7 +756,7 @@ def _expand_task(ctx, depth, tprops, deadlock, index, it):
     P = ctx["parts"]
     ex = expand(comp, store["words"], store["fp"], tprops, deadlock, ctx["block"],
                 None if sym is None else sym.canonical)
-    dest = owner_of(ex.fp, P, ctx.get("owner_mask"))
+    dest = owner_of(ex.fp, P, ctx.get("owner_mask"), ex.words)
     for q in range(P):
         sel = dest == q
         yield q, (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
@@ -754,10 +801,11 @@ def _summary(store):
     return store["summary"]
 
 
-def _walk(P: int, mask: int | None, requests: dict, it):
-    """A lookup job's task: the requests this owner owns, walked through its store."""
+def _walk(requests: dict, it):
+    """A lookup job's task: the requests whose states this owner holds, walked through its
+    store."""
     store = _one(it)
-    return list(_walk_levels(store["levels"], store["owner"], P, requests, mask).items())
+    return list(_walk_levels(store["levels"], requests).items())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -845,7 +893,8 @@ class _Search(Rule):
         super().__init__(self.comp, self.prefix.pending, max_depth)
         self.levels: list[int] = []
         self.fired = self.prefix.fired             # steps per action instance, prefix and owners
-        self.owner_mask: int | None = None         # owner_mask's choice at the hand-over
+        self.owner_mask = None                     # owner_mask's choice at the hand-over
+        self.handed = None                         # the prefix's (fingerprints, words) a level
 
     def record(self, depth, tviol, deadlock, inv_next, new):
         super().record(depth, tviol, deadlock, inv_next, new)
@@ -926,11 +975,16 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     # level 0, and the prefix, in the driver: the core's loop, one owner
     prefix_fp = [pre.start(initial_words(model))]
     srch.levels.append(len(prefix_fp[0]))
+    # states of several words may be owned by their bits, which their fingerprints do not
+    # tell: the driver keeps its levels' words to split its visited set at the hand-over
+    prefix_words = [pre.frontier] if pre.frontier.shape[0] > 1 else None
     if sym is not None:
         res.unreduced_states = int(sym.orbit_sizes(pre.frontier).sum())
 
     def level_added(depth, fp):
         prefix_fp.append(fp)
+        if prefix_words is not None:
+            prefix_words.append(pre.frontier)
         srch.levels.append(len(fp))
         if sym is not None:
             res.unreduced_states += int(sym.orbit_sizes(pre.frontier).sum())
@@ -968,7 +1022,10 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
                 raise spark.SparkError("the search outgrew the driver's prefix and no Spark master was given")
             srch.owner_mask, dist.crossing = owner_mask(
                 comp, pre.frontier, P, None if sym is None else sym.canonical)
-            dist.owner_bits = bin(srch.owner_mask or 0).count("1")
+            dist.owner_bits = owner_bits(srch.owner_mask)
+            if prefix_words is not None:
+                srch.handed = list(zip(prefix_fp, prefix_words))
+            prefix_words = None
             run = _barrier if mode == "barrier" else _levels
             store, walking, stop = run(sc, srch, model, P, pre.visited.sorted_fp,
                                        pre.frontier, prefix_fp[-1], depth, dist, progress,
@@ -1087,22 +1144,38 @@ def _ctx(srch: _Search, model, P: int, depth: int, fail_once_at, symmetry: bool)
             "left": sorted(srch.pending.left), "owner_mask": srch.owner_mask}
 
 
-def _shares(P: int, visited, S, fp, mask: int | None = None) -> list[dict]:
-    vo, so = owner_of(visited, P, mask), owner_of(fp, P, mask)
-    return [{"owner": o, "visited": visited[vo == o], "fp": fp[so == o], "words": S[:, so == o],
-             "levels": {}, "summary": None} for o in range(P)]
+def _split(P: int, visited, S, fp, mask=None, prefix=None):
+    """The hand-over's shares -> for each owner (the fingerprints it has seen, its
+    fingerprints and words of the frontier). States of several words owned by their bits
+    (a tuple ``mask``) are told their owner by their words, which the visited set does not
+    keep: ``prefix`` then holds each level's (fingerprints, words), kept by the driver."""
+    so = owner_of(fp, P, mask, S)
+    if mask is None or isinstance(mask, int):
+        vo = owner_of(visited, P, mask)
+        seen = [visited[vo == o] for o in range(P)]
+    else:
+        if prefix is None or sum(len(f) for f, _ in prefix) != len(visited):
+            raise RuntimeError("kcheck: the prefix's states are needed to split its visited set")
+        lo = [owner_of(None, P, mask, w) for _, w in prefix]
+        seen = [np.sort(np.concatenate([f[o_ == o] for (f, _), o_ in zip(prefix, lo)]))
+                for o in range(P)]
+    return [(seen[o], fp[so == o], S[:, so == o]) for o in range(P)]
+
+
+def _shares(P: int, visited, S, fp, mask=None, prefix=None) -> list[dict]:
+    return [{"owner": o, "visited": v, "fp": f, "words": w, "levels": {}, "summary": None}
+            for o, (v, f, w) in enumerate(_split(P, visited, S, fp, mask, prefix))]
 
 
 SHARE_ARRAYS = ("visited", "fp", "words")
 
 
-def save_shares(where: Path, P: int, visited, S, fp, mask: int | None = None):
+def save_shares(where: Path, P: int, visited, S, fp, mask=None, prefix=None):
     """The driver's hand-over, each owner's share as .npy files in the run's exchange directory
     (the fingerprints it has seen, its part of the frontier): written once, read by memory
     copy, not pickled through the JVM; a rerun stage reads them again."""
-    vo, so = owner_of(visited, P, mask), owner_of(fp, P, mask)
-    for o in range(P):
-        for name, a in zip(SHARE_ARRAYS, (visited[vo == o], fp[so == o], S[:, so == o])):
+    for o, share in enumerate(_split(P, visited, S, fp, mask, prefix)):
+        for name, a in zip(SHARE_ARRAYS, share):
             np.save(where / f"share-{o}-{name}.npy", a)
 
 
@@ -1127,7 +1200,8 @@ def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress,
     t = time.perf_counter()
     stop = None
     try:
-        save_shares(root, P, visited, S, fp, ctx["owner_mask"])
+        save_shares(root, P, visited, S, fp, ctx["owner_mask"], srch.handed)
+        srch.handed = None
         del visited, S, fp
         shares = list(range(P))
         if sc is None:
@@ -1193,9 +1267,10 @@ def _levels(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, 
     from pyspark import StorageLevel
     ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
     add_spec_file(sc, ctx["spec"])
-    store = sc.parallelize(_shares(P, visited, S, fp, ctx["owner_mask"]), P).persist(
+    store = sc.parallelize(_shares(P, visited, S, fp, ctx["owner_mask"], srch.handed), P).persist(
         StorageLevel.MEMORY_AND_DISK)
     del visited, S, fp
+    srch.handed = None
     stop = None
     try:
         while True:
@@ -1236,11 +1311,10 @@ def _lookup(sc, srch: _Search, store, P, dist) -> dict:
         away = {n: w for n, w in walking.items() if w[1] > dist.prefix_depth}
         if not away:
             return walking
-        mask = srch.owner_mask
-        owners = sorted({int(owner_of(np.array([w[0]], np.uint64), P, mask)[0])
-                         for w in away.values()})
-        for n, w in sc.runJob(store, functools.partial(_walk, P, mask, away), owners):
+        # every owner looks: an owner is known by the states it holds (_walk_levels)
+        for n, w in sc.runJob(store, functools.partial(_walk, away), list(range(P))):
             walking[n] = tuple(w)
+        _unheld(away, walking, dist.prefix_depth)
         dist.lookup_jobs += 1
 
 
