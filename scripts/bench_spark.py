@@ -3,9 +3,11 @@ the speed-up of --spark local[2] over one process on a sweep and on a spec with 
 million distinct states, for both partitions (slices; ownership, checker/spark_owner.py), and
 Spark's cost per stage and per ownership level; where an ownership level's time goes (each
 phase, per level, both modes: ``--only profile``), and the whole command, Spark's start
-included, against one process (``--only command``, two_phase N=10 by default). Run:
+included, against one process (``--only command``, two_phase N=10 by default; ``--spec
+consumer_group:members=3,max_epoch=3`` another, ``--by-fingerprint`` adds ownership with every
+state owned by its fingerprint, for comparison). Run:
 .venv/bin/python scripts/bench_spark.py [--quick] [--only ownership|slices|overhead|profile|command]
-[--n N ...]
+[--n N ...] [--spec NAME[:K=V,...]] [--by-fingerprint]
 
 Each run is timed once, after a warm-up run of the same kind (Python workers started, models
 compiled); on a machine shared with other work the figures move by tens of per cent."""
@@ -42,6 +44,11 @@ def main():
                     help="two_phase sizes for --only profile (default 8 9) or command (default 10)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="--only command: runs of each command, back to back (default 3)")
+    ap.add_argument("--spec", help="--only command: a spec and its parameters, "
+                    "NAME[:K=V,...] (default two_phase:N=<each --n>)")
+    ap.add_argument("--by-fingerprint", action="store_true",
+                    help="--only command: also ownership with every state owned by its "
+                    "fingerprint (owner_mask declined), as before state bits")
     ap.add_argument("--modes", default="barrier,levels",
                     help="ownership modes for --only profile (default barrier,levels)")
     args = ap.parse_args()
@@ -49,8 +56,11 @@ def main():
     two_phase = load_spec("two_phase")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     if args.only == "command":
-        for n in args.n or [10]:
-            command(n, args.repeat)
+        if args.spec:
+            name, _, rest = args.spec.partition(":")
+            command(name, [kv for kv in rest.split(",") if kv], args.repeat, args.by_fingerprint)
+        for n in ([] if args.spec else args.n or [10]):
+            command("two_phase", [f"N={n}"], args.repeat, args.by_fingerprint)
         return
     _, startup = timed(lambda: spark.session(MASTER))
     print(f"Spark start ({MASTER}): {startup:.1f} s (once a process)\n")
@@ -285,21 +295,31 @@ def _run_command(argv: list[str]) -> tuple[float, float, str, str, int]:
     return wall, sum(seen.values()), out["out"], out["err"], proc.returncode
 
 
-def command(n, repeat: int = 3):
-    """The whole command, Spark's start included: `kcheck check two_phase --param N=n` in one
-    process and with --engine spark-ownership --spark local[2], back to back, ``repeat`` times
-    each (alternating); wall and CPU time of each (the command and every process it starts:
-    the JVM, the Python workers), the best of each, and the load average around each run."""
+# the command line with spark_owner.owner_mask declined: every state owned by its fingerprint
+BY_FINGERPRINT = ("import sys; from checker import spark_owner as so; "
+                  "so.owner_mask = lambda comp, S, P, *a, **k: (None, 1.0 - 1.0 / P); "
+                  "from checker.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
+def command(name: str, params: list[str], repeat: int = 3, by_fingerprint: bool = False):
+    """The whole command, Spark's start included: `kcheck check NAME --param K=V ...` in one
+    process and with --engine spark-ownership --spark local[2] (and, ``by_fingerprint``, the
+    same with every state owned by its fingerprint), back to back, ``repeat`` times each
+    (alternating); wall and CPU time of each (the command and every process it starts: the
+    JVM, the Python workers), the best of each, and the load average around each run."""
     kcheck = [sys.executable, "-m", "checker.cli"]
-    base = ["check", "two_phase", "--param", f"N={n}", "--json"]
-    runs = {"one process": [], "spark-ownership local[2]": []}
+    base = ["check", name] + [x for kv in params for x in ("--param", kv)] + ["--json"]
+    spark_args = ["--engine", "spark-ownership", "--spark", MASTER]
+    commands = [("one process", kcheck, []), ("spark-ownership local[2]", kcheck, spark_args)]
+    if by_fingerprint:
+        commands.append(("spark-ownership local[2], by fingerprint",
+                         [sys.executable, "-c", BY_FINGERPRINT], spark_args))
+    runs = {label: [] for label, _, _ in commands}
     docs = {}
     for i in range(repeat):
-        for label, extra in [("one process", []),
-                             ("spark-ownership local[2]", ["--engine", "spark-ownership",
-                                                           "--spark", MASTER])]:
+        for label, head, extra in commands:
             load0 = os.getloadavg()[0]
-            wall, cpu, out, err, code = _run_command(kcheck + base + extra)
+            wall, cpu, out, err, code = _run_command(head + base + extra)
             doc = json.loads(out)
             docs.setdefault(label, doc)
             runs[label].append((wall, cpu, load0, os.getloadavg()[0]))
@@ -309,15 +329,16 @@ def command(n, repeat: int = 3):
                   f"{os.getloadavg()[0]:.1f} after; {doc['distinct_states']:,} states, "
                   f"exit {code}; {doc['distinct_states'] / cpu:,.0f} states per CPU second "
                   f"(whole tree)" + (f"\n  {line}" if line else ""), flush=True)
-    a, b = docs["one process"], docs["spark-ownership local[2]"]
-    same = all(a[k] == b[k] for k in ("distinct_states", "depth", "exhaustive", "transitions",
-                                      "properties"))
+    a = docs["one process"]
+    same = all(a[k] == b[k] for b in docs.values()
+               for k in ("distinct_states", "depth", "exhaustive", "transitions", "properties"))
     best = {k: min(v) for k, v in runs.items()}
-    one, own = best["one process"], best["spark-ownership local[2]"]
+    one = best["one process"]
     loads = [x for v in runs.values() for r in v for x in r[2:]]
-    print(f"two_phase N={n}, best of {repeat}: one process {one[0]:.1f} s wall ({one[1]:.1f} s "
-          f"CPU), spark-ownership {own[0]:.1f} s wall ({own[1]:.1f} s CPU): "
-          f"{one[0] / own[0]:.2f}x faster (whole commands, Spark's start included); "
+    others = "; ".join(f"{label} {b[0]:.1f} s wall ({b[1]:.1f} s CPU): {one[0] / b[0]:.2f}x "
+                       f"faster" for label, b in best.items() if label != "one process")
+    print(f"{name} {','.join(params)}, best of {repeat}: one process {one[0]:.1f} s wall "
+          f"({one[1]:.1f} s CPU); {others} (whole commands, Spark's start included); "
           f"load average {min(loads):.1f}-{max(loads):.1f}; same verdicts, counts, transitions "
           f"and traces: {same}")
 
