@@ -97,6 +97,10 @@ from spec.lang import Model
 # a frontier below this many states is expanded in the driver: measured on this machine, one
 # Spark level costs 0.2-0.8 s, the driver expands about 10^6 states a second
 PREFIX_STATES = 50_000
+# the words of the driver's prefix levels kept for the hand-over (states of several words owned
+# by their bits, see _split): beyond this the driver keeps none, and those states are owned by
+# fingerprint (a Spark slow to start lets the driver search far, as one process would)
+PREFIX_WORDS_BYTES = 1 << 29
 CHECKPOINT_EVERY = 10
 MODES = ("barrier", "levels")
 _EMPTY = np.zeros(0, dtype=np.uint64)
@@ -977,14 +981,17 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     srch.levels.append(len(prefix_fp[0]))
     # states of several words may be owned by their bits, which their fingerprints do not
     # tell: the driver keeps its levels' words to split its visited set at the hand-over
-    prefix_words = [pre.frontier] if pre.frontier.shape[0] > 1 else None
+    kept = {"words": [pre.frontier] if pre.frontier.shape[0] > 1 else None, "bytes": 0}
     if sym is not None:
         res.unreduced_states = int(sym.orbit_sizes(pre.frontier).sum())
 
     def level_added(depth, fp):
         prefix_fp.append(fp)
-        if prefix_words is not None:
-            prefix_words.append(pre.frontier)
+        if kept["words"] is not None:
+            kept["words"].append(pre.frontier)
+            kept["bytes"] += pre.frontier.nbytes
+            if kept["bytes"] > PREFIX_WORDS_BYTES:
+                kept["words"] = None
         srch.levels.append(len(fp))
         if sym is not None:
             res.unreduced_states += int(sym.orbit_sizes(pre.frontier).sum())
@@ -1020,12 +1027,16 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
         if needed:
             if sc is None and not threads:
                 raise spark.SparkError("the search outgrew the driver's prefix and no Spark master was given")
-            srch.owner_mask, dist.crossing = owner_mask(
-                comp, pre.frontier, P, None if sym is None else sym.canonical)
+            if pre.frontier.shape[0] > 1 and kept["words"] is None:
+                # the prefix's words were let go: its visited set cannot be split by bits
+                srch.owner_mask, dist.crossing = None, 1.0 - 1.0 / P
+            else:
+                srch.owner_mask, dist.crossing = owner_mask(
+                    comp, pre.frontier, P, None if sym is None else sym.canonical)
             dist.owner_bits = owner_bits(srch.owner_mask)
-            if prefix_words is not None:
-                srch.handed = list(zip(prefix_fp, prefix_words))
-            prefix_words = None
+            if kept["words"] is not None:
+                srch.handed = list(zip(prefix_fp, kept["words"]))
+            kept["words"] = None
             run = _barrier if mode == "barrier" else _levels
             store, walking, stop = run(sc, srch, model, P, pre.visited.sorted_fp,
                                        pre.frontier, prefix_fp[-1], depth, dist, progress,

@@ -335,6 +335,20 @@ def test_owner_mask_of_states_of_several_words():
     assert (owners(flipped, mask) == owners(ex.frontier, mask)).all()
 
 
+def test_a_prefix_too_large_to_keep_is_owned_by_fingerprint(monkeypatch):
+    """The driver keeps its prefix levels' words (states of several words) up to
+    PREFIX_WORDS_BYTES; past it, it lets them go and the owners own by fingerprint, with the
+    same answer. Below it, the same search is owned by state bits."""
+    model = load_spec("consumer_group").instantiate("kip1251", {})
+    single = bfs.search(model)
+    for limit, by_bits in ((1 << 29, True), (1 << 10, False)):
+        monkeypatch.setattr(spark_owner, "PREFIX_WORDS_BYTES", limit)
+        own = spark_owner.check(model, master=None, owners=2, threads=True, prefix_depth=9)
+        assert (own.distribution.owner_bits > 0) == by_bits
+        assert sum(own.distribution.owner_states) == own.distinct_states
+        assert_same(model, single, own)
+
+
 def test_a_walk_that_no_owner_holds_is_an_error():
     """A trace's walk moves a request only through the states an owner holds (an owner is
     known by what it holds); a state past the prefix that no owner holds stops the walk with
