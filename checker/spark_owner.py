@@ -118,11 +118,11 @@ def owner_of(fps: np.ndarray | None, parts: int, mask=None, words: np.ndarray | 
     if isinstance(mask, int):
         return spark.bucket(fps & np.uint64(mask), parts).astype(np.int64)
     masked = words & np.array(mask, dtype=np.uint64)[:, None]
-    # a word kept whole would be its own fingerprint: the chain mixes every word, one or more
+    # the fingerprint's mixing chain with another seed: independent of the states' fingerprints
     return spark.bucket(fingerprint(masked, seed=_OWNER_SEED), parts).astype(np.int64)
 
 
-_OWNER_SEED = 0x5851F42D4C957F2D           # any seed but the fingerprint's own
+_OWNER_SEED = 0x5851F42D4C957F2D
 
 
 def owner_bits(mask) -> int:
@@ -444,22 +444,23 @@ def _walk_levels(levels: dict, requests: dict) -> dict:
     prefix). An owner is known by what it holds, not by ``owner_of``: a parent is kept as its
     fingerprint, and states of several words owned by their bits cannot be told their owner
     from it."""
-    def held(fp, depth):
+    def at(fp, depth) -> int:            # the state's position at that depth here, or -1
         if depth not in levels:
-            return False
+            return -1
         lfp = levels[depth][0]
         i = int(np.searchsorted(lfp, np.uint64(fp)))
-        return i < len(lfp) and int(lfp[i]) == fp
+        return i if i < len(lfp) and int(lfp[i]) == fp else -1
     out = {}
     for name, (fp, depth, steps) in requests.items():
-        if not held(fp, depth):
+        i = at(fp, depth)
+        if i < 0:
             continue
         steps = list(steps)
-        while held(fp, depth):
-            lfp, par, act = levels[depth]
-            i = int(np.searchsorted(lfp, np.uint64(fp)))
+        while i >= 0:
+            _, par, act = levels[depth]
             steps.append(int(act[i]))
             fp, depth = int(par[i]), depth - 1
+            i = at(fp, depth)
         out[name] = [fp, depth, steps]
     return out
 
