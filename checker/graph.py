@@ -592,9 +592,10 @@ def _strong_components(sg: StateGraph, alive: np.ndarray,
     """networkx's strongly connected components of the graph of the states ``alive`` and the
     edges ``e`` -> (the component of each state, numbered in networkx's order, -1 for a state
     not alive; how many components). A progress property is checked twice, the second time
-    with the steps that leave a search bound counted as disabled (``_decide``); where that leaves the same graph, as it
-    mostly does, its decomposition is the one already made (consumer_group: 442,221 states
-    and 1,414,655 edges, about 15 s for networkx to build and decompose)."""
+    with the steps that leave a search bound counted as disabled (``_decide``); where that
+    leaves the same graph, as it mostly does, its decomposition is the one already made
+    (consumer_group: 442,221 states and 1,414,655 edges, about 15 s for networkx to build and
+    decompose)."""
     digest = hashlib.blake2b(np.packbits(alive).tobytes() + np.packbits(e).tobytes(),
                              digest_size=32).digest()
     for src, dst, d, kept in _SCC_KEPT:

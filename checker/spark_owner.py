@@ -108,7 +108,8 @@ _EMPTY = np.zeros(0, dtype=np.uint64)
 PHASES = ("expand", "write", "wait", "read", "merge", "invariants", "gather")
 
 
-def owner_of(fps: np.ndarray | None, parts: int, mask=None, words: np.ndarray | None = None) -> np.ndarray:
+def owner_of(fps: np.ndarray | None, parts: int, mask=None,
+             words: np.ndarray | None = None) -> np.ndarray:
     """Each state's owner: a hash of its fingerprint ``fps``; with ``mask``, a hash of those
     bits of the state alone (``owner_mask``): an int for one-word states, whose fingerprint is
     the state, or one int a word for wider states, whose ``words`` (a column a state) are
@@ -848,7 +849,7 @@ class Ownership:
     warm_s: float = 0.0               # then the owners' Python workers started, the model compiled
     waited_s: float = 0.0             # the driver's wait for them after its prefix
     spark_ready: bool = False         # Spark had started when the driver's prefix ended
-    owner_bits: int = 0               # owned by this many state bits (owner_mask); 0: by fingerprint
+    owner_bits: int = 0               # owned by this many state bits (owner_mask); 0: fingerprint
     crossing: float = 0.0             # the sampled steps' share that crosses owners
 
     @property

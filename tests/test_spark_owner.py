@@ -353,7 +353,8 @@ def test_a_walk_that_no_owner_holds_is_an_error():
     """A trace's walk moves a request only through the states an owner holds (an owner is
     known by what it holds); a state past the prefix that no owner holds stops the walk with
     an error rather than a loop."""
-    levels = {3: (np.array([5, 9], np.uint64), np.array([7, 8], np.uint64), np.array([1, 2], np.int32)),
+    levels = {3: (np.array([5, 9], np.uint64), np.array([7, 8], np.uint64),
+                  np.array([1, 2], np.int32)),
               2: (np.array([7], np.uint64), np.array([4], np.uint64), np.array([0], np.int32))}
     moved = spark_owner._walk_levels(levels, {"p": [9, 3, []], "q": [6, 3, []]})
     assert moved == {"p": [8, 2, [2]]}           # 8 is not held at depth 2: another owner's
