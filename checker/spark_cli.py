@@ -17,6 +17,22 @@ from checker.verdict import cell, print_json
 # `kcheck check --engine`: the engines that answer check's question (every verdict, the same
 # shortest traces); --spark [MASTER] and --partition are the older spellings, kept as aliases
 ENGINES = ("bfs", "spark-slices", "spark-ownership")
+# the masters Spark accepts: a local one, a standalone cluster (host:port, or several for a
+# master with standbys), or a cluster manager's URL
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                     r"|spark://[^\s:/,]+:\d+(,[^\s:/,]+:\d+)*|yarn|(k8s|mesos)://\S+")
+
+
+def master(text: str) -> str:
+    """An argparse type: a Spark master URL. A wrong one is refused before anything starts (a
+    search small enough for the driver's prefix never reaches Spark, and would else succeed
+    with a master that cannot)."""
+    if not _MASTER.fullmatch(text):
+        import argparse
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Spark master; one of local[*], local[N], "
+            f"spark://HOST:PORT, yarn, k8s://..., mesos://...")
+    return text
 
 
 def add_engine_options(ck) -> None:
@@ -26,7 +42,7 @@ def add_engine_options(ck) -> None:
                          "slices of the initial states or of a frontier, each searched whole; "
                          "spark-ownership: Spark, each state explored once by the owner of its "
                          "fingerprint, level by level")
-    ck.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
+    ck.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER", type=master,
                     help="explore on Spark: local[*] by default, spark://host:port for a cluster "
                          "(alone: --engine spark-slices)")
     ck.add_argument("--slices", type=positive("--slices"), metavar="N",
@@ -69,7 +85,7 @@ def register(subparsers) -> dict:
                     help="a range (members=1..4), a list (members=1,3) or one value")
     sw.add_argument("--max-depth", type=positive("--max-depth"))
     sw.add_argument("--deadlock", action="store_true", help="report states with no successor")
-    sw.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER",
+    sw.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER", type=master,
                     help="every configuration a Spark task: local[*] by default, spark://host:port")
     sw.add_argument("--verbose", action="store_true", help="with --spark: Spark's own log")
     return {"sweep": cmd_sweep}

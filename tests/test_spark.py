@@ -270,6 +270,21 @@ def test_unreachable_master_fails_fast_in_one_line():
     assert "Connection refused" in p.stderr, p.stderr
 
 
+def test_a_string_that_is_no_master_is_refused_before_the_search():
+    """A wrong master is refused in one line, exit 2, by every command that takes one: the
+    ownership engine answered a small search in its driver and exited 0 with it."""
+    for argv in (["check", "two_phase", "--engine", "spark-ownership", "--spark", "nosuch://x"],
+                 ["check", "two_phase", "--spark", "local["],
+                 ["sweep", "two_phase", "--param", "N=1..2", "--spark", "yarn7"]):
+        p = kcheck(*argv)
+        assert p.returncode == 2, argv
+        assert "is not a Spark master" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    from checker.spark_cli import master
+    for ok in ("local", "local[*]", "local[2]", "local[2,3]", "spark://h:7077",
+               "spark://a:7077,b:7077", "yarn", "k8s://https://k:443", "mesos://m:5050"):
+        assert master(ok) == ok
+
+
 def test_old_java_is_refused_in_one_line(tmp_path):
     fake = tmp_path / "jdk" / "bin"
     fake.mkdir(parents=True)
