@@ -521,3 +521,32 @@ def test_comparisons_on_a_field_s_bits_are_the_interpreter_s(tmp_path):
         assert got.tolist() == want, prop.name
     body = comp.source.split("def inv_1")[1].split("\ndef ")[0]
     assert body.count("~") == 1     # folded: not four pairwise terms
+
+
+def test_a_one_word_layout_places_the_fields_steps_change_most_lowest(monkeypatch):
+    """A state of one word is its own fingerprint and orders its level: its fields are placed
+    by how often a pilot search's steps change them (two_phase: the resource managers' states
+    lowest, their prepared messages below the coordinator's record of them); wider states keep
+    the declaration order. A layout is a bijection: the same counts, verdicts and trace lengths
+    as the declaration order, which a pilot of no states leaves."""
+    from checker import layout
+    spec = load_spec("two_phase")
+    model = spec.instantiate("commit-without-prepares", {"N": 5})
+    lay = layout.layout_of(model)
+    shift = {f.name: lay.shift[f.index] for f in lay.fields}
+    assert shift["rm_state[0]"] == 0 and shift["msg_prepared[0]"] < shift["tm_prepared[0]"]
+    decl = layout.Layout(model.fields)
+    assert [decl.shift[f.index] for f in decl.fields] == sorted(decl.shift)
+    assert lay.shift != decl.shift
+    monkeypatch.setattr(layout, "PILOT_STATES", 0)
+    plain = spec.instantiate("commit-without-prepares", {"N": 5})
+    assert plain is not model and layout.layout_of(plain).shift == decl.shift
+    a, b = bfs.search(model), bfs.search(plain)
+    assert (a.distinct_states, a.transitions, a.depth) == (b.distinct_states, b.transitions, b.depth)
+    assert {p: len(f.steps) for p, f in a.found.items()} == \
+        {p: len(f.steps) for p, f in b.found.items()}
+    assert a.found and all(build(model, p, f.kind, f.initial, f.steps) for p, f in a.found.items())
+    group = load_spec("consumer_group")
+    wide = group.instantiate(group.default_variant, {})
+    assert layout.layout_of(wide).words > 1
+    assert layout.layout_of(wide).shift == layout.Layout(wide.fields).shift
