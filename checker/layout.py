@@ -13,6 +13,7 @@ state, found within the block rather than across the level (two_phase N=10: 6 % 
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -71,22 +72,35 @@ _layouts: "weakref.WeakKeyDictionary[Model, Layout]" = weakref.WeakKeyDictionary
 _initial: "weakref.WeakKeyDictionary[Model, list]" = weakref.WeakKeyDictionary()
 
 
+# a layout is computed once per model, under this lock; the pilot search compiles its model
+# with the declaration order, which only the pilot's own thread sees (Spark's owners as threads
+# and the tests compute layouts in several threads)
+_computing = threading.RLock()
+_pilot = threading.local()
+
+
 def layout_of(model: Model) -> Layout:
     """The packing of ``model``'s states."""
+    if getattr(_pilot, "model", None) is model:
+        return _pilot.layout
     lay = _layouts.get(model)
     if lay is None:
-        lay = Layout(model.fields)
-        if lay.words == 1 and len(lay.fields) > 1:
-            # the pilot search compiles the model with the declaration order; what it packed
-            # with that order is forgotten with it
-            _layouts[model] = lay
-            try:
-                order = _by_flips(model, lay)
-            finally:
-                _layouts.pop(model, None)
-                _initial.pop(model, None)
-            lay = Layout(model.fields, order)
-        _layouts[model] = lay
+        with _computing:
+            lay = _layouts.get(model)
+            if lay is None:
+                lay = _layouts[model] = _computed(model)
+    return lay
+
+
+def _computed(model: Model) -> Layout:
+    lay = Layout(model.fields)
+    if lay.words == 1 and len(lay.fields) > 1:
+        _pilot.model, _pilot.layout = model, lay
+        try:
+            order = _by_flips(model, lay)
+        finally:
+            _pilot.model = _pilot.layout = None
+        lay = Layout(model.fields, order)
     return lay
 
 

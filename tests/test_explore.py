@@ -550,3 +550,27 @@ def test_a_one_word_layout_places_the_fields_steps_change_most_lowest(monkeypatc
     wide = group.instantiate(group.default_variant, {})
     assert layout.layout_of(wide).words > 1
     assert layout.layout_of(wide).shift == layout.Layout(wide.fields).shift
+
+
+def test_a_layout_being_computed_is_not_seen_by_another_thread(monkeypatch):
+    """While the pilot search compiles a model with the declaration order, another thread that
+    asks for that model's layout (Spark's owners run as threads) waits for the layout itself:
+    it once took the pilot's order, packed its states with it and counted 345 states where
+    there are 288."""
+    import threading
+    from checker import layout
+    model = load_spec("two_phase").instantiate("lamport", {"N": 4})
+    inside, seen = threading.Event(), []
+    other = threading.Thread(target=lambda: (inside.wait(), seen.append(layout.layout_of(model))))
+    real = layout._by_flips
+
+    def pilot(m, lay):
+        inside.set()
+        other.join(timeout=1.0)     # the other thread asks while the pilot runs
+        return real(m, lay)
+    monkeypatch.setattr(layout, "_by_flips", pilot)
+    other.start()
+    mine = layout.layout_of(model)
+    other.join()
+    assert seen == [mine] and seen[0] is mine
+    assert mine.shift != layout.Layout(model.fields).shift
