@@ -97,12 +97,6 @@ from spec.lang import Model
 # a frontier below this many states is expanded in the driver: measured on this machine, one
 # Spark level costs 0.2-0.8 s, the driver expands about 10^6 states a second
 PREFIX_STATES = 50_000
-# owner_mask's weight of a step that crosses owners against the busiest owner's share: a
-# crossing candidate is written, read, looked up and merged by its owner (past 1/16 of an
-# owner's own run, its whole level is sorted), where a kept one is dropped or kept while its
-# owner expands. At 1, two_phase N=10 chose 17 bits with 6.4 % crossing over 4 bits with 0.04 %
-# and a busiest share 2 % higher, and ran 1.08x one process rather than 1.32x
-CROSSING_WEIGHT = 4.0
 # the words of the driver's prefix levels kept for the hand-over (states of several words owned
 # by their bits, see _split): beyond this the driver keeps none, and those states are owned by
 # fingerprint (a Spark slow to start lets the driver search far, as one process would)
@@ -157,54 +151,117 @@ def owner_mask(comp: Compiled, S: np.ndarray, P: int, canonical=None,
     two_phase N=10 exchanged 0.98 candidates a new state, and two owners took twice one
     process's CPU. Owned by bits that steps rarely change, a successor mostly stays with its
     parent's owner. The bits are taken in order of how rarely the sample's steps flip them
-    (bits that never vary are left out); each mask so made is scored by the work of the
-    busiest owner, (its share of the sample or of its successors, whichever is larger, times
-    P) x (1 + ``CROSSING_WEIGHT`` x the share of steps that cross owners), and the best is kept
-    if it beats owning by fingerprint ((1 + CROSSING_WEIGHT (P-1)/P)). Any function of the state is a valid owner: counts,
-    verdicts and traces do not depend on it (the parent rule is by fingerprint, see the
-    module's docstring)."""
+    (bits that never vary are left out); each mask so made is scored by the busiest owner's
+    time for a level, from costs measured on the sample (``_costs``): its share (of the sample
+    or of its successors, whichever is larger, times P) of the expansion, and of a sort of
+    the whole level when the steps that cross owners are too many to insert into its own run
+    (``_candidates``), plus the exchange of those crossing steps. The cheapest is kept if it
+    beats owning by fingerprint. The costs, not a fixed weight, decide: a crossing step cost
+    two_phase N=10 (24 bytes, cheap to expand) more than a 14 % busier owner, and
+    consumer_group with 3 members (expanding 6x slower a step) less. Any function of the state
+    is a valid owner: counts, verdicts and traces do not depend on it (the parent rule is by
+    fingerprint, see the module's docstring)."""
     by_fingerprint = (None, 1.0 - 1.0 / P)
     if P < 2 or S.shape[1] < 64 * P:
         return by_fingerprint
     W = S.shape[0]
-    # a random sample, by a fixed seed (a run chooses as the same run did): every k-th state of
-    # a level sorted by its bits is no sample when the low bits cycle with k
+    # a random sample, by a fixed seed: every k-th state of a level sorted by its bits is no
+    # sample when the low bits cycle with k
     pick = np.random.default_rng(0).choice(S.shape[1], min(sample, S.shape[1]), replace=False)
     B = np.ascontiguousarray(S[:, np.sort(pick)])
-    ninst = len(comp.model.instances)
-    blk = explore.expand_block(comp, B, [0] * ninst, set(comp.tprop_names), False, False,
-                               np.int16 if ninst < 32000 else np.int32, loops=False)
-    if blk.words is None:
+    costs = _costs(comp, B, canonical)
+    if costs is None:
         return by_fingerprint
-    T = blk.words if canonical is None else canonical(blk.words)
-    src, dst = B[:, blk.parent], T
+    (src, dst), (own_s, sort_s, cross_s) = costs
     ones = _bit_means(np.concatenate([B, dst], axis=1))
     flips = _bit_means(src ^ dst)
     bits = sorted(((w, b) for w in range(W) for b in range(64) if 0.0 < ones[w, b] < 1.0),
                   key=lambda wb: (flips[wb], wb))
     after = dst[:, np.unique(fingerprint(dst), return_index=True)[1]]
 
+    def level_s(busiest, crossing):
+        # crossing steps past 1/16 of an owner's own are merged by sorting the whole level
+        sorts = crossing * 16 > 1.0 - crossing
+        return busiest * (own_s + (sort_s if sorts else 0.0)) + crossing * cross_s
+
     def owners(X, m):
         return owner_of(X[0], P, m[0] if W == 1 else tuple(m), X)
-    best, best_score, mask = by_fingerprint, 1.0 + CROSSING_WEIGHT * (1.0 - 1.0 / P), [0] * W
+    best, best_s, mask = by_fingerprint, level_s(1.0, by_fingerprint[1]), [0] * W
     for w, b in bits:
         mask[w] |= 1 << b
         busiest = max(np.bincount(owners(x, mask), minlength=P).max() * P / x.shape[1]
                       for x in (B, after))
         crossing = float((owners(src, mask) != owners(dst, mask)).mean())
-        score = busiest * (1.0 + CROSSING_WEIGHT * crossing)
-        if score < best_score:
-            best = (mask[0] if W == 1 else tuple(mask), crossing)
-            best_score = score
+        s = level_s(busiest, crossing)
+        if s < best_s:
+            best, best_s = (mask[0] if W == 1 else tuple(mask), crossing), s
     return best
+
+
+def _costs(comp: Compiled, B: np.ndarray, canonical=None, repeat: int = 3):
+    """The sample ``B``'s steps (parents' words, successors' words, self-loops left out) and
+    what each successor costs, in seconds, measured here (the fastest of ``repeat`` runs):
+    (expanding it where its parent is owned; sorting it into a level by ``_candidates``'s
+    full sort; sending it to another owner: packed, written to the owners' exchange directory,
+    read and looked up in its visited set). None when the sample has no steps."""
+    ninst = len(comp.model.instances)
+    act = np.int16 if ninst < 32000 else np.int32
+
+    def fastest(run):
+        best, out = float("inf"), None
+        for _ in range(repeat):
+            t = time.perf_counter()
+            out = run()
+            best = min(best, time.perf_counter() - t)
+        return best, out
+
+    def expanded():
+        blk = explore.expand_block(comp, B, [0] * ninst, set(comp.tprop_names), False, False,
+                                   act, loops=False)
+        if blk.words is None:
+            return None
+        T = blk.words if canonical is None else canonical(blk.words)
+        return blk, T, (T[0] if T.shape[0] == 1 else fingerprint(T))
+    own_s, got = fastest(expanded)
+    if got is None:
+        return None
+    blk, T, fp = got
+    n, one_word = T.shape[1], T.shape[0] == 1
+    fp_s, S_s = np.unique(fp, return_index=True)
+    parts = [(fp_s[i::2], T[:, S_s[i::2]], blk.parent[S_s[i::2]].astype(np.uint64),
+              blk.action[S_s[i::2]]) for i in range(2)]
+    sort_s = fastest(lambda: _candidates(parts))[0]
+    # through the directory the owners exchange in (on a cluster, a shared one is slower)
+    path = exchange_root() / f"kcheck-cost-{os.getpid()}-{uuid.uuid4().hex[:12]}.npy"
+
+    def sent():
+        try:
+            np.save(path, _pack(*parts[1], one_word))
+            got = _unpack(np.load(path))
+        finally:
+            path.unlink(missing_ok=True)
+        return explore.absent(parts[0][0], got[0])
+    cross_s = fastest(sent)[0]
+    return (B[:, blk.parent], T), (own_s / n, sort_s / len(fp_s), cross_s / len(parts[1][0]))
 
 
 def exchange_root() -> Path:
     """Where the owners exchange successors (barrier mode): ``KCHECK_EXCHANGE_DIR``, else
-    /dev/shm (memory: the files live one level), else the temporary directory."""
+    /dev/shm (memory: the files live one level), else the temporary directory. A
+    ``KCHECK_EXCHANGE_DIR`` that cannot be a writable directory is a SparkError."""
     given = os.environ.get("KCHECK_EXCHANGE_DIR")
     if given:
-        return Path(given)
+        root = Path(given)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise spark.SparkError(f"KCHECK_EXCHANGE_DIR={given}: cannot be a directory "
+                                   f"({e.strerror}); name one the owners can write (on several "
+                                   f"machines, a shared filesystem)") from None
+        if not os.access(root, os.W_OK):
+            raise spark.SparkError(f"KCHECK_EXCHANGE_DIR={given}: not writable; name a "
+                                   f"directory the owners can write")
+        return root
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK):
         return shm
@@ -976,6 +1033,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
         raise ValueError("threads: the barrier mode's owners without Spark (master None)")
     # master None: the driver alone (tests of the numpy core); it must then answer by itself.
     # Otherwise Spark starts in a thread while the driver searches (_Starter)
+    exchange_root()                          # a wrong exchange directory fails before the search
     starter = _Starter(master, verbose, owners, mode) if master else None
     dist = Ownership(master, owners or 1, mode or "barrier")
     comp = Compiled(model, props)

@@ -285,6 +285,18 @@ def test_a_string_that_is_no_master_is_refused_before_the_search():
         assert master(ok) == ok
 
 
+def test_an_exchange_directory_that_cannot_be_one_is_refused_before_the_search(tmp_path):
+    """KCHECK_EXCHANGE_DIR under a file: one line, exit 2, before any search (it was a
+    traceback at the hand-over to the owners)."""
+    (tmp_path / "file").write_text("")
+    env = dict(os.environ, KCHECK_EXCHANGE_DIR=str(tmp_path / "file" / "x"))
+    p = kcheck("check", "two_phase", "--engine", "spark-ownership", "--spark", "local[2]",
+               env=env)
+    assert p.returncode == 2
+    assert "KCHECK_EXCHANGE_DIR=" in p.stderr and "Not a directory" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
 def test_old_java_is_refused_in_one_line(tmp_path):
     fake = tmp_path / "jdk" / "bin"
     fake.mkdir(parents=True)

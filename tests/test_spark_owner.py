@@ -304,6 +304,31 @@ def test_owner_mask_declines_what_it_cannot_balance():
     assert spark_owner.owner_mask(comp, ex.frontier, 1)[0] is None
 
 
+def test_owner_mask_weighs_balance_against_crossing_by_measured_costs(monkeypatch):
+    """owner_mask scores a mask by the costs _costs measures: where sending a step to
+    another owner costs a thousand expansions it takes the mask that keeps nearly every step
+    with its owner; where sending is free, no mask beats the fingerprint's even split; on the
+    costs measured here it chooses between them."""
+    model = load_spec("two_phase").instantiate("lamport", {"N": 7})
+    comp, ex = _level(model, 10)
+    S = ex.frontier
+    measured = spark_owner._costs(comp, S[:, :4096])
+    assert measured is not None and all(c > 0 for c in measured[1])
+    mask, crossing = spark_owner.owner_mask(comp, S, 2)
+    real = spark_owner._costs
+
+    def costs(own_s, sort_s, cross_s):
+        return lambda *a, **k: (real(*a, **k)[0], (own_s, sort_s, cross_s))
+    monkeypatch.setattr(spark_owner, "_costs", costs(1.0, 0.0, 1000.0))
+    dear_mask, dear = spark_owner.owner_mask(comp, S, 2)
+    monkeypatch.setattr(spark_owner, "_costs", costs(1000.0, 0.0, 1e-3))
+    free_mask, free = spark_owner.owner_mask(comp, S, 2)
+    assert dear_mask is not None and dear < 0.01 and dear <= crossing
+    assert spark_owner.owner_bits(dear_mask) < spark_owner.owner_bits(mask)
+    assert free_mask is None and free == 0.5
+    assert mask is not None
+
+
 def test_owner_mask_of_states_of_several_words():
     """consumer_group's states are two words: owner_mask chooses bits of each word, the steps
     of the next level cross owners far less often than owned by fingerprint, the owners'
