@@ -141,8 +141,9 @@ def class_sharing(exe: str | None = None) -> str:
     and an archive of the classes a session loaded, mapped at the next start, made a local
     session 2.4-2.6 -> 1.4 s and its first job 1.5-1.6 -> 1.3 s here (three alternated runs
     each). The first session of a JVM, pyspark and options writes the archive when its JVM
-    exits (``-XX:ArchiveClassesAtExit``, a file of its own per process), into
-    ~/.cache/kcheck/spark-cds (never the repository); a later session promotes a finished one
+    exits (``-XX:ArchiveClassesAtExit``, a file of its own per process, claimed when the
+    session starts so that one session at a time dumps), into ~/.cache/kcheck/spark-cds (never
+    the repository); a later session promotes a finished one
     and maps it, once a JVM has started with it (a truncated archive aborts the JVM). The
     archive is kept per JVM, pyspark installation (its jars are the class path the archive
     records) and options. A JVM that cannot use an archive starts without it
@@ -180,8 +181,8 @@ def class_sharing(exe: str | None = None) -> str:
             pid = int(dump.name.rsplit(".", 1)[1])
             if _alive(pid) or time.time() - dump.stat().st_mtime <= CDS_SETTLE_S:
                 continue
-            if archive.exists() or not _maps(exe, dump):
-                dump.unlink()                 # another run's, not needed; or unusable
+            if archive.exists() or dump.stat().st_size == 0 or not _maps(exe, dump):
+                dump.unlink()       # another run's, not needed; never written; or unusable
             else:
                 os.replace(dump, archive)
         except (ValueError, OSError):
@@ -196,7 +197,17 @@ def class_sharing(exe: str | None = None) -> str:
         # a dump extends the JDK's own archive: without one, Java 17 refuses to start
         # ("DynamicDumpSharedSpaces is unsupported when base CDS archive is not loaded")
         return ""
-    return f"-XX:ArchiveClassesAtExit={where / f'{key}.jsa.{os.getpid()}'}"
+    # the dump's file, claimed now (empty until the JVM writes it at its exit): sessions that
+    # start while this one runs see it and go without. Unclaimed, the test suite's concurrent
+    # sessions each dumped one (three, 250 MB, in a fresh checkout's cache for a week)
+    dump = where / f"{key}.jsa.{os.getpid()}"
+    try:
+        os.close(os.open(dump, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return ""                             # this process's session claimed it already
+    except OSError:
+        return ""
+    return f"-XX:ArchiveClassesAtExit={dump}"
 
 
 def _log4j_file(verbose: bool) -> str:

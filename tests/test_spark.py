@@ -326,7 +326,8 @@ def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch)
     """The driver JVM's class archive (spark.class_sharing): the first run dumps it into a
     file of its own; while that dump may still be written (its writer alive, or written less
     than CDS_SETTLE_S ago) a run goes without; then a run promotes it, once a JVM starts
-    with it, and maps it; a dump the JVM cannot start with (truncated) is removed."""
+    with it, and maps it; a dump the JVM cannot start with (truncated), or never written, is
+    removed."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
@@ -344,6 +345,11 @@ def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch)
     dump = Path(first.split("=", 1)[1])
     assert dump.name.endswith(f".{os.getpid()}")
     key = dump.name.rsplit(".", 1)[0]
+    # claimed at once, empty until the JVM writes it: a session that starts meanwhile (in the
+    # test suite, another worker's) goes without rather than dumping one more
+    assert dump.exists() and dump.stat().st_size == 0
+    assert spark.class_sharing(str(java)) == ""
+    dump.unlink()
     old = time.time() - spark.CDS_SETTLE_S - 5
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()
@@ -364,6 +370,7 @@ def test_class_sharing_archive_is_dumped_once_then_mapped(tmp_path, monkeypatch)
     assert spark.class_sharing(str(java)) == ""   # written just now
     written(f"{key}.{dead}", "x" * 100)
     written(f"{key}.999999999", "bad")
+    written(f"{key}.999999998", "")               # claimed, never written (its JVM failed)
     written("0123456789abcdef.jsa", "another JDK's")
     written("fedcba9876543210.jsa", "another environment's, in use")
     long_ago = time.time() - spark.CDS_UNUSED_S - 5
