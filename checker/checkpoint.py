@@ -40,7 +40,8 @@ def _describe(ident: dict) -> str:
 
 _WHAT = {"spec": "spec", "variant": "variant", "params": "parameters", "properties": "properties",
          "deadlock": "deadlock checking", "initial": "initial states",
-         "code": "compiled spec code (the spec changed)", "format": "checkpoint format"}
+         "code": "compiled code (the spec, or kcheck's packing of its states, changed)",
+         "format": "checkpoint format"}
 
 
 @dataclass

@@ -139,6 +139,29 @@ def test_a_checkpoint_of_another_search_is_refused(tmp_path, other, what):
     assert (tmp_path / "checkpoint.npz").read_bytes() == before
 
 
+def test_a_checkpoint_of_other_compiled_code_is_refused(tmp_path):
+    """A checkpoint whose compiled code differs (the spec was edited, or kcheck now packs the
+    states another way, as the layout by flip counts did for one-word states) is refused in
+    one line that says both causes."""
+    import json as json_
+    import numpy as np
+    model = load_spec("two_phase").instantiate(None, {"N": 3})
+    search(model, max_depth=3, checkpoint=str(tmp_path), checkpoint_every=0)
+    path = tmp_path / "checkpoint.npz"
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json_.loads(str(arrays["meta"]))
+    meta["identity"]["code"] = "0" * 16
+    arrays["meta"] = np.array(json_.dumps(meta))
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    p = subprocess.run(KCHECK + ["check", "two_phase", "--param", "N=3", "--checkpoint",
+                                 str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "kcheck's packing of its states" in lines[0], p.stderr
+
+
 def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path):
     (tmp_path / "checkpoint.npz").write_bytes(b"not a checkpoint")
     p = subprocess.run(KCHECK + ["check", "two_phase", "--checkpoint", str(tmp_path)],
