@@ -203,9 +203,7 @@ def class_sharing(exe: str | None = None) -> str:
     dump = where / f"{key}.jsa.{os.getpid()}"
     try:
         os.close(os.open(dump, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-    except FileExistsError:
-        return ""                             # this process's session claimed it already
-    except OSError:
+    except OSError:               # claimed already (by this process's session), or unwritable
         return ""
     return f"-XX:ArchiveClassesAtExit={dump}"
 

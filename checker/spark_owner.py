@@ -187,17 +187,17 @@ def owner_mask(comp: Compiled, S: np.ndarray, P: int, canonical=None,
         sorts = crossing * 16 > 1.0 - crossing
         return busiest * (own_s + (sort_s if sorts else 0.0)) + crossing * cross_s
 
-    def owners(X, m):
-        return owner_of(X[0], P, m[0] if W == 1 else tuple(m), X)
-    best, best_s, mask = by_fingerprint, level_s(1.0, by_fingerprint[1]), [0] * W
+    best, best_s, bit_masks = by_fingerprint, level_s(1.0, by_fingerprint[1]), [0] * W
     for w, b in bits:
-        mask[w] |= 1 << b
-        busiest = max(np.bincount(owners(x, mask), minlength=P).max() * P / x.shape[1]
-                      for x in (B, after))
-        crossing = float((owners(src, mask) != owners(dst, mask)).mean())
+        bit_masks[w] |= 1 << b
+        mask = bit_masks[0] if W == 1 else tuple(bit_masks)      # owner_of's form
+        busiest = max(np.bincount(owner_of(x[0], P, mask, x), minlength=P).max() * P
+                      / x.shape[1] for x in (B, after))
+        crossing = float((owner_of(src[0], P, mask, src) != owner_of(dst[0], P, mask, dst))
+                         .mean())
         s = level_s(busiest, crossing)
         if s < best_s:
-            best, best_s = (mask[0] if W == 1 else tuple(mask), crossing), s
+            best, best_s = (mask, crossing), s
     return best
 
 
