@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
-from checker.loader import load_spec
-from checker.bfs import search
-from checker.compile import Compiled
+from kcheck.loader import load_spec
+from kcheck.bfs import search
+from kcheck.compile import Compiled
 
 def rss_kb():
     # current resident set, from /proc (ru_maxrss is the peak, read after the search)
@@ -102,7 +102,7 @@ def main(argv: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from spec import SHIPPED
+    from kcheck.spec import SHIPPED
     targets = []
     only_scale, no_scale = "--scale" in argv, "--no-scale" in argv
     largest = "--largest" in argv

@@ -28,12 +28,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from checker import explore
-from checker.compile import Compiled
-from checker.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
-from checker.layout import initial_words, layout_of
-from checker.verdict import Counterexample, RunResult, sometimes_status
-from spec.lang import Model
+from kcheck import explore
+from kcheck.compile import Compiled
+from kcheck.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
+from kcheck.layout import initial_words, layout_of
+from kcheck.verdict import Counterexample, RunResult, sometimes_status
+from kcheck.spec.lang import Model
 
 
 class Terminated(BaseException):
@@ -181,22 +181,22 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
                        deadlock_checked=check_deadlock, stored_as=storage_kind(layout_of(model).words))
     t0 = time.perf_counter()
-    from checker import symmetry as symmetry_
+    from kcheck import symmetry as symmetry_
     sym = symmetry_.prepare(model, comp, res, symmetry, checkpoint)
-    from checker.memory import watch
+    from kcheck.memory import watch
     memory = watch()
     ex = explore.Explorer(model, comp, props, check_deadlock, block=block, counterexample=Found,
                           canonical=None if sym is None else sym.canonical)
     res.fired, res.found = ex.fired, ex.found
     visited = ex.visited
-    from checker import por as por_
+    from kcheck import por as por_
     res.por = por_.prepare(model, comp, por, sym, checkpoint)
     if res.por is not None:
         ex.successors = res.por.bind(visited, ex.keys)
 
     saved = None
     if checkpoint is not None:
-        from checker import checkpoint as ckpt
+        from kcheck import checkpoint as ckpt
         identity = ckpt.identity(model, props, check_deadlock, comp, initial)
         saved = ckpt.load(checkpoint, identity)
     if saved is not None:

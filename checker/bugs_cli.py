@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from spec import SHIPPED
+from kcheck.spec import SHIPPED
 
 OK, NOT_REDISCOVERED = 0, 1
 
 
 def register(sub) -> dict:
-    from checker.options import json_option
+    from kcheck.options import json_option
     p = sub.add_parser("bugs", help="known Kafka bugs per spec, rediscovered from their pre-fix variants",
                        parents=[json_option()])
     p.add_argument("spec", nargs="?", default="all", help="a shipped spec name, 'all' (default), "
@@ -27,9 +27,9 @@ def register(sub) -> dict:
 def _verdict(model, prop: str):
     """-> (status, trace length or None, states explored) of one property: a safety property by
     breadth-first search, a progress property on the state graph (the lasso's length)."""
-    from checker.bfs import search
+    from kcheck.bfs import search
     if prop in model.spec.progress:
-        from checker.graph import build_graph, check_progress
+        from kcheck.graph import build_graph, check_progress
         sg = build_graph(model)
         r = check_progress(sg, model.spec.progress[prop])
         return r.status(prop), len(r.found[prop].steps) if prop in r.found else None, sg.states
@@ -91,7 +91,7 @@ def _table(rows: list[dict]) -> Table:
 
 
 def cmd_bugs(args, console) -> int:
-    from checker.loader import load_spec
+    from kcheck.loader import load_spec
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     rows = []
     for name in names:
@@ -99,7 +99,7 @@ def cmd_bugs(args, console) -> int:
     expressible = [r for r in rows if r["variant"] is not None]
     found = sum(r["rediscovered"] for r in expressible)
     if args.json:
-        from checker.verdict import print_json
+        from kcheck.verdict import print_json
         print_json({"bugs": rows, "rediscovered": found, "expressible": len(expressible),
                     "recorded": len(rows)}, "bugs")
     else:

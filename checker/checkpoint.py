@@ -64,7 +64,7 @@ class Saved:
 def save(directory: str, ident: dict, visited, frontier, parents, actions, initial_words, res,
          elapsed_s: float) -> str:
     """Write the search's state after a finished level; returns the file's path."""
-    from checker.bfs import Found  # noqa: F401  (the type of res.found's values)
+    from kcheck.bfs import Found  # noqa: F401  (the type of res.found's values)
     os.makedirs(directory, exist_ok=True)
     meta = {"identity": ident, "depth": res.depth, "transitions": res.transitions,
             "cut_by_bounds": res.cut_by_bounds, "cut_only_states": res.cut_only_states,
@@ -93,7 +93,7 @@ def save(directory: str, ident: dict, visited, frontier, parents, actions, initi
 def load(directory: str, ident: dict) -> Saved | None:
     """The saved state in ``directory``, None when there is none yet; CheckpointError when it is
     another search's or unreadable."""
-    from checker.bfs import CheckpointError, Found
+    from kcheck.bfs import CheckpointError, Found
     path = os.path.join(directory, FILE)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise CheckpointError(f"--checkpoint {directory}: not a directory")

@@ -76,18 +76,18 @@ def trace_text(tr) -> str:
     """A trace as the terminal shows it (render.trace_table), as plain text."""
     from rich.console import Console
 
-    from checker.render import trace_table
+    from kcheck.render import trace_table
     buf = io.StringIO()
     Console(file=buf, width=160, no_color=True, highlight=False, soft_wrap=False).print(trace_table(tr))
     text = buf.getvalue()
     if tr.loop_index is not None:
-        from checker.render import loop_sentence
+        from kcheck.render import loop_sentence
         text += loop_sentence(tr) + "\n"
     return text
 
 
 def _steps(tr) -> list:
-    from checker.render import changes_text
+    from kcheck.render import changes_text
     out = []
     for s in tr.steps:
         action = next((a for a in tr.model.spec.actions if a.name == s.action), None)
@@ -303,7 +303,7 @@ def sarif(cases: list[Case]) -> dict:
 def write(args) -> None:
     """Writes --junit and --sarif for whatever the command recorded (nothing recorded: an
     empty suite, which says so)."""
-    from checker.options import BadInput
+    from kcheck.options import BadInput
     cases = getattr(args, "_ci_cases", [])
     for opt, text in (("junit", lambda: junit_xml(cases)),
                       ("sarif", lambda: json.dumps(sarif(cases), indent=2) + "\n")):

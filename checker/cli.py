@@ -15,53 +15,30 @@ from pathlib import Path
 
 from rich.console import Console
 
+from kcheck import ci_outputs
+from kcheck.spec import SHIPPED
+from kcheck.spec.lang import SpecError
 
-def _package_clash() -> str | None:
-    """kcheck's two top-level packages have generic names: a user's own module called 'spec'
-    found first on the path (python -m run from a folder that holds one) would replace the spec
-    language. Named in one line instead of an ImportError traceback."""
-    import importlib.util
-    own = Path(__file__).resolve().parent.parent / "spec"
-    try:
-        found = importlib.util.find_spec("spec")
-    except (ImportError, ValueError):
-        found = None
-    origin = Path(found.origin).resolve().parent if found is not None and found.origin else None
-    if origin != own:
-        return (f"the module 'spec' found first on the path ({found.origin if found else 'none'}) "
-                f"is not kcheck's spec language ({own}): rename your own 'spec' module, or run "
-                f"the installed 'kcheck' command rather than 'python -m' from that folder")
-    return None
-
-
-if _package_clash():
-    sys.stderr.write(f"kcheck: error: {_package_clash()}\n")
-    raise SystemExit(2)
-
-from checker import ci_outputs  # noqa: E402
-from spec import SHIPPED  # noqa: E402
-from spec.lang import SpecError  # noqa: E402
-
-from checker.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: E402,F401
-                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
-                             SaveFailed, json_option, model_options, out_dir, params,
-                             positive,
-                             property_option, save_options, symmetry_option)
-from checker.trace import traces_of  # noqa: E402
-from checker.verdict import exit_code, from_search, print_json  # noqa: E402
-from checker.verdict import search_differences as compare_record  # noqa: E402,F401
+from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: F401
+                            SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
+                            SaveFailed, json_option, model_options, out_dir, params,
+                            positive,
+                            property_option, save_options, symmetry_option)
+from kcheck.trace import traces_of
+from kcheck.verdict import exit_code, from_search, print_json
+from kcheck.verdict import search_differences as compare_record  # noqa: F401
 
 # The one registry of commands: each module has register(subparsers) -> {command: handler},
 # where a handler is fn(args, console) -> exit code. This module's own commands come first.
-COMMAND_MODULES: list[str] = ["checker.cli", "checker.graph_cli", "checker.symbolic_cli",
-                              "checker.spark_cli", "checker.bugs_cli", "checker.report",
-                              "checker.explorer", "checker.scaffold", "checker.conform_cli",
-                              "checker.walk"]
+COMMAND_MODULES: list[str] = ["kcheck.cli", "kcheck.graph_cli", "kcheck.symbolic_cli",
+                              "kcheck.spark_cli", "kcheck.bugs_cli", "kcheck.report",
+                              "kcheck.explorer", "kcheck.scaffold", "kcheck.conform_cli",
+                              "kcheck.walk"]
 
 
 def _on_sigterm(signum, frame):
     # what timeout, CI runners and schedulers send: stop like Ctrl-C, printing what was found
-    from checker.bfs import Terminated
+    from kcheck.bfs import Terminated
     raise Terminated()
 
 
@@ -86,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def register(sub) -> dict:
     """list, check, replay."""
-    from checker import spark_cli
+    from kcheck import spark_cli
     sub.add_parser("list", help="specs, parameters, variants, properties", parents=[json_option()])
 
     ck = sub.add_parser("check", help="explore a spec breadth-first and check its properties",
@@ -120,7 +97,7 @@ def main(argv=None) -> int:
     if not console.is_terminal:
         console = Console(highlight=False, width=400)  # a pipe or a file: tables at their natural width
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    from checker.bfs import CheckpointError, Terminated
+    from kcheck.bfs import CheckpointError, Terminated
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:   # not the main thread (an embedding program): leave SIGTERM alone
@@ -157,7 +134,7 @@ def main(argv=None) -> int:
 
 
 def cmd_list(args, console) -> int:
-    from checker.loader import load_spec
+    from kcheck.loader import load_spec
     out = []
     for name in SHIPPED:
         s = load_spec(name)
@@ -193,8 +170,8 @@ def result_json(res, traces) -> dict:
 
 
 def _run_one(spec, variant, params_, args, console):
-    from checker import spark_cli
-    from checker.bfs import search
+    from kcheck import spark_cli
+    from kcheck.bfs import search
     model = spec.instantiate(variant, params_)
     props = args.property
     if props:
@@ -239,9 +216,9 @@ def _warn_never_fired(run, err: Console):
 
 def cmd_check(args, console) -> int:
     import time
-    from checker.loader import load_spec
-    from checker.render import print_check, print_matrix
-    from checker.trace import save_all
+    from kcheck.loader import load_spec
+    from kcheck.render import print_check, print_matrix
+    from kcheck.trace import save_all
     params_ = params(args.param)
     out = out_dir(args)
     if args.json and args.json_lines:
@@ -323,10 +300,10 @@ def cmd_check(args, console) -> int:
 
 
 def cmd_replay(args, console) -> int:
-    from checker.loader import load_spec
-    from checker.render import trace_table
-    from checker.trace import TraceError, load, replay
-    from checker.trace import spec_path
+    from kcheck.loader import load_spec
+    from kcheck.render import trace_table
+    from kcheck.trace import TraceError, load, replay
+    from kcheck.trace import spec_path
     doc = load(args.file)
     try:
         spec = load_spec(args.spec or spec_path(doc["spec"], args.file))
@@ -359,5 +336,5 @@ def run():
 if __name__ == "__main__":
     # `python -m checker.cli` runs this file as __main__, a second copy of the module: the command
     # modules raise checker.cli.BadInput, which only that copy's main() catches
-    from checker.cli import run as run_imported
+    from kcheck.cli import run as run_imported
     run_imported()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from checker.layout import layout_of
-from checker.ops import OPS
-from spec.lang import ActionInstance, Expr, Model, SpecError
+from kcheck.layout import layout_of
+from kcheck.ops import OPS
+from kcheck.spec.lang import ActionInstance, Expr, Model, SpecError
 
 U64 = (1 << 64) - 1
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from checker.options import BadInput, positive
-from checker.verdict import print_json
-from checker.conform import driver
-from checker.conform.driver import BROKER_UNAVAILABLE
+from kcheck.options import BadInput, positive
+from kcheck.verdict import print_json
+from kcheck.conform import driver
+from kcheck.conform.driver import BROKER_UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +56,7 @@ def register(sub) -> dict:
 
 
 def _jobs(args, spec) -> list[driver.Job]:
-    from checker.trace import TraceError
+    from kcheck.trace import TraceError
     try:
         if args.files:
             return [driver.load_job(f, spec.name) for f in args.files]
@@ -79,7 +79,7 @@ def walk_filter(adapter):
 
 
 def _walk_jobs(args, spec, adapter) -> list[driver.Job]:
-    from checker.walk import random_walk
+    from kcheck.walk import random_walk
     model = spec.instantiate(args.variant, {})
     jobs = []
     for i in range(args.walks):
@@ -99,10 +99,10 @@ def _rel(name: str) -> str:
 
 
 def cmd_conform(args, console) -> int:
-    from checker.conform.broker import Broker, BrokerError, Cluster, ExternalBroker
-    from checker.conform.kafka import KafkaUnavailable, check_version
-    from checker.loader import load_spec
-    from spec.lang import SpecError
+    from kcheck.conform.broker import Broker, BrokerError, Cluster, ExternalBroker
+    from kcheck.conform.kafka import KafkaUnavailable, check_version
+    from kcheck.loader import load_spec
+    from kcheck.spec.lang import SpecError
 
     if args.spec in driver.NEVER_SHIPPED:
         raise BadInput(driver.NEVER_SHIPPED[args.spec])

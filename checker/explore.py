@@ -45,9 +45,9 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from checker import native
-from checker.compile import Compiled, fingerprint
-from checker.layout import layout_of
+from kcheck import native
+from kcheck.compile import Compiled, fingerprint
+from kcheck.layout import layout_of
 
 DEADLOCK = "deadlock"
 BLOCK = 1 << 15           # states expanded at once

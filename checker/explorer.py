@@ -18,10 +18,10 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from checker.layout import initial_words, layout_of
-from checker.reference import evaluate
-from checker.trace import Executor, TraceError, shown_values
-from spec.lang import Expr, SpecError
+from kcheck.layout import initial_words, layout_of
+from kcheck.reference import evaluate
+from kcheck.trace import Executor, TraceError, shown_values
+from kcheck.spec.lang import Expr, SpecError
 
 # Conjunct texts longer than this are cut (a Forall over many members unrolls to a long text).
 MAX_EXPR = 240
@@ -187,7 +187,7 @@ def _json(v):
 # The server
 
 def page() -> str:
-    from checker.report import asset
+    from kcheck.report import asset
     return (asset("explorer.html").replace("/*STYLE*/", asset("report.css"))
             .replace("/*SCRIPT*/", asset("explorer.js")))
 
@@ -248,7 +248,7 @@ def make_server(session: Session, port: int = 0) -> ThreadingHTTPServer:
 
 
 def register(sub) -> dict:
-    from checker.options import model_options
+    from kcheck.options import model_options
     e = sub.add_parser("explore", help="step through a spec in the browser (served on 127.0.0.1)",
                        parents=model_options())
     e.add_argument("trace", nargs="?", help="a counterexample or scenario to walk step by step")
@@ -257,9 +257,9 @@ def register(sub) -> dict:
 
 
 def cmd_explore(args, console) -> int:
-    from checker.options import OK, BadInput, params
-    from checker.loader import load_spec
-    from checker.trace import load
+    from kcheck.options import OK, BadInput, params
+    from kcheck.loader import load_spec
+    from kcheck.trace import load
     if not 0 <= args.port <= 65535:
         raise BadInput(f"--port {args.port}: give a port 1..65535, or 0 for any free port")
     spec = load_spec(args.spec)

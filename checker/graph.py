@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from checker import explore
-from checker import symmetry as symmetry_
-from checker.compile import CodeGen, Compiled, fingerprint
-from checker.layout import initial_words, layout_of
-from checker.trace import Executor, Trace, build
-from checker.verdict import Counterexample, RunResult, Verdict
-from spec.lang import TRUE, And, Model, Progress, SpecError, StateView, call_spec
+from kcheck import explore
+from kcheck import symmetry as symmetry_
+from kcheck.compile import CodeGen, Compiled, fingerprint
+from kcheck.layout import initial_words, layout_of
+from kcheck.trace import Executor, Trace, build
+from kcheck.verdict import Counterexample, RunResult, Verdict
+from kcheck.spec.lang import TRUE, And, Model, Progress, SpecError, StateView, call_spec
 
 DEADLOCK = "deadlock"
 
@@ -199,7 +199,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     graph, whose edges are the steps from each representative, each to its target's
     representative, labelled with the instance taken from the representative."""
     t0 = time.perf_counter()
-    from checker.memory import watch
+    from kcheck.memory import watch
     memory = watch()
     comp = compiled or Compiled(model, [])
     K = len(model.instances)
@@ -944,7 +944,7 @@ def check_lasso(model: Model, tr: Trace, ex: Executor) -> str | None:
     """Why a replayed trace with a loop is not (or no longer) a lasso violating its progress
     property, or None. Checks that the loop closes, that Q never holds from a state where P
     holds through the loop, and that the loop is fair."""
-    from checker.trace import TraceError
+    from kcheck.trace import TraceError
     li = tr.loop_index
     states = [tuple(tr.initial)] + [tuple(s.words) for s in tr.steps]
     if li is None:

@@ -11,14 +11,14 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from checker import ci_outputs
-from checker.layout import layout_of
-from checker.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
-                             model_options, out_dir, params, positive, property_option,
-                             save_options, symmetry_option)
-from checker.verdict import (VALIDATE_ENV, cell, check_output, differs_from_record, exit_code,
-                             print_json, search_differences, unrecorded_bounded)
-from spec import SHIPPED
+from kcheck import ci_outputs
+from kcheck.layout import layout_of
+from kcheck.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
+                            model_options, out_dir, params, positive, property_option,
+                            save_options, symmetry_option)
+from kcheck.verdict import (VALIDATE_ENV, cell, check_output, differs_from_record, exit_code,
+                            print_json, search_differences, unrecorded_bounded)
+from kcheck.spec import SHIPPED
 
 
 def register(sub) -> dict:
@@ -43,8 +43,8 @@ def register(sub) -> dict:
 
 
 def cmd_graph(args, console) -> int:
-    from checker.graph import build_graph, to_dot, to_graphml, to_json
-    from checker.loader import load_spec
+    from kcheck.graph import build_graph, to_dot, to_graphml, to_json
+    from kcheck.loader import load_spec
     model = load_spec(args.spec).instantiate(args.variant, params(args.param))
     sg = build_graph(model, args.max_nodes)
     if args.format == "json" and not args.output:
@@ -75,13 +75,13 @@ def run_progress(spec, variant, params_, args):
     the command's --no-symmetry option unset; callers without it, the reports and the test
     plugin, count every state as their searches do) and check its progress properties and
     deadlocks. -> (graph.ProgressResult, {name: trace})"""
-    from checker.graph import build_graph, check
-    from checker.trace import traces_of
+    from kcheck.graph import build_graph, check
+    from kcheck.trace import traces_of
     model = spec.instantiate(variant, params_)
     names = args.property or list(spec.progress)
     check_deadlock = spec.check_deadlock or args.deadlock
     # a graph of a Kafka spec takes a minute: say where it is (stderr, like the search)
-    from checker.render import params_str
+    from kcheck.render import params_str
     with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
                    f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
         sg = build_graph(model, args.max_nodes, check_deadlock, progress=progress,
@@ -91,7 +91,7 @@ def run_progress(spec, variant, params_, args):
 
 
 def _graph_line(res) -> str:
-    from checker.symmetry import clause
+    from kcheck.symmetry import clause
     sg = res.graph
     bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
     cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
@@ -112,7 +112,7 @@ def result_json(res, traces) -> dict:
 
 
 def _print_one(console, res, traces, saved):
-    from checker.render import loop_sentence, params_str, trace_table
+    from kcheck.render import loop_sentence, params_str, trace_table
     m = res.model
     console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
                   f"({params_str(m.params.as_dict())})")
@@ -143,11 +143,11 @@ def _print_one(console, res, traces, saved):
 
 
 def cmd_progress(args, console) -> int:
-    from checker.loader import load_spec
-    from checker.render import params_str
+    from kcheck.loader import load_spec
+    from kcheck.render import params_str
     import time
     from rich.console import Console
-    from checker.trace import save_all
+    from kcheck.trace import save_all
     params_ = params(args.param)
     out = out_dir(args)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
@@ -202,7 +202,7 @@ def cmd_progress(args, console) -> int:
                              "results": [result_json(*r) for r in results],
                              "record": {"matches": not diffs, "differences": diffs}})
         else:
-            from checker.render import print_folded
+            from kcheck.render import print_folded
             props = list(results[0][0].properties) if results else []
             rows = []
             for res, traces in results:

@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from spec.lang import Model, StateFields
+from kcheck.spec.lang import Model, StateFields
 
 PILOT_STATES = 4096      # states a pilot search expands to order a one-word layout
 
@@ -109,8 +109,8 @@ def _by_flips(model: Model, lay: Layout) -> list[int]:
     ``PILOT_STATES`` states) change most often first; ties, and fields no step changes, in
     declaration order. A pilot that cannot run (an error in the spec's actions, which the real
     search then reports in full) leaves the declaration order."""
-    from checker import explore                     # they import this module
-    from checker.compile import Compiled
+    from kcheck import explore                     # they import this module
+    from kcheck.compile import Compiled
     n = len(lay.fields)
     masks = [np.uint64(((1 << lay.width[i]) - 1) << lay.shift[i]) for i in range(n)]
     changed = [0] * n

@@ -9,8 +9,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from spec import SHIPPED
-from spec.lang import Spec, SpecError
+from kcheck.spec import SHIPPED
+from kcheck.spec.lang import Spec, SpecError
 
 
 def user_line(exc: BaseException) -> str:
@@ -55,7 +55,6 @@ def load_spec(name_or_path: str) -> Spec:
         sys.modules[mod_name] = module
         # a spec may import modules kept beside it, as a script imports its neighbours
         folder = str(path.resolve().parent)
-        _warn_clash(path)
         added = folder not in sys.path
         if added:
             sys.path.insert(0, folder)
@@ -89,22 +88,6 @@ def load_spec(name_or_path: str) -> Spec:
     spec.validate()
     _check_known_bugs(spec)
     return spec
-
-
-def _warn_clash(path: Path) -> None:
-    """A module beside the spec named like one of kcheck's packages ('spec', the language, or
-    'checker') cannot be imported by that name while kcheck runs: 'import spec' there means
-    kcheck's. Said in one line on stderr, since the spec itself may not need it."""
-    here = Path(__file__).resolve().parent.parent
-    folder = path.resolve().parent
-    if folder == here:
-        return
-    for name in ("spec", "checker"):
-        for candidate in (folder / f"{name}.py", folder / name / "__init__.py"):
-            if candidate.exists() and candidate.resolve() != path.resolve():
-                sys.stderr.write(f"kcheck: warning: {candidate} has the name of kcheck's package "
-                                 f"'{name}': inside kcheck, 'import {name}' means kcheck's "
-                                 f"({here / name}); rename yours to import it from the spec\n")
 
 
 def _check_known_bugs(spec: Spec) -> None:

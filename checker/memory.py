@@ -99,7 +99,7 @@ def watch() -> MemoryWatch | None:
             return MemoryWatch(_parse_size(env), "limit set by KCHECK_MEMORY_LIMIT", _rss,
                                "resident")
         except ValueError:
-            from spec.lang import SpecError
+            from kcheck.spec.lang import SpecError
             raise SpecError(f"KCHECK_MEMORY_LIMIT={env!r} is not a size: write bytes, or a number "
                             f"with K, M, G or T (e.g. 2G)") from None
     cg = _cgroup_limit()

@@ -30,7 +30,7 @@ ABI = 4     # kc_abi() of the checker/native.c this module was written for
 def _load() -> ctypes.CDLL:
     here = Path(__file__).resolve().parent
     paths = [here / f"_native{suffix}" for suffix in EXTENSION_SUFFIXES]
-    spec = importlib.util.find_spec("checker._native")
+    spec = importlib.util.find_spec("kcheck._native")
     if spec is not None and spec.origin:
         paths.append(Path(spec.origin))
     for path in paths:

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checker.layout import layout_of, show_words
-from spec.lang import And, Expr, Model, Not, Or, SpecError
+from kcheck.layout import layout_of, show_words
+from kcheck.spec.lang import And, Expr, Model, Not, Or, SpecError
 
 
 def _fields(e: Expr | None, out: set[int], seen: set[int] | None = None) -> set[int]:
@@ -242,7 +242,7 @@ class Reduction:
     def bind(self, visited, keys):
         """The successor function an engine passes to the core (``explore.Explorer``'s
         ``successors``): ``visited.absent`` over ``keys`` is its test of new states."""
-        from checker.compile import fingerprint
+        from kcheck.compile import fingerprint
 
         def fresh(T):
             return visited.absent(fingerprint(T), keys(T))
@@ -273,7 +273,7 @@ def _join(a, b, na, nb, order):
 def _compile_conditions(model: Model, conditions: list[Expr]):
     """One generated function returning every candidate's blocked-dependents mask (reads shared,
     as the guards are)."""
-    from checker.compile import CodeGen
+    from kcheck.compile import CodeGen
     g = CodeGen(layout_of(model), {"pre": "S"})
     outs = [g.expr(c) for c in conditions]
     src = "def blocked(S):\n" + "\n".join(g.lines) + f"\n    return [{', '.join(outs) or ''}]\n"
@@ -296,7 +296,7 @@ def verify(model: Model, comp, red: Reduction, sample: int = SAMPLE_STATES, dept
     both possible and reach the same state, with u's transition-property verdicts and outcome
     the same before and after t. Raises PorError naming the steps and the state; returns the
     number of states examined."""
-    from checker.symmetry import sample_states
+    from kcheck.symmetry import sample_states
     S = sample_states(model, comp, sample, depth)
     m = S.shape[1]
     masks = [np.broadcast_to(np.asarray(g), (m,)) for g in comp.guards(S)]

@@ -29,8 +29,8 @@ class KcheckFixture:
         self._base, self._root = base, root
 
     def _spec(self, spec: str):
-        from checker.loader import load_spec
-        from spec import SHIPPED
+        from kcheck.loader import load_spec
+        from kcheck.spec import SHIPPED
         if spec not in SHIPPED:
             p = Path(spec)
             if not p.is_absolute():
@@ -44,11 +44,11 @@ class KcheckFixture:
         the spec's record. Returns every verdict."""
         from types import SimpleNamespace
 
-        from checker.bfs import search
-        from checker.ci_outputs import trace_text
-        from checker.trace import traces_of
-        from checker.verdict import search_differences as compare_record
-        from checker.graph_cli import run_progress
+        from kcheck.bfs import search
+        from kcheck.ci_outputs import trace_text
+        from kcheck.trace import traces_of
+        from kcheck.verdict import search_differences as compare_record
+        from kcheck.graph_cli import run_progress
         s = self._spec(spec)
         names = variants or list(s.variants) or [None]
         for v in names:
@@ -82,7 +82,7 @@ class KcheckFixture:
 
     def replay(self, path: str, spec: str | None = None):
         """Fails the test unless the trace (a counterexample or a scenario) still reproduces."""
-        from checker.trace import load, replay, spec_path
+        from kcheck.trace import load, replay, spec_path
         p = Path(path)
         if not p.is_absolute():
             p = next((c for c in (self._base / p, self._root / p) if c.is_file()), self._base / p)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from checker.ops import OPS
-from spec.lang import Expr, Model
+from kcheck.ops import OPS
+from kcheck.spec.lang import Expr, Model
 
 
 def evaluate(e: Expr, pre: list[int], post: list[int] | None = None, outcome: int | None = None,

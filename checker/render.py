@@ -6,10 +6,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from checker.bfs import SearchResult
-from checker.layout import layout_of
-from checker.trace import Trace
-from checker.verdict import cell, differs_from_record
+from kcheck.bfs import SearchResult
+from kcheck.layout import layout_of
+from kcheck.trace import Trace
+from kcheck.verdict import cell, differs_from_record
 
 
 def show_value(v) -> str:
@@ -46,7 +46,7 @@ def _initial_summary(tr: Trace) -> str:
 
 
 def stats_line(r: SearchResult) -> str:
-    from checker.symmetry import clause as symmetry_clause
+    from kcheck.symmetry import clause as symmetry_clause
     m = r.model
     if r.exhaustive:
         scope = "exhaustive"

@@ -21,13 +21,13 @@ from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
 
-from checker.trace import Trace
-from spec.lang import Spec, SpecError
+from kcheck.trace import Trace
+from kcheck.spec.lang import Spec, SpecError
 
 
 def asset(name: str) -> str:
     """A file shipped in checker/assets (inside the installed package too)."""
-    return resources.files("checker").joinpath("assets", name).read_text(encoding="utf-8")
+    return resources.files("kcheck").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -73,10 +73,10 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
     and replays the spec's saved counterexamples."""
     import time
 
-    from checker.bfs import search
-    from checker.trace import traces_of
-    from checker.verdict import search_differences as compare_record
-    from checker.graph_cli import run_progress
+    from kcheck.bfs import search
+    from kcheck.trace import traces_of
+    from kcheck.verdict import search_differences as compare_record
+    from kcheck.graph_cli import run_progress
     t0 = time.perf_counter()
     runs = []
     for variant in (spec.variants or [None]):
@@ -93,7 +93,7 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
             run.graph = run.progress.graph
             run.diffs += compare_record(spec, run.progress)
         if prove:
-            from checker.symbolic import prove as prove_one
+            from kcheck.symbolic import prove as prove_one
             for p in spec.properties:
                 if not spec.properties[p].lemma and res.status(p) != "violated":
                     run.proofs.append(prove_one(model, p))
@@ -104,7 +104,7 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
 
 def replay_saved(spec: Spec, saved_dir: str | Path) -> list[SavedTrace]:
     """Every counterexample saved for this spec under saved_dir/<spec>/<variant>/, replayed."""
-    from checker.trace import TraceError, load, replay
+    from kcheck.trace import TraceError, load, replay
     out = []
     root = Path(saved_dir) / spec.name
     for path in sorted(root.glob("*/*.json")):
@@ -129,7 +129,7 @@ def _e(x) -> str:
 
 
 def _fmt(v) -> str:
-    from checker.render import show_value as fmt
+    from kcheck.render import show_value as fmt
     if isinstance(v, list):
         return "[" + ", ".join(map(fmt, v)) + "]"
     return fmt(v)
@@ -145,7 +145,7 @@ def _steps(n: int) -> str:
 
 def _cell(status: str, trace: Trace | None, spec, variant: str, prop: str,
           note: str | None = None) -> str:
-    from checker.verdict import cell, differs_from_record
+    from kcheck.verdict import cell, differs_from_record
     expected = bool(spec.variants) and prop in spec.variants[variant].expected_violations
     differs = differs_from_record(spec, variant, prop, status) is not None
     text = cell(status, len(trace) if trace is not None else None,
@@ -223,7 +223,7 @@ def _variants(spec: Spec) -> str:
 
 
 def _stats(rep: SpecReport) -> str:
-    from checker.render import stats_line
+    from kcheck.render import stats_line
     rows = []
     for r in rep.runs:
         s = r.search
@@ -258,7 +258,7 @@ def sequence_svg(tr: Trace) -> str:
     """The counterexample as a sequence diagram: one lifeline per actor (as the spec's actions
     name them), one arrow per step labelled with the request and its outcome; a lasso's loop is
     bracketed on the left."""
-    from checker.render import actors as actors_of
+    from kcheck.render import actors as actors_of
     m = tr.model
     arrows, actors = [], []
     for i, s in enumerate(tr.steps, start=1):
@@ -303,7 +303,7 @@ def sequence_svg(tr: Trace) -> str:
 
 def _spec_arg(spec: Spec) -> str:
     """How a user names this spec on the command line: shipped name, or its module's path."""
-    from spec import SHIPPED
+    from kcheck.spec import SHIPPED
     if spec.name in SHIPPED:
         return spec.name
     path = Path(spec.source_file).resolve()
@@ -322,7 +322,7 @@ def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, progress=Non
     kind = "lasso" if tr.loop_index is not None else tr.kind or ""
     loop = ""
     if tr.loop_index is not None:
-        from checker.render import loop_sentence
+        from kcheck.render import loop_sentence
         loop = f'<p class="loop-note">{_e(loop_sentence(tr))}</p>'
     command = "check" if prop in spec.properties else "progress"
     replay = (f"kcheck {command} {_spec_arg(spec)} --variant {variant} --save, then "
@@ -353,7 +353,7 @@ def _proofs(rep: SpecReport) -> str:
     rows = []
     for r in rep.runs:
         for pr in r.proofs:      # symbolic.ProofResult: a verdict.RunResult of one property
-            from checker.verdict import cell
+            from kcheck.verdict import cell
             status = pr.status(pr.property)
             why = pr.reason(pr.property) or ""
             if status == "not-inductive" and pr.cti_action:
@@ -423,7 +423,7 @@ def _conformance(rep: SpecReport) -> str:
 
 def load_conformance(path: str) -> dict:
     """The JSON that `kcheck conform --json` prints."""
-    from checker.options import BadInput
+    from kcheck.options import BadInput
     try:
         doc = json.loads(Path(path).read_text())
     except OSError as e:
@@ -440,7 +440,7 @@ def load_conformance(path: str) -> dict:
 
 def render_html(rep: SpecReport) -> str:
     spec = rep.spec
-    from checker.render import params_str
+    from kcheck.render import params_str
     params = rep.runs[0].params if rep.runs else {}
     intro = spec.doc.split("\n\n")[0] if spec.doc else ""
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -483,7 +483,7 @@ def render_index(pages: list[tuple[str, str, bool]]) -> str:
 # The command
 
 def register(sub) -> dict:
-    from checker.options import param_option, positive
+    from kcheck.options import param_option, positive
     r = sub.add_parser("report", help="write a self-contained HTML report per spec (verdict matrix, "
                                       "counterexamples with diagrams, proofs, known bugs, statistics)",
                        parents=[param_option()])
@@ -501,9 +501,9 @@ def register(sub) -> dict:
 
 
 def cmd_report(args, console) -> int:
-    from checker.options import OK, VIOLATED, BadInput, params as parse_params
-    from checker.loader import load_spec
-    from spec import SHIPPED
+    from kcheck.options import OK, VIOLATED, BadInput, params as parse_params
+    from kcheck.loader import load_spec
+    from kcheck.spec import SHIPPED
     params = parse_params(args.param)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     out = Path(args.output)

@@ -33,7 +33,7 @@ Properties:
 - stale-epoch-fenced: a heartbeat from an older epoch is answered FENCED_MEMBER_EPOCH.
 - older-epoch-exists (sometimes): a member holds an epoch that an older one can be sent against.
 """
-from spec.lang import Array, Enum, Exists, Forall, If, Int, Spec
+from kcheck.spec.lang import Array, Enum, Exists, Forall, If, Int, Spec
 
 spec = Spec("{name}", __doc__)
 spec.param("members", 2, lo=1, hi=4, doc="consumers in the group")
@@ -154,8 +154,8 @@ def register(sub) -> dict:
 
 
 def cmd_new(args, console) -> int:
-    from checker.options import OK, BadInput
-    from spec import SHIPPED
+    from kcheck.options import OK, BadInput
+    from kcheck.spec import SHIPPED
     name = args.name
     if not name.isidentifier() or keyword.iskeyword(name) or not name.islower():
         raise BadInput(f"'{name}' is not a valid spec name: use a lower-case Python identifier, e.g. my_protocol")

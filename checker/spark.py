@@ -58,12 +58,12 @@ from pathlib import Path
 
 import numpy as np
 
-from checker import bfs, cache_dir, explore
-from checker.bfs import DEADLOCK, Found, SearchResult
-from checker.compile import Compiled, fingerprint
-from checker.explore import BLOCK
-from checker.layout import initial_words
-from spec.lang import Model, SpecError
+from kcheck import bfs, cache_dir, explore
+from kcheck.bfs import DEADLOCK, Found, SearchResult
+from kcheck.compile import Compiled, fingerprint
+from kcheck.explore import BLOCK
+from kcheck.layout import initial_words
+from kcheck.spec.lang import Model, SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -342,8 +342,8 @@ _MODELS: dict = {}
 
 def spec_ref(spec) -> str:
     """The name an executor loads a spec by: its shipped name, else its module's path."""
-    from spec import SHIPPED
-    from checker.loader import load_spec
+    from kcheck.spec import SHIPPED
+    from kcheck.loader import load_spec
     if spec.name in SHIPPED and load_spec(spec.name) is spec:
         return spec.name
     for mod in list(sys.modules.values()):
@@ -356,7 +356,7 @@ def model_for(ref: str, variant: str, params: dict) -> Model:
     """The model an executor checks, built once per process."""
     key = (ref, variant, tuple(sorted(params.items())))
     if key not in _MODELS:
-        from checker.loader import load_spec
+        from kcheck.loader import load_spec
         if (ref.endswith(".py") or "/" in ref) and not os.path.exists(ref):
             from pyspark import SparkFiles
             ref = SparkFiles.get(os.path.basename(ref))   # shipped with addFile
@@ -373,7 +373,7 @@ def _compiled(task: dict):
     key = (task["spec"], task["variant"], tuple(sorted(task["params"].items())),
            tuple(task["properties"]), task.get("symmetry", False))
     if key not in _COMPILED:
-        from checker import symmetry
+        from kcheck import symmetry
         model = model_for(task["spec"], task["variant"], task["params"])
         sym = symmetry.for_model(model) if task.get("symmetry") else None
         _COMPILED[key] = (Compiled(model, task["properties"]), sym)
@@ -597,7 +597,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     n = slices or sc.defaultParallelism
     comp = Compiled(model, props)
     res = SearchResult(model, all_props, deadlock_checked=check_deadlock)
-    from checker import symmetry as symmetry_
+    from kcheck import symmetry as symmetry_
     sym = symmetry_.prepare(model, comp, res, symmetry)
     depth0, frontier, paths, prefix_fps, prefix_orbits = _frontier(model, comp, n, max_depth,
                                                                    block, sym)
@@ -661,7 +661,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     dist.levels = [int(x) for x in hist]
 
     # shortest counterexamples: the prefix's (exact), then every slice's, prefixed by its path
-    from checker.trace import Executor
+    from kcheck.trace import Executor
     ex = Executor(model, comp)
     candidates: dict[str, list[Found]] = {}
     if pre is not None:

@@ -8,11 +8,11 @@ import re
 from rich.console import Console
 from rich.table import Table
 
-from checker.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, VIOLATED, BadInput,  # noqa: F401
-                             json_option, positive, property_option, save_options, spec_option,
-                             variant_option)
-from checker.spark import SparkError
-from checker.verdict import cell, print_json
+from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, VIOLATED, BadInput,  # noqa: F401
+                            json_option, positive, property_option, save_options, spec_option,
+                            variant_option)
+from kcheck.spark import SparkError
+from kcheck.verdict import cell, print_json
 
 # `kcheck check --engine`: the engines that answer check's question (every verdict, the same
 # shortest traces); --spark [MASTER] and --partition are the older spellings, kept as aliases
@@ -126,14 +126,14 @@ def _level_progress(verbose: bool):
 
 def check_on_spark(model, props, args, console, engine_name: str = "spark-slices"):
     """`kcheck check --engine spark-*`: the SearchResult the single-process search would give."""
-    from checker import spark
+    from kcheck import spark
     if getattr(args, "max_states", None):
         raise SparkError("--max-states bounds the single-process search; with --spark use --max-depth")
     kw = dict(properties=props, max_depth=args.max_depth, deadlock=args.deadlock or None,
               master=args.spark or "local[*]", verbose=args.verbose,
               symmetry=not getattr(args, "no_symmetry", False))
     if engine_name == "spark-ownership":
-        from checker import spark_owner
+        from kcheck import spark_owner
         live, update = _level_progress(args.verbose)
         run = lambda: spark_owner.check(model, owners=args.slices, progress=update, **kw)
     else:
@@ -199,10 +199,10 @@ def _cell(r: dict, p: str) -> str:
 
 
 def cmd_sweep(args, console) -> int:
-    from checker import spark
-    from checker.loader import load_spec
-    from checker.render import params_str, trace_table
-    from checker.trace import build, save, to_json
+    from kcheck import spark
+    from kcheck.loader import load_spec
+    from kcheck.render import params_str, trace_table
+    from kcheck.trace import build, save, to_json
     spec = load_spec(args.spec)
     variant = args.variant or spec.default_variant or next(iter(spec.variants), "default")
     if spec.variants and variant not in spec.variants:

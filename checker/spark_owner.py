@@ -86,13 +86,13 @@ from pathlib import Path
 
 import numpy as np
 
-from checker import explore, spark
-from checker import symmetry as symmetry_
-from checker.bfs import DEADLOCK, Found, SearchResult
-from checker.compile import Compiled, fingerprint
-from checker.explore import BLOCK
-from checker.layout import initial_words, layout_of
-from spec.lang import Model
+from kcheck import explore, spark
+from kcheck import symmetry as symmetry_
+from kcheck.bfs import DEADLOCK, Found, SearchResult
+from kcheck.compile import Compiled, fingerprint
+from kcheck.explore import BLOCK
+from kcheck.layout import initial_words, layout_of
+from kcheck.spec.lang import Model
 
 # a frontier below this many states is expanded in the driver: measured on this machine, one
 # Spark level costs 0.2-0.8 s, the driver expands about 10^6 states a second

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 
 import z3
 
-from checker.layout import layout_of
-from checker.ops import OPS
-from checker.trace import Trace, build
-from checker.verdict import Counterexample, RunResult, Verdict, sometimes_status
-from spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
+from kcheck.layout import layout_of
+from kcheck.ops import OPS
+from kcheck.trace import Trace, build
+from kcheck.verdict import Counterexample, RunResult, Verdict, sometimes_status
+from kcheck.spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
 DEADLOCK = "deadlock"
 
@@ -355,7 +355,7 @@ class System:
         return s
 
     def check(self, s: z3.Solver, *assumptions) -> bool:
-        from checker.cnf import INTERRUPTED
+        from kcheck.cnf import INTERRUPTED
         try:
             if INTERRUPTED.is_set():
                 raise KeyboardInterrupt
@@ -787,7 +787,7 @@ def bmc(model: Model, properties: list[str] | None = None, depth: int = 10,
     of lemmas to assume, already shown inductive (prove's base case)."""
     props = _check_props(model, properties)
     t0 = time.perf_counter()
-    from checker.cnf import interrupted_in_z3
+    from kcheck.cnf import interrupted_in_z3
     cap = None if keep_search_bounds else depth + max(
         [f.type.hi for f in model.fields.fields if f.type.search_bound] + [0])
     try:
@@ -842,7 +842,7 @@ def _rename(d: int):
 def _bmc(model: Model, props: list[str], depth: int, keep_search_bounds: bool,
          timeout_s: float | None, check_domain: bool, min_depth: int, cap: int | None,
          extra: list[dict], assumed: list[str]) -> BmcResult:
-    from checker.cnf import Cnf, Interrupted, Template, interrupted_in_z3
+    from kcheck.cnf import Cnf, Interrupted, Template, interrupted_in_z3
     sy = System(model, keep_search_bounds, timeout_s, cap, bits=True)
     lifted = any(f.type.search_bound for f in model.fields.fields)
     res = BmcResult(model, props, 0, width=sy.bv, cap=sy.cap if lifted else None)
@@ -1109,9 +1109,9 @@ def inductive_lemmas(model: Model, timeout_s: float | None = None) -> tuple[list
     try:
         return _inductive_lemmas(model, timeout_s)
     except Inconclusive as e:
-        from checker.cnf import STOP      # set on SIGTERM (symbolic_cli.SolverStop)
+        from kcheck.cnf import STOP      # set on SIGTERM (symbolic_cli.SolverStop)
         if STOP.is_set():
-            from checker.bfs import Terminated
+            from kcheck.bfs import Terminated
             raise Terminated from None
         reason = str(e)
         if "interrupted from keyboard" in reason or ("cancel" in reason and timeout_s is None):
@@ -1257,7 +1257,7 @@ def _trusted_lemmas(model: Model, sy: System, timeout_s: float | None) -> frozen
     property proved on it), which Houdini then need not ask about again. A time limit reached
     on the way leaves none trusted (the proof goes on as before); an interruption is the
     proof's own (Inconclusive)."""
-    from checker.cnf import INTERRUPTED, STOP
+    from kcheck.cnf import INTERRUPTED, STOP
     try:
         live, stats = _inductive_lemmas(model, timeout_s)
     except Inconclusive as e:

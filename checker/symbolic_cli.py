@@ -20,13 +20,13 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from checker import ci_outputs
-from checker.layout import layout_of
-from checker.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
-                             json_option, model_options, out_dir, params, positive, property_option,
-                             save_options)
-from checker.trace import save
-from checker.verdict import RunReport, Verdict, cell, print_json
+from kcheck import ci_outputs
+from kcheck.layout import layout_of
+from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
+                            json_option, model_options, out_dir, params, positive, property_option,
+                            save_options)
+from kcheck.trace import save
+from kcheck.verdict import RunReport, Verdict, cell, print_json
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}
 
@@ -104,7 +104,7 @@ def _known_properties(spec, props, *extra):
 
 
 def _model(args):
-    from checker.loader import load_spec
+    from kcheck.loader import load_spec
     spec = load_spec(args.spec)
     return spec, spec.instantiate(args.variant, params(args.param))
 
@@ -120,7 +120,7 @@ def _stats_str(st: dict) -> str:
 
 
 def _trace_doc(cx):
-    from checker.trace import to_json
+    from kcheck.trace import to_json
     if cx is None:
         return None
     if cx.trace is None:
@@ -164,7 +164,7 @@ class SolverStop:
         self._saved = None
 
     def __enter__(self):
-        from checker import cnf
+        from kcheck import cnf
         cnf.STOP.clear()
         cnf.INTERRUPTED.clear()
         try:
@@ -206,14 +206,14 @@ class SolverStop:
     def _on_sigterm(self, signum, frame):
         self._quiet_unraisable()
         self.terminated.set()
-        from checker import cnf      # bmc's SAT solver stops between two slices of its call
+        from kcheck import cnf      # bmc's SAT solver stops between two slices of its call
         cnf.STOP.set()
 
     def _on_sigint(self, signum, frame):
         if self.terminated.is_set():
             return      # our own SIGINT, landing between two solver calls
         self._quiet_unraisable()
-        from checker import cnf
+        from kcheck import cnf
         # run inside a SAT slice (cnf's terminator), the KeyboardInterrupt below may be raised
         # where nothing catches it: the flag alone stops the slice
         cnf.INTERRUPTED.set()
@@ -221,9 +221,9 @@ class SolverStop:
 
     def _watch(self, r: int):
         import select
-        from checker import cnf
-        from checker.options import PROGRESS_EVERY
-        from checker.symbolic import Z3Call
+        from kcheck import cnf
+        from kcheck.options import PROGRESS_EVERY
+        from kcheck.symbolic import Z3Call
         every = float(os.environ.get("KCHECK_PROGRESS_SECONDS", PROGRESS_EVERY))
         announced = False
         while not self._done.is_set():
@@ -286,7 +286,7 @@ def _save_states(model, prop: str, kind: str, cx, out: str) -> str:
 
 
 def _print_trace(console, cx, title, saved=None, model=None):
-    from checker.render import trace_table
+    from kcheck.render import trace_table
     if cx.trace is None:
         console.print(f"{title}: {cx.note}", markup=False)
         if model is not None:
@@ -344,7 +344,7 @@ def prove_run(model, results: list, saved: dict) -> RunReport:
         details = {r.property: {**r.statistics, "saved": saved.get(r.property)}}
         del details[r.property]["k_max"]
         props.update(_solver_report(r, {r.property: cx} if cx else {}, details).properties)
-    from checker.symbolic import merge_stats
+    from kcheck.symbolic import merge_stats
     solver: dict = {}
     for r in results:
         merge_stats(solver, r.stats)
@@ -362,7 +362,7 @@ def compare_run(r) -> RunReport:
 
 
 def _header(console, m, what):
-    from checker.render import params_str
+    from kcheck.render import params_str
     console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
                   f"({params_str(m.params.as_dict())}): {what}")
 
@@ -370,9 +370,9 @@ def _header(console, m, what):
 # ---------------------------------------------------------------------------------------------
 
 def cmd_bmc(args, console) -> int:
-    from checker.symbolic import bmc
+    from kcheck.symbolic import bmc
     spec, model = _model(args)
-    from checker.symbolic import DEADLOCK
+    from kcheck.symbolic import DEADLOCK
     out = out_dir(args)
     _known_properties(spec, args.property, DEADLOCK)
     with SolverStop(f"bmc {spec.name}/{model.variant} to depth {args.depth}") as stop:
@@ -421,8 +421,8 @@ def cmd_bmc(args, console) -> int:
 
 
 def cmd_prove(args, console) -> int:
-    from checker.cnf import interrupted_in_z3
-    from checker.symbolic import DEADLOCK, ProofResult, provable_properties, prove
+    from kcheck.cnf import interrupted_in_z3
+    from kcheck.symbolic import DEADLOCK, ProofResult, provable_properties, prove
     spec, model = _model(args)
     out = out_dir(args)
     props = args.property or provable_properties(model)
@@ -499,8 +499,8 @@ def cmd_prove(args, console) -> int:
 
 
 def cmd_compare(args, console) -> int:
-    from checker.loader import load_spec
-    from checker.symbolic import compare
+    from kcheck.loader import load_spec
+    from kcheck.symbolic import compare
     spec = load_spec(args.spec)
     a, b = args.variants
     with SolverStop(f"compare {spec.name} {args.rule} ({a} vs {b})") as stop:

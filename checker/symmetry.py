@@ -29,8 +29,8 @@ from itertools import permutations, product
 
 import numpy as np
 
-from checker.layout import initial_words, layout_of, show_words
-from spec.lang import Model, SpecError
+from kcheck.layout import initial_words, layout_of, show_words
+from kcheck.spec.lang import Model, SpecError
 
 CHUNK = 1 << 15          # columns canonicalised at once (a field row per column: bounded memory)
 SAMPLE_STATES = 3000     # reachable states the soundness check examines, besides initial ones
@@ -363,7 +363,7 @@ def concretise(model: Model, comp, sym: Symmetry, found):
     that replays through the unreduced spec: at each step the lowest action instance whose
     successor has the next representative's orbit (for a transition property's last step, the
     lowest one that breaks the property)."""
-    from checker.bfs import Found
+    from kcheck.bfs import Found
     words = layout_of(model).words
     rep = np.array(found.initial, dtype=np.uint64).reshape(words, 1)
     cur = rep.copy()
@@ -431,7 +431,7 @@ def finish(model: Model, comp, sym: Symmetry, res) -> None:
 def clause(r) -> str:
     """The statistics line's part on the reductions: symmetry (empty when the spec declares
     none), then partial-order reduction (checker/por.py) when it was used."""
-    from checker.por import clause as por_clause
+    from kcheck.por import clause as por_clause
     return _symmetry_clause(r) + por_clause(r)
 
 

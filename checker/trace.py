@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from checker.compile import Compiled, fingerprint
-from checker.layout import initial_words, layout_of
-from spec.lang import EnumValue, Model, SpecError
+from kcheck.compile import Compiled, fingerprint
+from kcheck.layout import initial_words, layout_of
+from kcheck.spec.lang import EnumValue, Model, SpecError
 
 # 2: traces chosen by the explicit-state core's parent rule, the least (action instance,
 # parent) whatever the blocks (docs/design.md, "The core's parent rule"); the fields are those
@@ -131,7 +131,7 @@ def build(model: Model, prop: str | None, kind: str | None, initial: tuple, step
 def _spec_ref(spec) -> str:
     """How a trace names its spec: the shipped name, or the path of a user's spec module, so
     that `kcheck replay` finds it again."""
-    from spec import SHIPPED
+    from kcheck.spec import SHIPPED
     if spec.name in SHIPPED:
         return spec.name
     return str(Path(spec.source_file).resolve())
@@ -140,7 +140,7 @@ def _spec_ref(spec) -> str:
 def relative_spec_ref(ref: str, trace_dir: str | Path) -> str:
     """A user's spec path as a trace saved in ``trace_dir`` names it: relative to the trace file
     when the two share a root, so moving the folder that holds both keeps the trace working."""
-    from spec import SHIPPED
+    from kcheck.spec import SHIPPED
     import os
     if ref in SHIPPED:
         return ref
@@ -158,7 +158,7 @@ def relative_spec_ref(ref: str, trace_dir: str | Path) -> str:
 def spec_path(ref: str, trace_file: str | Path) -> str:
     """The spec a trace names, as load_spec takes it: a shipped name, an absolute path, or a
     path relative to the trace file's folder."""
-    from spec import SHIPPED
+    from kcheck.spec import SHIPPED
     if ref in SHIPPED or Path(ref).is_absolute():
         return ref
     beside = Path(trace_file).parent / ref
@@ -212,8 +212,8 @@ def save(tr: Trace, out_dir: str | Path) -> str:
     """Saves a counterexample as <out_dir>/<spec>/<variant>/<property>.json and its Markdown
     twin (checker/render.py); -> the JSON file's path. A user's spec is named relative to the
     trace file, so the two can move together. A failure is SaveFailed, one line."""
-    from checker.options import SaveFailed
-    from checker.render import markdown
+    from kcheck.options import SaveFailed
+    from kcheck.render import markdown
     m = tr.model
     d = Path(out_dir) / m.spec.name / m.variant
     path = d / f"{tr.property}.json"
@@ -232,7 +232,7 @@ def save(tr: Trace, out_dir: str | Path) -> str:
 def save_all(traces: dict, out: str | Path | None) -> tuple[dict, str | None]:
     """Saves every trace, after the results were printed: -> ({property: path}, the error of
     the first failed save or None), so the caller reports a failure once, as exit 5."""
-    from checker.options import SaveFailed
+    from kcheck.options import SaveFailed
     saved: dict = {}
     if out is None:
         return saved, None
@@ -436,7 +436,7 @@ def replay(model: Model, doc: dict) -> ReplayResult:
         raise TraceError(f"the trace gives kind '{kind}' but names no property")
     tr = build(model, prop, kind, initial, ks, ex, doc.get("loop_index"))
     if tr.loop_index is not None or kind == "lasso":
-        from checker.graph import check_lasso   # the loop closes; a lasso still breaks its property
+        from kcheck.graph import check_lasso   # the loop closes; a lasso still breaks its property
         why = check_lasso(model, tr, ex)
         if why:
             return ReplayResult(False, why, tr)

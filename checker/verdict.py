@@ -163,7 +163,7 @@ class PropertyResult:
     details: dict = field(default_factory=dict)   # engine-specific JSON fields (fair, note, ...)
 
     def to_json(self) -> dict:
-        from checker.trace import to_json as trace_json
+        from kcheck.trace import to_json as trace_json
         tr = self.trace
         out: dict[str, Any] = {"status": self.status.value, "kind": self.kind}
         if self.reason:
@@ -251,7 +251,7 @@ def from_search(res, traces: dict, engine: str | None = None) -> RunReport:
 def exit_code(statuses: dict[str, str], complete: bool, stop_reason: str | None = None) -> int:
     """One run's exit code (README, "Exit codes"): 143/130 when stopped by a signal, 1 when a
     property is violated, 3 when something is not decided, else 0."""
-    from checker.options import BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED
+    from kcheck.options import BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED
     if stop_reason == "terminated":
         return TERMINATED
     if stop_reason == "interrupted":
@@ -276,7 +276,7 @@ def output_validator(kind: str):
     if kind not in _validators:
         import jsonschema
         from referencing import Registry, Resource
-        from checker.trace import schema as trace_schema
+        from kcheck.trace import schema as trace_schema
         doc = json.loads(OUTPUT_SCHEMA.read_text())
         registry = Registry().with_resources(
             [(r["$id"], Resource.from_contents(r)) for r in (doc, trace_schema())])

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from checker.layout import initial_words, layout_of
-from checker.trace import Executor, build, to_json
+from kcheck.layout import initial_words, layout_of
+from kcheck.trace import Executor, build, to_json
 
 
 def random_walk(model, steps: int, seed: int, start=None, executor: Executor | None = None,
@@ -56,7 +56,7 @@ def random_walk(model, steps: int, seed: int, start=None, executor: Executor | N
 
 
 def register(sub) -> dict:
-    from checker.options import json_option, model_options, positive
+    from kcheck.options import json_option, model_options, positive
     w = sub.add_parser("walk", help="a seeded random walk over a spec, saved as a trace",
                        parents=model_options() + [json_option("print the walk as a trace file "
                                                               "(JSON) instead of a table")])
@@ -67,10 +67,10 @@ def register(sub) -> dict:
 
 
 def cmd_walk(args, console) -> int:
-    from checker.options import OK, BadInput, params
-    from checker.loader import load_spec
-    from checker.render import trace_table
-    from checker.trace import load, replay
+    from kcheck.options import OK, BadInput, params
+    from kcheck.loader import load_spec
+    from kcheck.render import trace_table
+    from kcheck.trace import load, replay
     model = load_spec(args.spec).instantiate(args.variant, params(args.param))
     doc = random_walk(model, args.steps, args.seed)
     if args.output:
@@ -81,7 +81,7 @@ def cmd_walk(args, console) -> int:
         doc = load(args.output)
     r = replay(model, doc)
     if args.json:
-        from checker.verdict import print_json
+        from kcheck.verdict import print_json
         print_json(doc, "walk")
         return OK
     console.print(trace_table(r.trace, f"{model.spec.name}/{model.variant}: walk of "

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 HEADLINE = ("consumer_group", "kip1251", "no-zombie-commit")
 
 

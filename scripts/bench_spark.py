@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checker import bfs, spark, spark_owner  # noqa: E402
-from checker.loader import load_spec  # noqa: E402
+from kcheck import bfs, spark, spark_owner  # noqa: E402
+from kcheck.loader import load_spec  # noqa: E402
 
 MASTER = "local[2]"
 
@@ -296,9 +296,9 @@ def _run_command(argv: list[str]) -> tuple[float, float, str, str, int]:
 
 
 # the command line with spark_owner.owner_mask declined: every state owned by its fingerprint
-BY_FINGERPRINT = ("import sys; from checker import spark_owner as so; "
-                  "so.owner_mask = lambda comp, S, P, *a, **k: (None, 1.0 - 1.0 / P); "
-                  "from checker.cli import main; sys.exit(main(sys.argv[1:]))")
+BY_FINGERPRINT = ("import sys; from kcheck import spark_owner as so; "
+                 "so.owner_mask = lambda comp, S, P, *a, **k: (None, 1.0 - 1.0 / P); "
+                  "from kcheck.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 def command(name: str, params: list[str], repeat: int = 3, by_fingerprint: bool = False):
@@ -307,7 +307,7 @@ def command(name: str, params: list[str], repeat: int = 3, by_fingerprint: bool 
     same with every state owned by its fingerprint), back to back, ``repeat`` times each
     (alternating); wall and CPU time of each (the command and every process it starts: the
     JVM, the Python workers), the best of each, and the load average around each run."""
-    kcheck = [sys.executable, "-m", "checker.cli"]
+    kcheck = [sys.executable, "-m", "kcheck.cli"]
     base = ["check", name] + [x for kv in params for x in ("--param", kv)] + ["--json"]
     spark_args = ["--engine", "spark-ownership", "--spark", MASTER]
     commands = [("one process", kcheck, []), ("spark-ownership local[2]", kcheck, spark_args)]

@@ -18,7 +18,7 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "img"
-KCHECK = [sys.executable, "-c", "from checker.cli import run; run()"]
+KCHECK = [sys.executable, "-c", "from kcheck.cli import run; run()"]
 TRACE = "counterexamples/two_phase/commit-without-prepares/consistent.json"
 
 

@@ -22,7 +22,7 @@ if [ "${1:-}" = "--test" ]; then
         apt-get update -q && apt-get install -y -q maven
     fi
     for version in 4.2.2 4.3.1 4.4.0; do
-        .venv/bin/python -c "import sys; from checker.conform import kafka; kafka.fetch(sys.argv[1])" "$version"
+        .venv/bin/python -c "import sys; from kcheck.conform import kafka; kafka.fetch(sys.argv[1])" "$version"
     done
 else
     .venv/bin/python -m pip install -q --disable-pip-version-check -e .

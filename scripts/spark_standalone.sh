@@ -16,7 +16,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || PY=python3
-KCHECK=("$PY" -m checker.cli)
+KCHECK=("$PY" -m kcheck.cli)
 DIR="${KCHECK_CLUSTER_DIR:-/tmp/kcheck-standalone-$(id -u)}"
 export SPARK_HOME="${SPARK_HOME:-$("$PY" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')}"
 export SPARK_LOCAL_IP=127.0.0.1

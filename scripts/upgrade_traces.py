@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from checker.loader import load_spec  # noqa: E402
-from checker.render import markdown  # noqa: E402
-from checker.trace import TraceError, load, replay, spec_path  # noqa: E402
-from spec.lang import FieldInfo, SpecError  # noqa: E402
+from kcheck.loader import load_spec  # noqa: E402
+from kcheck.render import markdown  # noqa: E402
+from kcheck.trace import TraceError, load, replay, spec_path  # noqa: E402
+from kcheck.spec.lang import FieldInfo, SpecError  # noqa: E402
 
 
 def former_names(fields) -> dict[str, FieldInfo]:

@@ -8,7 +8,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
-sys.path.insert(0, str(ROOT))
+# kcheck is imported as the installed package (one top-level name, `kcheck`): the checkout's root
+# must not be on the path, or `import spec` / `import checker` would find the repository's folders
+# and a missed import would pass here and fail for a user. `python -m pytest` puts the working
+# folder first; every Python the tests start inherits PYTHONSAFEPATH, which keeps it off.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+os.environ["PYTHONSAFEPATH"] = "1"
 
 # Every JSON document a command prints during the tests, in this process or in a kcheck
 # subprocess (which inherits the environment), is validated against checker/output_schema.json

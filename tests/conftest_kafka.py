@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from checker.conform import driver
-from checker.conform.broker import Broker, BrokerError, Cluster
+from kcheck.conform import driver
+from kcheck.conform.broker import Broker, BrokerError, Cluster
 
 # the releases the conformance tests run: 4.3.1 (the default), one before KIP-1251, the newest
 RELEASES = ("4.3.1", "4.2.2", "4.4.0")
@@ -88,8 +88,8 @@ def spec_walk(model, adapter, depth: int, seed: int) -> dict:
     """A seeded random walk (checker/walk.py) through the action instances the adapter can drive,
     as `kcheck conform --walks` takes them, leaving out the actions that need the cluster of three
     (the walk tests run on one broker; the failover traces have their own cluster test)."""
-    from checker.conform_cli import walk_filter
-    from checker.walk import random_walk
+    from kcheck.conform_cli import walk_filter
+    from kcheck.walk import random_walk
     drivable = walk_filter(adapter)
     return random_walk(model, depth, seed, allow=lambda state, inst: (
         inst.action.name not in adapter.replica_actions and drivable(state, inst)))

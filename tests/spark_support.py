@@ -5,8 +5,8 @@ import functools
 
 import pytest
 
-from checker import bfs, spark
-from checker.loader import load_spec
+from kcheck import bfs, spark
+from kcheck.loader import load_spec
 
 MASTER = "local[2,2]"   # two threads; a failed task is tried once more (local mode retries nothing otherwise)
 STATES = 20_000         # the single-process search's budget per variant; larger spaces are cut by depth

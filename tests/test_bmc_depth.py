@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import build_parser
-from checker.symbolic_cli import MAX_DEPTH
+from kcheck.cli import build_parser
+from kcheck.symbolic_cli import MAX_DEPTH
 
 ROOT = Path(__file__).resolve().parent.parent
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 INTERRUPTED, TERMINATED = 130, 143
 # guards against a hang, not timing assertions: reaching the slice (the lemmas are proved
 # first), and the end once signalled
@@ -30,8 +30,8 @@ ASKED = 10_000
 IN_SLICE = "test: inside a SAT slice"
 HOOKED = f"""
 import sys
-from checker import cnf
-from checker.cli import run
+from kcheck import cnf
+from kcheck.cli import run
 answer, asked = cnf._stop_asked, [0]
 
 def stop_asked(this):
@@ -142,7 +142,7 @@ def test_the_ceiling_itself_is_a_valid_depth():
 # fit_model reads each candidate's fields from the state declaration alone (Spec.fields_at)
 
 def test_fields_at_are_the_fields_of_the_model_at_those_parameters():
-    from checker.loader import load_spec
+    from kcheck.loader import load_spec
     spec = load_spec("consumer_group")
     for epochs in (1, 3):
         model = spec.instantiate(None, {"max_epoch": epochs})
@@ -153,8 +153,8 @@ def test_fields_at_are_the_fields_of_the_model_at_those_parameters():
 
 
 def test_a_path_past_max_epoch_is_fitted_with_max_epoch_raised_just_enough():
-    from checker.loader import load_spec
-    from checker.symbolic import SolverPath, fit_model
+    from kcheck.loader import load_spec
+    from kcheck.symbolic import SolverPath, fit_model
     model = load_spec("consumer_group").instantiate(None, {"max_epoch": 1})
     first = list(model.initial_states[0])
     later = [3] + first[1:]          # group_epoch 3, past the search's cap of 1

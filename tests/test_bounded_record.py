@@ -15,7 +15,7 @@ RECORD = ('spec.bounded("rings", why="the tick at the cap counts as enabled")\n'
 def progress(tmp_path, text, *args):
     path = tmp_path / "clock.py"
     path.write_text(text)
-    return subprocess.run([sys.executable, "-m", "checker.cli", "progress", str(path),
+    return subprocess.run([sys.executable, "-m", "kcheck.cli", "progress", str(path),
                            "--all-variants", *args], capture_output=True, text=True, cwd=ROOT)
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from checker import checkpoint
-from checker.bfs import search
-from checker.loader import load_spec
+from kcheck import checkpoint
+from kcheck.bfs import search
+from kcheck.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 
 
 def test_each_level_s_links_are_written_as_the_search_keeps_them(tmp_path):

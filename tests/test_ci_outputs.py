@@ -13,7 +13,7 @@ import xmlschema
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
-KCHECK = [sys.executable, "-c", "from checker.cli import run; run()"]
+KCHECK = [sys.executable, "-c", "from kcheck.cli import run; run()"]
 JUNIT = xmlschema.XMLSchema(str(SCHEMAS / "junit-10.xsd"))
 SARIF = jsonschema.Draft4Validator(json.loads((SCHEMAS / "sarif-schema-2.1.0.json").read_text()))
 

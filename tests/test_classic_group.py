@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.bfs import search
-from checker.layout import layout_of
-from checker.loader import load_spec
-from checker.trace import load, replay
-from spec.lang import SpecError
+from kcheck.bfs import search
+from kcheck.layout import layout_of
+from kcheck.loader import load_spec
+from kcheck.trace import load, replay
+from kcheck.spec.lang import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = load_spec("classic_group")

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from checker.conform import classic_group as adapter_module
-from checker.conform import driver
-from checker.conform.classic_group import (CLIENT_SIDE, REQUESTS, ClassicGroupAdapter,
-                                           assignment_bytes, read_assignment, read_subscription,
-                                           spec_assignment, subscription_bytes)
+from kcheck.conform import classic_group as adapter_module
+from kcheck.conform import driver
+from kcheck.conform.classic_group import (CLIENT_SIDE, REQUESTS, ClassicGroupAdapter,
+                                          assignment_bytes, read_assignment, read_subscription,
+                                          spec_assignment, subscription_bytes)
 from conftest_kafka import broker_for, kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
-from checker.layout import initial_words, layout_of
-from spec.classic_group import spec
+from kcheck.layout import initial_words, layout_of
+from kcheck.spec.classic_group import spec
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "tests" / "scenarios" / "classic_group").glob("*.json")) + \
@@ -162,7 +162,7 @@ def test_seeded_walk_conforms(kafka_broker, variant, seed):
 def test_member_id_buckets_are_java_hashmap_buckets():
     """String.hashCode then HashMap.hash, 16 buckets: the order Kafka's ClassicGroup.members
     iterates in ("abc".hashCode() = 96354; a negative hash code wraps as in Java)."""
-    from checker.conform.classic_group import _bucket
+    from kcheck.conform.classic_group import _bucket
     assert _bucket("abc") == (96354 ^ (96354 >> 16)) & 15 == 3
     h = 0
     for ch in "kcheck-consumer-0-8c1f":          # Java's int arithmetic, by hand

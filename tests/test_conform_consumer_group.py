@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.conform.consumer_group import ConsumerGroupAdapter, _kafka_uuid
-from checker.conform.driver import NotDrivable, TraceRun
-from checker.loader import load_spec
-from checker.trace import load
+from kcheck.conform.consumer_group import ConsumerGroupAdapter, _kafka_uuid
+from kcheck.conform.driver import NotDrivable, TraceRun
+from kcheck.loader import load_spec
+from kcheck.trace import load
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "tests" / "scenarios" / "consumer_group"
@@ -158,7 +158,7 @@ def test_only_a_classic_members_commits_are_driven():
 
 @pytest.mark.kafka
 def test_regex_subscriptions_on_kafka_431():
-    from checker.conform.driver import CONFORMS, NOT_DRIVABLE, Job, run_trace
+    from kcheck.conform.driver import CONFORMS, NOT_DRIVABLE, Job, run_trace
     from conftest_kafka import broker_for
     broker = broker_for("4.3.1")
     ad = ConsumerGroupAdapter()

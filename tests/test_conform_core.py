@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from checker.conform import driver
-from checker.conform.consumer_group import ConsumerGroupAdapter
-from checker.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, Job,
-                                    TraceRun, compare, predict, run_trace)
-from checker.conform.kafka import check_version
-from checker.layout import layout_of
-from checker.loader import load_spec
-from checker.trace import load, replay
-from checker.walk import random_walk
+from kcheck.conform import driver
+from kcheck.conform.consumer_group import ConsumerGroupAdapter
+from kcheck.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, Job,
+                                   TraceRun, compare, predict, run_trace)
+from kcheck.conform.kafka import check_version
+from kcheck.layout import layout_of
+from kcheck.loader import load_spec
+from kcheck.trace import load, replay
+from kcheck.walk import random_walk
 from conftest_kafka import broker_for, cluster_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,7 +33,8 @@ def _job(path: Path) -> Job:
 
 
 def _kcheck(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from checker.cli import run; run()", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", "from kcheck.cli import run; run()", *args],
+                          cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -138,7 +139,7 @@ def test_the_adapters_view_of_the_zombie_trace():
 def test_the_adapter_reads_the_spec_state_by_member_and_partition():
     """The spec's (member, partition) fields are two-dimensional and a commit in flight is a
     record: the adapter's prediction after a HeartbeatResponse, a rebuilt state, and a commit."""
-    from checker.conform.consumer_group import _declared
+    from kcheck.conform.consumer_group import _declared
     doc = load(ZOMBIE)
     model = SPEC.instantiate(doc["variant"], doc["params"])
     steps = predict(model, tuple(layout_of(model).pack(doc["state"])), doc["steps"])
@@ -205,8 +206,8 @@ def test_after_a_move_the_driver_waits_for_a_committed_write_of_its_own(monkeypa
     coordinator takes over, and a refusal or a timeout is an error that says so."""
     from kio.schema.errors import ErrorCode
 
-    from checker.conform import consumer_group
-    from checker.conform.wire import WireError
+    from kcheck.conform import consumer_group
+    from kcheck.conform.wire import WireError
     c = _ScriptedCoordinator(ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress,
                              ErrorCode.none)
     ConsumerGroupAdapter()._wait_committed(_barrier_run(c))
@@ -435,7 +436,7 @@ def test_a_broken_adapter_or_a_wrong_record_is_a_divergence(kafka_431):
 
 @pytest.mark.kafka
 def test_conform_command_with_kafka_jars(tmp_path):
-    from checker.conform.kafka import fetch
+    from kcheck.conform.kafka import fetch
     r = _kcheck("conform", "consumer_group", str(ZOMBIE), str(SCENARIOS / "heartbeat_race_strict.json"),
                 "--kafka-jars", str(fetch("4.3.1")), "--out", str(tmp_path),
                 "--walks", "2", "--depth", "6", "--seed", "5", "--variant", "kafka-20442")
@@ -505,7 +506,7 @@ def test_the_cluster_moves_leaders_and_stops_with_no_process_left():
     """Three nodes, every one a broker; a partition's leader and a coordinator move by request
     (the leader epoch grows by one each time); stopped, no node's process is left."""
     import os
-    from checker.conform.wire import Connection
+    from kcheck.conform.wire import Connection
     from conftest_kafka import stop_cluster
     cluster = cluster_for("4.3.1")
     assert len(cluster.nodes) == 3 and len(cluster.pids()) == 3

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from checker.conform import driver
-from checker.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, PREPARE, REQUESTS, TIMERS,
-                                      Client, ProducerAdapter, complete_batch,
-                                      describe_transactions_response, hold_needed,
-                                      old_marker_while_held, prepares_to_hold, read_batches,
-                                      record_batch, spec_outcome_of_produce)
-from checker.layout import initial_words, layout_of
-from checker.trace import Executor
+from kcheck.conform import driver
+from kcheck.conform.producer import (CLIENT_SIDE, NOT_DRIVABLE, PREPARE, REQUESTS, TIMERS,
+                                     Client, ProducerAdapter, complete_batch,
+                                     describe_transactions_response, hold_needed,
+                                     old_marker_while_held, prepares_to_hold, read_batches,
+                                     record_batch, spec_outcome_of_produce)
+from kcheck.layout import initial_words, layout_of
+from kcheck.trace import Executor
 from conftest_kafka import broker_for, cluster_for, kafka_broker, spec_walk  # noqa: F401  (the session's broker per release)
-from spec.producer import spec
+from kcheck.spec.producer import spec
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "tests" / "scenarios" / "producer").glob("*.json")) + \
@@ -239,7 +239,7 @@ PREPARES_HELD = {
 def test_the_prepares_to_hold_and_their_cluster():
     """prepares_to_hold over every shipped trace (Kafka 2.3's variants aside): exactly these
     need a hold, and each of them runs on the cluster of three."""
-    from checker.conform.producer import UNREACHABLE_VARIANTS
+    from kcheck.conform.producer import UNREACHABLE_VARIANTS
     a, found = ProducerAdapter(), {}
     for path in TRACES:
         doc = json.loads(path.read_text())
@@ -416,7 +416,7 @@ def test_expiry_is_per_node_and_idle_per_partition(monkeypatch):
     deletes it after; the expiration is the idle one (1 ms) when nothing of that partition is in
     flight, whatever is on the wire to the other partition (ExpireProducer's guard is per
     partition), else 5 minutes."""
-    import checker.conform.producer as prod
+    import kcheck.conform.producer as prod
     calls = []
     monkeypatch.setattr(prod, "set_node_config",
                         lambda conn, node_id, name, value, **k: calls.append((node_id, value)))
@@ -573,8 +573,8 @@ def test_seeded_walk_conforms(kafka_broker, variant, params, seed):
 def cluster_walk(seed: int, depth: int = 16) -> dict:
     """A seeded walk of kip360 as `kcheck conform producer --walks` draws it (every action the
     adapter can drive on the cluster of three, LeaderFailover and replica 1 included)."""
-    from checker.conform_cli import walk_filter
-    from checker.walk import random_walk
+    from kcheck.conform_cli import walk_filter
+    from kcheck.walk import random_walk
     adapter = ProducerAdapter()
     model = spec.instantiate("kip360", {})
     return random_walk(model, depth, seed, start=lambda s: adapter.initial_reason(model.params, s) is None,

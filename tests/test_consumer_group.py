@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.bfs import search
-from checker.layout import layout_of
-from checker.loader import load_spec
-from checker.trace import TraceError, build, load, replay
+from kcheck.bfs import search
+from kcheck.layout import layout_of
+from kcheck.loader import load_spec
+from kcheck.trace import TraceError, build, load, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 SAVED = ROOT / "counterexamples" / "consumer_group"
@@ -152,7 +152,7 @@ def test_a_wrong_expected_error_code_fails(tmp_path):
 
 
 def test_bad_parameter_is_one_line_error():
-    r = subprocess.run([sys.executable, "-m", "checker.cli", "check", "consumer_group", "--param",
+    r = subprocess.run([sys.executable, "-m", "kcheck.cli", "check", "consumer_group", "--param",
                         "members=9"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "members=9" in r.stderr

@@ -4,9 +4,9 @@ violated never is; the lemmas are load-bearing; KAFKA-19974 is what separates ki
 variant in which no-zombie-commit is proved. See "Proofs" in spec/consumer_group_notes.md."""
 import pytest
 
-from checker.loader import load_spec
-from checker.symbolic import prove
-from checker.trace import replay, to_json
+from kcheck.loader import load_spec
+from kcheck.symbolic import prove
+from kcheck.trace import replay, to_json
 
 SPEC = load_spec("consumer_group")
 KIP1251 = SPEC.instantiate("kip1251")          # default sizes: the proofs are for these sizes

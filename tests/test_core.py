@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from checker import reference
-from checker.bfs import search
-from checker.compile import Compiled
-from checker.layout import layout_of
-from checker.loader import load_spec
-from checker.reference import evaluate, explore, successors as reference_successors
-from checker.trace import build, load, replay, to_json
-from spec import SHIPPED
-from spec.lang import SpecError
+from kcheck import reference
+from kcheck.bfs import search
+from kcheck.compile import Compiled
+from kcheck.layout import layout_of
+from kcheck.loader import load_spec
+from kcheck.reference import evaluate, explore, successors as reference_successors
+from kcheck.trace import build, load, replay, to_json
+from kcheck.spec import SHIPPED
+from kcheck.spec.lang import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = Path(__file__).resolve().parent / "specs_core"
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 
 
 def kcheck(*args, timeout=300):

@@ -16,15 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from checker import explore
-from checker.bfs import search
-from checker.compile import Compiled, fingerprint
-from checker.layout import layout_of
-from checker.loader import load_spec
+from kcheck import explore
+from kcheck.bfs import search
+from kcheck.compile import Compiled, fingerprint
+from kcheck.layout import layout_of
+from kcheck.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = Path(__file__).parent / "specs_core"
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 SEED = fingerprint.__defaults__[0]      # the first hash's seed
 
 
@@ -90,9 +90,8 @@ def test_a_search_resumed_from_a_checkpoint_ends_as_one_run_straight_through(tmp
 
 KILLED = r"""
 import os, signal, sys
-sys.path.insert(0, {root!r})
-from checker.loader import load_spec
-from checker.bfs import search
+from kcheck.loader import load_spec
+from kcheck.bfs import search
 model = load_spec("two_phase").instantiate(None, {{"N": 5}})
 def on_level(depth, fps):
     if depth == {kill_at}:      # after the checkpoint of depth {kill_at} - 1: a hard kill
@@ -105,7 +104,7 @@ def test_a_killed_run_resumes_from_the_command_line(tmp_path):
     """A search killed (SIGKILL) mid-run leaves a checkpoint; `kcheck check --checkpoint` resumes
     from it and prints what a run straight through prints, figures and traces alike."""
     ck = tmp_path / "ck"
-    p = subprocess.run([sys.executable, "-c", KILLED.format(root=str(ROOT), dir=str(ck), kill_at=9)],
+    p = subprocess.run([sys.executable, "-c", KILLED.format(dir=str(ck), kill_at=9)],
                        capture_output=True, text=True)
     assert p.returncode == -signal.SIGKILL, p.stderr
     args = ["check", "two_phase", "--param", "N=5", "--json"]

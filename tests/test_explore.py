@@ -7,16 +7,16 @@ import json
 import numpy as np
 import pytest
 
-from checker import bfs, explore, graph, native, spark, spark_owner
-from checker.compile import Compiled, fingerprint
-from checker.layout import initial_words
-from checker.loader import load_spec
-from checker.trace import build, to_json
+from kcheck import bfs, explore, graph, native, spark, spark_owner
+from kcheck.compile import Compiled, fingerprint
+from kcheck.layout import initial_words
+from kcheck.loader import load_spec
+from kcheck.trace import build, to_json
 from spark_support import MASTER, sc  # noqa: F401 (sc is a fixture)
 
 GRID = '''
 """A walk on a grid: every state (x, y) is reached by an IncX step and an IncY step."""
-from spec.lang import Int, Spec
+from kcheck.spec.lang import Int, Spec
 
 spec = Spec("grid", __doc__)
 spec.param("n", 6, lo=1, hi=30, doc="the grid's last row and column")
@@ -142,7 +142,7 @@ def test_a_level_sorted_in_parts_keeps_the_least_parent(monkeypatch, producer_se
 def _graph_traces(sg, model, found):
     """The state graph's BFS-tree path to each counterexample's end (the pre-state and the
     instance, for a transition property)."""
-    from checker.trace import Executor
+    from kcheck.trace import Executor
     ex = Executor(model)
     index = {int(f): i for i, f in enumerate(sg.fps)}
     out = {}
@@ -273,7 +273,7 @@ def test_a_trace_of_format_version_1_still_replays():
     before LeaderFailover) and the saved version-2 one, equally long."""
     from pathlib import Path
 
-    from checker.trace import FORMAT, load, replay
+    from kcheck.trace import FORMAT, load, replay
     root = Path(__file__).resolve().parent
     v1 = load(root / "traces_v1" / "out-of-order-only-after-a-gap.json")
     v2 = load(root.parent / "counterexamples" / "producer" / "pre-kip360" /
@@ -466,7 +466,7 @@ def test_first_of_each_in_a_block_is_the_first_occurrence():
 
 COMPARISONS = '''
 """Fields of integers compared with constants every way round, in range and out of it."""
-from spec.lang import Array, Bool, Enum, Int, Spec, Forall
+from kcheck.spec.lang import Array, Bool, Enum, Int, Spec, Forall
 
 spec = Spec("comparisons", __doc__)
 Colour = Enum("Colour", "red green blue")
@@ -505,8 +505,8 @@ def test_comparisons_on_a_field_s_bits_are_the_interpreter_s(tmp_path):
     the reference interpreter says."""
     import itertools
 
-    from checker.layout import layout_of
-    from checker.reference import evaluate
+    from kcheck.layout import layout_of
+    from kcheck.reference import evaluate
     path = tmp_path / "comparisons.py"
     path.write_text(COMPARISONS)
     model = load_spec(str(path)).instantiate(None, {})
@@ -529,7 +529,7 @@ def test_a_one_word_layout_places_the_fields_steps_change_most_lowest(monkeypatc
     lowest, their prepared messages below the coordinator's record of them); wider states keep
     the declaration order. A layout is a bijection: the same counts, verdicts and trace lengths
     as the declaration order, which a pilot of no states leaves."""
-    from checker import layout
+    from kcheck import layout
     spec = load_spec("two_phase")
     model = spec.instantiate("commit-without-prepares", {"N": 5})
     lay = layout.layout_of(model)
@@ -558,7 +558,7 @@ def test_a_layout_being_computed_is_not_seen_by_another_thread(monkeypatch):
     it once took the pilot's order, packed its states with it and counted 345 states where
     there are 288."""
     import threading
-    from checker import layout
+    from kcheck import layout
     model = load_spec("two_phase").instantiate("lamport", {"N": 4})
     inside, seen = threading.Event(), []
     other = threading.Thread(target=lambda: (inside.wait(), seen.append(layout.layout_of(model))))

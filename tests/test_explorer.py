@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from checker.explorer import Session, expr_text, make_server
-from checker.loader import load_spec
-from checker.trace import load
+from kcheck.explorer import Session, expr_text, make_server
+from kcheck.loader import load_spec
+from kcheck.trace import load
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "counterexamples" / "two_phase" / "commit-without-prepares" / "consistent.json"
-KCHECK = [sys.executable, "-c", "from checker.cli import run; run()"]
+KCHECK = [sys.executable, "-c", "from kcheck.cli import run; run()"]
 
 
 def _state(view) -> dict:

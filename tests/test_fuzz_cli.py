@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.cli import main
+from kcheck.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 # README "Exit codes" (4, the broker, comes from conform, which this sweep does not start)

@@ -8,13 +8,13 @@ import networkx as nx
 import pytest
 
 import small_sizes
-from checker.bfs import search
-from checker.cli import main
-from checker.graph import (build_graph, check, check_progress, fair_components, lasso_trace,
-                           to_dot, to_graphml, to_json)
-from checker.loader import load_spec
-from checker.trace import load, replay, to_json as trace_json
-from spec import SHIPPED
+from kcheck.bfs import search
+from kcheck.cli import main
+from kcheck.graph import (build_graph, check, check_progress, fair_components, lasso_trace,
+                          to_dot, to_graphml, to_json)
+from kcheck.loader import load_spec
+from kcheck.trace import load, replay, to_json as trace_json
+from kcheck.spec import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "tests" / "specs"
@@ -88,7 +88,7 @@ def test_the_array_rule_of_fairness_is_fair_components_rule():
     (a self-loop counts as a step taken inside its component) it answers as fair_components."""
     import numpy as np
     from types import SimpleNamespace
-    from checker.graph import _fair_flags
+    from kcheck.graph import _fair_flags
     en = np.array([[bits(0, 1)], [bits(0, 1)], [bits(1)]], dtype=np.uint8)
     sg = SimpleNamespace(enabled_bits=en, src=np.array([0, 1, 1, 2]), dst=np.array([1, 0, 2, 2]),
                          act=np.array([0, 0, 1, 1]), states=3)
@@ -107,7 +107,7 @@ def test_the_array_rule_agrees_with_fair_components_on_the_shipped_graphs(name):
     _strong_components and _fair_flags call fair are those fair_components finds on the same
     networkx graph."""
     import numpy as np
-    from checker.graph import _fair_flags, _strong_components, fair_mask
+    from kcheck.graph import _fair_flags, _strong_components, fair_mask
     spec = load_spec(name)
     model = spec.instantiate(None, small_sizes.small_params(spec, None, lambda p: p.lo + 1))
     sg = build_graph(model)
@@ -129,7 +129,7 @@ def test_the_array_rule_agrees_with_fair_components_on_the_shipped_graphs(name):
 
 def test_a_decomposition_is_reused_only_for_the_same_graph():
     import numpy as np
-    from checker.graph import _strong_components
+    from kcheck.graph import _strong_components
     model = load_spec("two_phase").instantiate(None, {"N": 2})
     sg = build_graph(model)
     alive = np.ones(sg.states, dtype=bool)
@@ -339,7 +339,7 @@ def test_shipped_progress_verdicts_match_the_record_and_lassos_replay(name, vari
 def reference_verdict(sg, prop):
     """The plain reading of the rule on the networkx graph: a fair component of the not-Q part
     (no trimming, no shortcut for stopping states) reachable from a P-and-not-Q state."""
-    from checker.graph import compile_condition, fair_mask, progress_conditions
+    from kcheck.graph import compile_condition, fair_mask, progress_conditions
     P, Q = progress_conditions(sg.model, prop)
     p_ok = compile_condition(sg.model, P, "P")(sg.words)
     q_ok = compile_condition(sg.model, Q, "Q")(sg.words)

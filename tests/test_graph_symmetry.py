@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import main
-from checker.graph import build_graph, check, lasso_trace
-from checker.loader import load_spec
-from checker.symmetry import SymmetryError
-from checker.trace import build, replay, to_json, traces_of
+from kcheck.cli import main
+from kcheck.graph import build_graph, check, lasso_trace
+from kcheck.loader import load_spec
+from kcheck.symmetry import SymmetryError
+from kcheck.trace import build, replay, to_json, traces_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_PHASE = (ROOT / "spec" / "examples" / "two_phase.py").read_text()
@@ -21,7 +21,7 @@ RMS = ('spec.symmetry("rm", count=lambda p: p.N, '
        'why="the resource managers run the same code")\n')
 # progress properties of two_phase with less fairness: violated, by a behaviour that stops
 LESS_FAIR = '''
-from spec.lang import Exists
+from kcheck.spec.lang import Exists
 
 @spec.always_eventually("decides-if-rms-only", fair=["RMPrepare", "RMRcvCommitMsg", "RMRcvAbortMsg"])
 def decides_if_rms_only(s, p):
@@ -126,7 +126,7 @@ def test_a_lasso_with_a_loop_found_under_symmetry_replays(tmp_path):
 def test_paths_of_the_quotient_are_made_concrete(tmp_path):
     """Every path to a deepest orbit (what a deadlock's trace is) replays through the unreduced
     spec and ends in that orbit."""
-    from checker.verdict import Counterexample
+    from kcheck.verdict import Counterexample
     spec, _ = two_phase(tmp_path)
     model = spec.instantiate(None, {"N": 3})
     sg = build_graph(model, symmetry=True)

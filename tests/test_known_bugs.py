@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from checker.loader import load_spec
-from spec import SHIPPED
+from kcheck.loader import load_spec
+from kcheck.spec import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "tests/specs/lost_update.py"
 
 
 def kcheck(*argv):
-    return subprocess.run([sys.executable, "-m", "checker.cli", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "kcheck.cli", *argv], capture_output=True,
                           text=True, cwd=ROOT)
 
 

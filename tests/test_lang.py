@@ -7,12 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from checker.compile import CodeGen
-from checker.layout import Layout, initial_words
-from checker.ops import EVALUATORS, OPS
-from checker.reference import evaluate as reference
-from spec.lang import (LEAVES, OPERATIONS, Array, Bool, Expr, If, Int, SpecError, StateFields,
-                       StateView, const)
+from kcheck.compile import CodeGen
+from kcheck.layout import Layout, initial_words
+from kcheck.ops import EVALUATORS, OPS
+from kcheck.reference import evaluate as reference
+from kcheck.spec.lang import (LEAVES, OPERATIONS, Array, Bool, Expr, If, Int, SpecError,
+                              StateFields, StateView, const)
 
 
 def test_every_operation_of_the_language_has_a_row_with_every_evaluator():
@@ -76,7 +76,7 @@ def test_numpy_agrees_with_the_reference_on_every_state(op):
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_the_interval_of_an_operation_holds_every_value_it_takes(op):
     """The bound symbolic.value_range computes from the table (what sizes bmc's bit-vectors)."""
-    from checker.symbolic import value_range
+    from kcheck.symbolic import value_range
     ranges = [(f.type.lo, f.type.hi) for f in FIELDS.fields]
     states = _grid()
     for e in _instances()[op]:
@@ -94,7 +94,7 @@ def test_the_interval_of_an_operation_holds_every_value_it_takes(op):
 def test_z3_agrees_with_the_reference_on_every_state(op, bv):
     import z3
 
-    from checker.symbolic import Env, evaluate
+    from kcheck.symbolic import Env, evaluate
     states = _grid()
     for e in _instances()[op]:
         for v in states:
@@ -115,12 +115,12 @@ def test_z3_agrees_with_the_reference_on_every_state(op, bv):
 
 from pathlib import Path  # noqa: E402
 
-from checker.bfs import search  # noqa: E402
-from checker.layout import layout_of  # noqa: E402
-from checker.loader import load_spec  # noqa: E402
-from checker.reference import explore  # noqa: E402
-from checker.trace import build, replay, to_json  # noqa: E402
-from spec.lang import Case, Enum, Record  # noqa: E402
+from kcheck.bfs import search  # noqa: E402
+from kcheck.layout import layout_of  # noqa: E402
+from kcheck.loader import load_spec  # noqa: E402
+from kcheck.reference import explore  # noqa: E402
+from kcheck.trace import build, replay, to_json  # noqa: E402
+from kcheck.spec.lang import Case, Enum, Record  # noqa: E402
 
 LANG_SPECS = Path(__file__).resolve().parent / "specs_lang"
 SIZES = [dict(members=2, partitions=2, max_epoch=3), dict(members=3, partitions=2, max_epoch=2),
@@ -191,7 +191,7 @@ REC = StateFields({"r": Array(Record(present=Bool, epoch=Int(0, 3)), 2),
 
 
 def _transition():
-    from spec.lang import Params, Spec, Transition
+    from kcheck.spec.lang import Params, Spec, Transition
     return Transition(REC, Params({}), "default", Spec("t"))
 
 
@@ -225,7 +225,7 @@ def test_a_wrong_use_of_a_structured_field_is_one_line(action, message):
 
 @pytest.mark.z3
 def test_z3_finds_the_same_violations_in_the_structured_spec():
-    from checker.symbolic import bmc
+    from kcheck.symbolic import bmc
     flat, structured = _pair(SIZES[0])
     a = bmc(flat, depth=4, keep_search_bounds=True)
     b = bmc(structured, depth=4, keep_search_bounds=True)
@@ -242,7 +242,7 @@ def test_z3_finds_the_same_violations_in_the_structured_spec():
 
 def _reference_levels(model):
     """The reachable states level by level, by the plain interpreter."""
-    from checker.reference import successors
+    from kcheck.reference import successors
     level = list(model.initial_states)
     seen, levels = set(level), []
     while level:
@@ -268,7 +268,7 @@ def test_a_reachable_scenario_has_the_shortest_witness_and_it_replays(name):
     tr = build(model, w.property, w.kind, w.initial, w.steps)
     assert replay(model, to_json(tr)).ok
     # the reference interpreter: P holds first at depth 3, and at the witness's last state
-    from spec.lang import Not
+    from kcheck.spec.lang import Not
     p_expr = Not(model.invariant_expr(prop))
     levels = _reference_levels(model)
     first = next(d for d, lv in enumerate(levels) if any(reference(p_expr, list(st)) for st in lv))
@@ -284,7 +284,7 @@ def test_an_unreachable_scenario_is_not_found_in_an_exhaustive_search():
 # ---------------------------------------------------------------------------------------------
 # Names checked when the spec is loaded: a one-line error naming the spec's file and line
 
-TINY = '''from spec.lang import Spec, Int
+TINY = '''from kcheck.spec.lang import Spec, Int
 spec = Spec("tiny")
 spec.param("top", 2, 1, 5)
 
@@ -371,7 +371,7 @@ def test_a_comparison_of_the_variant_with_an_unknown_name_is_an_error(tmp_path, 
 
 
 def test_the_state_graph_and_progress_verdicts_are_the_same_for_the_structured_spec():
-    from checker.graph import build_graph, check_progress
+    from kcheck.graph import build_graph, check_progress
     flat, structured = _pair(SIZES[0])
     a, b = build_graph(flat), build_graph(structured)
     assert (a.states, a.edges) == (b.states, b.edges) and a.states > 1000
@@ -383,7 +383,7 @@ def test_the_state_graph_and_progress_verdicts_are_the_same_for_the_structured_s
 
 
 def test_the_result_says_reached_and_not_reached_and_compares_them_with_the_record():
-    from checker.verdict import cell, differs_from_record, exit_code
+    from kcheck.verdict import cell, differs_from_record, exit_code
     spec = load_spec(str(LANG_SPECS / "records.py"))
     r = search(spec.instantiate(None, SIZES[0]))
     assert r.status("request-to-fence") == "reached" and r.status("shared-partition") == "not-reached"
@@ -402,8 +402,8 @@ def test_the_result_says_reached_and_not_reached_and_compares_them_with_the_reco
 
 @pytest.mark.z3
 def test_prove_leaves_a_sometimes_property_to_check_and_bmc(capsys):
-    from checker.cli import main
-    from checker.symbolic import provable_properties, prove
+    from kcheck.cli import main
+    from kcheck.symbolic import provable_properties, prove
     model = load_spec(str(LANG_SPECS / "records.py")).instantiate(None, SIZES[0])
     assert "request-to-fence" not in provable_properties(model)
     assert "one-owner" in provable_properties(model)
@@ -424,7 +424,7 @@ def test_ci_outputs_pass_a_reached_scenario_and_fail_one_not_reached(tmp_path):
     spec_path = tmp_path / "flat.py"
     spec_path.write_text((LANG_SPECS / "flat.py").read_text().replace(
         ', "shared-partition"])', '])'))
-    r = subprocess.run([sys.executable, "-m", "checker.cli", "check", str(spec_path),
+    r = subprocess.run([sys.executable, "-m", "kcheck.cli", "check", str(spec_path),
                         "--junit", str(junit)], capture_output=True, text=True, cwd=root_dir,
                        timeout=600)
     assert r.returncode == 1, r.stderr
@@ -448,6 +448,6 @@ def test_a_scenario_expects_nested_arrays_and_records(expect, ok):
     doc = {"kcheck_trace": 1, "spec": str(LANG_SPECS / "records.py"), "variant": "default",
            "params": SIZES[0], "steps": [{"action": "Send", "args": {"m": 0},
                                           "expect": {"state": expect}}]}
-    from checker.trace import validate
+    from kcheck.trace import validate
     res = replay(structured, validate(doc))
     assert res.ok is ok, res.message

@@ -8,13 +8,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from checker.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, main
-from checker.verdict import (OUTPUT_SCHEMA, OutputSchemaError, Verdict, cell, check_output,
-                             differs_from_record, exit_code, record_differences)
-from spec import SHIPPED  # noqa: F401  (the shipped specs load)
-from checker.layout import initial_words
-from checker.trace import FORMAT
-from checker.loader import load_spec
+from kcheck.cli import BAD_INPUT, BOUNDED, OK, VIOLATED, main
+from kcheck.verdict import (OUTPUT_SCHEMA, OutputSchemaError, Verdict, cell, check_output,
+                            differs_from_record, exit_code, record_differences)
+from kcheck.spec import SHIPPED  # noqa: F401  (the shipped specs load)
+from kcheck.layout import initial_words
+from kcheck.trace import FORMAT
+from kcheck.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,8 +85,8 @@ def test_bmc_and_prove_documents(capsys):
 
 @pytest.mark.z3
 def test_prove_and_compare_return_run_results():
-    from checker.symbolic import compare, prove
-    from checker.verdict import RunResult
+    from kcheck.symbolic import compare, prove
+    from kcheck.verdict import RunResult
     spec = load_spec("two_phase")
     pr = prove(spec.instantiate("commit-without-prepares", {}), "consistent", k_max=1, bmc_depth=4)
     assert isinstance(pr, RunResult) and pr.engine == "z3-k-induction"
@@ -204,7 +204,7 @@ def test_command_modules_do_not_import_the_command_line():
             continue
         tree = ast.parse((ROOT / "checker" / f"{name}.py").read_text())
         mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert "checker.cli" not in mods, f"checker/{name}.py imports checker.cli"
+        assert "kcheck.cli" not in mods, f"checker/{name}.py imports checker.cli"
 
 
 def test_shared_options_are_defined_once():
@@ -225,7 +225,7 @@ def test_shared_options_are_defined_once():
     (["--spark", "local[2,2]", "--partition", "ownership"], "spark-ownership"),   # the alias
 ])
 def test_the_spark_engines_answer_as_bfs(capsys, args, engine):
-    from checker import spark
+    from kcheck import spark
     try:
         code, doc = run_json(capsys, "check", "two_phase", "--variant", "commit-without-prepares",
                              *args, "--json")
@@ -245,8 +245,8 @@ def test_the_spark_engines_answer_as_bfs(capsys, args, engine):
 
 def test_conform_document_follows_the_schema():
     """`conform --json` without a broker: the document built from the driver's outcomes."""
-    from checker.conform import driver
-    from checker.conform_cli import conform_document
+    from kcheck.conform import driver
+    from kcheck.conform_cli import conform_document
     spec = load_spec("consumer_group")
     default = spec.default_variant
     other = next(v for v in spec.variants if v != default)
@@ -276,8 +276,8 @@ def test_walk_prints_the_trace_it_saves(capsys, tmp_path):
 
 
 def test_a_lasso_is_the_one_counterexample_type():
-    from checker.graph import build_graph, check_progress
-    from checker.verdict import Counterexample
+    from kcheck.graph import build_graph, check_progress
+    from kcheck.verdict import Counterexample
     spec = load_spec(str(ROOT / "tests" / "specs" / "clients.py"))
     model = spec.instantiate(None, {})
     r = check_progress(build_graph(model), spec.progress["served-unfair"])
@@ -290,9 +290,9 @@ def test_a_lasso_is_the_one_counterexample_type():
 
 @pytest.mark.z3
 def test_a_solver_counterexample_is_the_one_counterexample_type():
-    from checker.bfs import search
-    from checker.symbolic import SolverPath, bmc
-    from checker.verdict import Counterexample
+    from kcheck.bfs import search
+    from kcheck.symbolic import SolverPath, bmc
+    from kcheck.verdict import Counterexample
     model = load_spec("two_phase").instantiate("commit-without-prepares", {})
     cx = bmc(model, ["consistent"], depth=6).found["consistent"]
     found = search(model, ["consistent"]).found["consistent"]
@@ -313,8 +313,8 @@ def test_graph_export_follows_the_schema(capsys, tmp_path):
 
 
 def test_a_search_returns_a_run_result():
-    from checker.bfs import search
-    from checker.verdict import RunResult
+    from kcheck.bfs import search
+    from kcheck.verdict import RunResult
     model = load_spec("two_phase").instantiate("commit-without-prepares", {})
     r = search(model)
     assert isinstance(r, RunResult) and r.engine == "bfs" and r.stop_reason is None
@@ -329,8 +329,8 @@ def test_a_search_returns_a_run_result():
 
 @pytest.mark.z3
 def test_bmc_returns_a_run_result():
-    from checker.symbolic import bmc
-    from checker.verdict import RunResult
+    from kcheck.symbolic import bmc
+    from kcheck.verdict import RunResult
     model = load_spec("two_phase").instantiate("commit-without-prepares", {})
     r = bmc(model, depth=4)
     assert isinstance(r, RunResult) and r.engine == "z3-bmc" and r.stop_reason == "max-depth"

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from checker import por
-from checker.bfs import search
-from checker.compile import Compiled
-from checker.layout import initial_words, layout_of
-from checker.loader import load_spec
-from checker.trace import build, replay, to_json
+from kcheck import por
+from kcheck.bfs import search
+from kcheck.compile import Compiled
+from kcheck.layout import initial_words, layout_of
+from kcheck.loader import load_spec
+from kcheck.trace import build, replay, to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -234,7 +234,7 @@ def test_engine_counterexample_replays_unreduced(variant, prop):
 
 
 def _kcheck(*args):
-    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "kcheck.cli", *args], cwd=ROOT,
                           capture_output=True, text=True)
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from checker.bfs import search
-from checker.layout import initial_words, layout_of
-from checker.trace import TraceError, load, replay
-from spec.producer import spec
+from kcheck.bfs import search
+from kcheck.layout import initial_words, layout_of
+from kcheck.trace import TraceError, load, replay
+from kcheck.spec.producer import spec
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTEREXAMPLES = sorted((ROOT / "counterexamples" / "producer").glob("*/*.json"))
@@ -482,7 +482,7 @@ def test_kafka_8483_heap_is_javas_priority_queue():
     import random
 
     import numpy as np
-    from checker.trace import Executor, shown_values
+    from kcheck.trace import Executor, shown_values
     # five records: a fifth batch offered after a removal makes the right child the smaller one
     model = spec.instantiate("kafka-8483", {"records": 5})
     ex, lay = Executor(model), layout_of(model)

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_progress_prints_plain_lines_on_stderr_while_building_the_graph():
     env = {**os.environ, "KCHECK_PROGRESS_SECONDS": "0"}
-    p = subprocess.run([sys.executable, "-m", "checker.cli", "progress", "two_phase"],
+    p = subprocess.run([sys.executable, "-m", "kcheck.cli", "progress", "two_phase"],
                        capture_output=True, text=True, cwd=ROOT, env=env)
     assert p.returncode == 0, p.stderr
     lines = [l for l in p.stderr.splitlines() if "building the state graph" in l]

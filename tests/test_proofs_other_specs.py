@@ -6,8 +6,8 @@ variant, is ever reported proved. Every proof is k=1 (one to three seconds of CP
 of them: the module costs about 5 CPU minutes)."""
 import pytest
 
-from checker import symbolic
-from checker.loader import load_spec
+from kcheck import symbolic
+from kcheck.loader import load_spec
 
 SPECS = ["producer", "classic_group", "shared_consumption"]
 DEFAULT = {"producer": "kip360", "classic_group": "kip792", "shared_consumption": "draft"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.loader import load_spec
+from kcheck.loader import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -28,7 +28,7 @@ def test_the_example_spec_runs(tmp_path):
     code = re.search(r"```python\n(\"\"\"A counter.*?)```", README, re.S).group(1)
     path = tmp_path / "cas_counter.py"
     path.write_text(code)
-    p = subprocess.run([sys.executable, "-m", "checker.cli", "check", str(path), "--all-variants"],
+    p = subprocess.run([sys.executable, "-m", "kcheck.cli", "check", str(path), "--all-variants"],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "VIOLATED" in p.stdout and "holds" in p.stdout

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from checker.loader import load_spec
-from checker.report import collect, render_html, sequence_svg
+from kcheck.loader import load_spec
+from kcheck.report import collect, render_html, sequence_svg
 
 ROOT = Path(__file__).resolve().parent.parent
 # not `python -m checker.cli`: run as __main__, the CLI module is loaded twice and a command
 # module's BadInput (imported from checker.cli) is not the class main() catches
-KCHECK = [sys.executable, "-c", "from checker.cli import run; run()"]
+KCHECK = [sys.executable, "-c", "from kcheck.cli import run; run()"]
 RING = str(ROOT / "tests" / "specs" / "ring.py")
 
 
@@ -202,9 +202,9 @@ def test_a_pip_installed_kcheck_writes_the_same_page(tmp_path):
     where = subprocess.run([sys.executable, "-c", "import checker; print(checker.__file__)"], cwd=elsewhere,
                            capture_output=True, text=True, env=env, timeout=60).stdout
     assert where.startswith(str(tmp_path / "site")), where     # the wheel's copy, not the checkout
-    r = subprocess.run([sys.executable, "-c", "from checker.cli import run; run()", "report", "two_phase",
-                        "-o", str(elsewhere / "out"), "--no-progress"], cwd=elsewhere, capture_output=True,
-                       text=True, timeout=600, env=env)
+    r = subprocess.run([sys.executable, "-c", "from kcheck.cli import run; run()", "report",
+                        "two_phase", "-o", str(elsewhere / "out"), "--no-progress"], cwd=elsewhere,
+                       capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, r.stderr
     page = (elsewhere / "out" / "two_phase.html").read_text()
     style = re.search(r"<style>(.*?)</style>", page, re.S).group(1)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.loader import load_spec
-from checker.trace import load, replay
+from kcheck.loader import load_spec
+from kcheck.trace import load, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted((ROOT / "counterexamples").rglob("*.json")) + sorted((ROOT / "tests/scenarios").rglob("*.json"))

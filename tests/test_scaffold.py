@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KCHECK = [sys.executable, "-c", "from checker.cli import run; run()"]
+KCHECK = [sys.executable, "-c", "from kcheck.cli import run; run()"]
 
 
 def kcheck(*args, cwd):

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from checker.bfs import DEADLOCK, search
-from checker.cli import compare_record, main
-from checker.layout import layout_of
-from checker.trace import load, replay
-from spec.shared_consumption import (LONG_MAX, key_range_range, key_range_round_robin,
-                                     split_key_space, spec)
+from kcheck.bfs import DEADLOCK, search
+from kcheck.cli import compare_record, main
+from kcheck.layout import layout_of
+from kcheck.trace import load, replay
+from kcheck.spec.shared_consumption import (LONG_MAX, key_range_range, key_range_round_robin,
+                                            split_key_space, spec)
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTEREXAMPLES = sorted((ROOT / "counterexamples" / "shared_consumption").glob("*/*.json"))
@@ -208,7 +208,7 @@ def test_bad_parameter_is_one_line_and_exit_2(capsys):
 
 
 def test_range_caps_livelock_every_enabled_step_changes_nothing():
-    from checker.trace import Executor
+    from kcheck.trace import Executor
     doc = load(ROOT / "tests/scenarios/shared_consumption/range_cap_livelock.json")
     model = spec.instantiate("draft", doc["params"])
     r = replay(model, doc)

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FACTOR = str(ROOT / "tests" / "specs_reliability" / "factor.py")
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 TERMINATED = 143
 
 pytestmark = [pytest.mark.z3, pytest.mark.slow]

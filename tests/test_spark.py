@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from checker import bfs, spark
-from checker.cli import main
-from checker.layout import initial_words
-from checker.loader import load_spec
-from checker.trace import Executor, build, load, replay
+from kcheck import bfs, spark
+from kcheck.cli import main
+from kcheck.layout import initial_words
+from kcheck.loader import load_spec
+from kcheck.trace import Executor, build, load, replay
 from spark_support import CASES, MASTER, at_test_bounds, sc  # noqa: F401 (sc is a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 
 
 def kcheck(*args, timeout=120, env=None):
@@ -120,7 +120,7 @@ def test_max_depth(sc):
 
 MANY_INITIAL = '''
 """Counters that start anywhere below a bound: many initial states, so no frontier is needed."""
-from spec.lang import Int, Spec
+from kcheck.spec.lang import Int, Spec
 
 spec = Spec("counters", __doc__)
 spec.param("top", 6, lo=2, hi=12, doc="largest counter value")
@@ -241,7 +241,7 @@ def test_sweep_matrix_and_minimal_counterexample(sc, capsys, tmp_path):
 
 
 def test_minimal_counterexample_prefers_the_shortest_trace_then_the_smallest_configuration():
-    from checker.bfs import Found
+    from kcheck.bfs import Found
     results = [{"params": {"a": 3, "b": 1}, "found": [("p", "invariant", (0,), [1, 2])]},
                {"params": {"a": 1, "b": 2}, "found": [("p", "invariant", (0,), [1, 2])]},
                {"params": {"a": 1, "b": 1}, "found": [("p", "invariant", (0,), [1, 2, 3])]}]
@@ -279,7 +279,7 @@ def test_a_string_that_is_no_master_is_refused_before_the_search():
         p = kcheck(*argv)
         assert p.returncode == 2, argv
         assert "is not a Spark master" in p.stderr and len(p.stderr.strip().splitlines()) == 1
-    from checker.spark_cli import master
+    from kcheck.spark_cli import master
     for ok in ("local", "local[*]", "local[2]", "local[2,3]", "spark://h:7077",
                "spark://a:7077,b:7077", "yarn", "k8s://https://k:443", "mesos://m:5050"):
         assert master(ok) == ok

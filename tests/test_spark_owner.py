@@ -10,11 +10,11 @@ import threading
 import numpy as np
 import pytest
 
-from checker import bfs, spark, spark_owner
-from checker.cli import main
-from checker.compile import fingerprint
-from checker.loader import load_spec
-from checker.trace import build
+from kcheck import bfs, spark, spark_owner
+from kcheck.cli import main
+from kcheck.compile import fingerprint
+from kcheck.loader import load_spec
+from kcheck.trace import build
 from spark_support import CASES, MASTER, ONE_PER_SPEC, at_test_bounds, sc  # noqa: F401 (sc is a fixture)
 
 SPARK_LEVELS = 2           # levels built by the owners per variant (each costs a Spark job)
@@ -257,9 +257,9 @@ def test_partition_without_spark_is_one_line_and_exit_2(capsys):
 
 def _level(model, depth):
     """The frontier (one-word states) after ``depth`` levels of the single process's search."""
-    from checker import explore
-    from checker.compile import Compiled
-    from checker.layout import initial_words
+    from kcheck import explore
+    from kcheck.compile import Compiled
+    from kcheck.layout import initial_words
     comp = Compiled(model)
     ex = explore.Explorer(model, comp, list(model.spec.properties), False)
     ex.start([tuple(w) for w in initial_words(model)])

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 import small_sizes
-from checker.bfs import search
-from checker.layout import initial_words, layout_of
-from checker.loader import load_spec
-from checker.symbolic import bmc, compare, fit_model, prove, rule_call_sites
-from checker.trace import replay, to_json
-from spec import SHIPPED
-from spec.lang import SpecError
+from kcheck.bfs import search
+from kcheck.layout import initial_words, layout_of
+from kcheck.loader import load_spec
+from kcheck.symbolic import bmc, compare, fit_model, prove, rule_call_sites
+from kcheck.trace import replay, to_json
+from kcheck.spec import SHIPPED
+from kcheck.spec.lang import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
-KCHECK = [sys.executable, "-m", "checker.cli"]
+KCHECK = [sys.executable, "-m", "kcheck.cli"]
 
 # Small bounds of the tests' own; specs without an entry shrink every parameter of the variant
 # (its own settings kept, tests/small_sizes.py) to at most 2.
@@ -176,7 +176,7 @@ def test_two_phase_broken_variant_violated_and_lemma_dropped():
 EPOCHS = '''
 """A member, its client and a coordinator: the client commits offsets with the last epoch it
 heard of; the coordinator bumps the group epoch."""
-from spec.lang import Spec, Int, Bool, Enum, If
+from kcheck.spec.lang import Spec, Int, Bool, Enum, If
 
 spec = Spec("epochs", __doc__)
 spec.param("max_epoch", 2, lo=1, hi=20)
@@ -362,7 +362,7 @@ def test_cli_bmc_bounded_exit_3_and_exhaustive_exit_0(epochs, tmp_path):
     assert p.returncode == 3 and "no violation up to depth 3" in p.stdout
     # a spec whose every behaviour stops: bmc covers it all
     stop = tmp_path / "stop.py"
-    stop.write_text('from spec.lang import Spec, Int\nspec = Spec("stop")\n'
+    stop.write_text('from kcheck.spec.lang import Spec, Int\nspec = Spec("stop")\n'
                     '@spec.state\ndef state(p):\n    return {"x": Int(0, 3)}\n'
                     '@spec.init\ndef init(p):\n    yield {"x": 0}\n'
                     '@spec.action\ndef Step(s, p):\n    s.require(s.x < 3)\n    s.x = s.x + 1\n'
@@ -420,7 +420,7 @@ def test_cli_bad_input_one_line_exit_2(args, needle):
 
 def test_unsupported_construct_names_the_spec_line(tmp_path):
     f = tmp_path / "odd.py"
-    f.write_text('from spec.lang import Spec, Int, Expr\nspec = Spec("odd")\n'
+    f.write_text('from kcheck.spec.lang import Spec, Int, Expr\nspec = Spec("odd")\n'
                  '@spec.state\ndef state(p):\n    return {"x": Int(0, 3)}\n'
                  '@spec.init\ndef init(p):\n    yield {"x": 0}\n'
                  '@spec.action\ndef Step(s, p):\n    s.require(Expr("xor", (s.x < 1, s.x < 2), "bool"))\n'
@@ -435,8 +435,8 @@ def test_unsupported_construct_names_the_spec_line(tmp_path):
 # bmc's encoding: exact bit-widths, and a cap on lifted bounds that widens
 
 def test_signed_width_and_value_range_cover_every_subterm():
-    from checker.symbolic import signed_width, value_range
-    from spec.lang import Expr
+    from kcheck.symbolic import signed_width, value_range
+    from kcheck.spec.lang import Expr
     assert [signed_width(lo, hi) for lo, hi in ((0, 0), (0, 1), (-1, 0), (-2, 1), (-2, 4), (0, 15), (-16, 15))] \
         == [1, 2, 1, 2, 4, 5, 5]
     x = Expr("field", (0, "x", "pre"), "int")
@@ -448,7 +448,7 @@ def test_signed_width_and_value_range_cover_every_subterm():
 
 
 SQUARES = '''
-from spec.lang import Spec, Int
+from kcheck.spec.lang import Spec, Int
 
 spec = Spec("squares")
 
@@ -481,7 +481,7 @@ def test_bmc_sees_a_write_out_of_range_exactly(tmp_path):
 
 
 LEAPS = '''
-from spec.lang import Spec, Int
+from kcheck.spec.lang import Spec, Int
 
 spec = Spec("leaps")
 spec.param("max_epoch", 2, lo=1, hi=40)
@@ -532,7 +532,7 @@ def test_bmc_raises_its_cap_when_a_path_reaches_it(tmp_path):
 
 
 def signed_width_of(v: int) -> int:
-    from checker.symbolic import signed_width
+    from kcheck.symbolic import signed_width
     return signed_width(0, v)
 
 
@@ -557,8 +557,8 @@ def test_bmc_solver_timeout_is_inconclusive_not_a_verdict():
 def test_value_range_covers_the_positions_a_select_compares():
     """An index in 0..3 into 40 elements is compared with positions up to 38: they must not wrap
     into the index's range."""
-    from checker.symbolic import value_range
-    from spec.lang import Expr
+    from kcheck.symbolic import value_range
+    from kcheck.spec.lang import Expr
     i = Expr("field", (0, "i", "pre"), "int")
     elems = tuple(Expr("const", (k % 2,), "int") for k in range(40))
     widest = [0, 0]
@@ -570,7 +570,7 @@ def test_what_the_engine_keeps_never_crosses_models(epochs):
     """The inductive lemmas and the induction terms are kept per model (symbolic.kept): a model
     of another variant, other parameters, or a spec loaded again after its file changed gets its
     own answer, the one it gets with nothing kept."""
-    from checker import symbolic
+    from kcheck import symbolic
     two_phase = load_spec("two_phase")
     lamport = two_phase.instantiate("lamport", {"N": 2})
     broken = two_phase.instantiate("commit-without-prepares", {"N": 2})

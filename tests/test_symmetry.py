@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from checker import symmetry
-from checker.bfs import search
-from checker.compile import Compiled
-from checker.loader import load_spec
-from checker.trace import build, replay, to_json
+from kcheck import symmetry
+from kcheck.bfs import search
+from kcheck.compile import Compiled
+from kcheck.loader import load_spec
+from kcheck.trace import build, replay, to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_PHASE = (ROOT / "spec" / "examples" / "two_phase.py").read_text()
@@ -165,7 +165,7 @@ def test_classic_group_member_symmetry_is_refused(tmp_path):
 
 
 def _kcheck(*args):
-    return subprocess.run([sys.executable, "-m", "checker.cli", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "kcheck.cli", *args], cwd=ROOT,
                           capture_output=True, text=True)
 
 

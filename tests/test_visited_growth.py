@@ -3,7 +3,7 @@ a state) can fail where the fingerprints' succeeds, and then the keys grow by co
 of 1.65 million 2-word states crashed at 2^20 before this)."""
 import numpy as np
 
-from checker import explore
+from kcheck import explore
 
 
 def test_keys_grow_when_only_their_reservation_failed(monkeypatch):

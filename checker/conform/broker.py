@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from checker.conform import kafka
+from kcheck.conform import kafka
 
 ASSIGNOR_CLASS = "kcheck.ScriptedAssignor"
 ASSIGNOR_NAME = "kcheck-scripted"      # ScriptedAssignor.NAME
@@ -335,7 +335,7 @@ class Broker:
     def _wait_ready(self, t0: float, nodes: list[Node] | None = None) -> None:
         """Until every node answers and the metadata lists every broker (bounded; the log of a
         node that exits or never answers is named)."""
-        from checker.conform.wire import Connection, WireError
+        from kcheck.conform.wire import Connection, WireError
         limit = START_TIMEOUT_S * self.size
         for n in nodes or self.nodes:
             while True:
@@ -440,7 +440,7 @@ class ExternalBroker(Broker):
         return f"a broker the user started at {self.bootstrap} (its settings are the user's)"
 
     def start(self) -> "Broker":
-        from checker.conform.wire import Connection, WireError
+        from kcheck.conform.wire import Connection, WireError
         try:
             with Connection(*self.host_port, timeout=10.0) as c:
                 versions = c.api_versions()
@@ -495,7 +495,7 @@ class Cluster(Broker):
 
     # -- reading the cluster ------------------------------------------------------------------
     def _admin(self):
-        from checker.conform.wire import Connection
+        from kcheck.conform.wire import Connection
         for n in self.nodes:
             if n.running():
                 try:
@@ -506,7 +506,7 @@ class Cluster(Broker):
 
     def partition(self, topic: str, partition: int) -> dict:
         """{leader, leader_epoch, replicas, isr} of one partition, as the metadata shows it."""
-        from checker.conform.wire import WireError
+        from kcheck.conform.wire import WireError
         with self._admin() as c:
             t = c.metadata([topic]).topics[0]
         for p in t.partitions:
@@ -524,7 +524,7 @@ class Cluster(Broker):
         read_uncommitted); None when that node does not lead it (yet)."""
         from kio.static.primitive import i8, i32, i64
 
-        from checker.conform.wire import Connection, schema
+        from kcheck.conform.wire import Connection, schema
         m = schema("list_offsets", 7)
         with Connection(*self.node(node_id).host_port, client_id="kcheck-cluster") as c:
             r = c.send(m.ListOffsetsRequest(replica_id=i32(-1), isolation_level=i8(0), topics=(
@@ -541,7 +541,7 @@ class Cluster(Broker):
         committed what the old one had (``wait_committed=False``: at once)."""
         from kio.static.primitive import i8, i32
 
-        from checker.conform.wire import WireError, error_name, ms, schema
+        from kcheck.conform.wire import WireError, error_name, ms, schema
         before = self.partition(topic, partition)
         leader = before["leader"]
         if to is None:
@@ -610,7 +610,7 @@ class Cluster(Broker):
         """Move the group (key_type 0) or transaction (1) coordinator of ``key`` to another node:
         its internal topic's partition gets a new leader; returns that partition after the move
         once FindCoordinator names the new node and it has loaded the partition."""
-        from checker.conform.wire import WireError
+        from kcheck.conform.wire import WireError
         topic = "__consumer_offsets" if key_type == 0 else "__transaction_state"
         with self._admin() as c:     # FindCoordinator creates the internal topic if it is new
             c.find_coordinator(key, key_type, wait_s=wait_s)

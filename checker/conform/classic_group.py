@@ -42,10 +42,10 @@ import io
 import socket
 import time
 
-from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
-                                    register_adapter)
-from checker.conform.wire import error_name, ms
-from checker.layout import initial_words, layout_of
+from kcheck.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
+                                   register_adapter)
+from kcheck.conform.wire import error_name, ms
+from kcheck.layout import initial_words, layout_of
 
 SESSION_TIMEOUT_MS = 60_000      # no session expires during a trace unasked
 REBALANCE_TIMEOUT_MS = 60_000    # nor a rebalance
@@ -137,8 +137,8 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
                     subscriptions: dict[int, tuple[list[int], int]]) -> dict[int, list[int]]:
     """The leader's assignor, run by the spec itself: the assignment the spec's SyncGroup(leader)
     computes from these subscriptions ({member: (ownedPartitions, generation)}) and protocol."""
-    from checker.conform.driver import field_values
-    from checker.trace import Executor
+    from kcheck.conform.driver import field_values
+    from kcheck.trace import Executor
     lay, P = layout_of(model), model.params.partitions
     st = lay.show(lay.unpack_flat(initial_words(model)[0]))
     M = model.params.members
@@ -240,7 +240,7 @@ class ClassicGroupAdapter(Adapter):
         the setup prefix of ``_setup_mid_rebalance``, a group whose join phase has just ended:
         CompletingRebalance at generation G >= 1, every member's JoinGroup answer of G waiting
         to be read, the subscriptions of that join phase as the state has them."""
-        from spec.classic_group import spec
+        from kcheck.spec.classic_group import spec
         model = spec.instantiate(None, params.as_dict())
         fresh = layout_of(model).show(layout_of(model).unpack_flat(initial_words(model)[0]))
         diff = [k for k in fresh if state.get(k, fresh[k]) != fresh[k]]
@@ -428,7 +428,7 @@ class ClassicGroupAdapter(Adapter):
             pool.shutdown(wait=True, cancel_futures=True)
 
     def drive(self, run: TraceRun, action: str, args: dict) -> dict:
-        from spec.classic_group import START
+        from kcheck.spec.classic_group import START
         members = run.state["members"]
         m = args.get("m")
         me = members[m] if m is not None else None
@@ -448,7 +448,7 @@ class ClassicGroupAdapter(Adapter):
             if a is None:
                 raise NotDrivable(f"member {m} has no JoinGroup answer to process")
             me.generation, me.protocol = a["generation"], a["protocol"]
-            from spec.classic_group import DYNAMIC
+            from kcheck.spec.classic_group import DYNAMIC
             if run.variant in DYNAMIC:
                 # KIP-726: the protocol follows the chosen assignor; a COOPERATIVE member that
                 # sees an EAGER one chosen has kept partitions it can no longer trust
@@ -525,14 +525,15 @@ class ClassicGroupAdapter(Adapter):
     def _start(self, me: Member, assignor_list: str, variant: str | None = None) -> None:
         """The consumer starts: its assignors, and its rebalance protocol (fixed by the list at
         start-up, ConsumerCoordinator's constructor; EAGER under KIP-726's dynamic selection)."""
-        from spec.classic_group import DYNAMIC, LIST_ASSIGNORS, RebalanceProtocol, fixed_protocol
+        from kcheck.spec.classic_group import (DYNAMIC, LIST_ASSIGNORS, RebalanceProtocol,
+                                               fixed_protocol)
         lst = next(L for L in LIST_ASSIGNORS if L.name == getattr(assignor_list, "name", assignor_list))
         me.assignors = [a.name for a in LIST_ASSIGNORS[lst]]
         me.cooperative = variant not in DYNAMIC and fixed_protocol(lst) == RebalanceProtocol.COOPERATIVE
 
     def _join(self, run: TraceRun, m: int, me: Member) -> dict:
         """onJoinPrepare, then JoinGroup; -> the outcome if Kafka answers at once."""
-        from spec.classic_group import ONCE_PER_REBALANCE
+        from kcheck.spec.classic_group import ONCE_PER_REBALANCE
         lost = me.generation == -1 or not me.member_id
         keep = not (lost or not me.cooperative)
         if run.variant in ONCE_PER_REBALANCE:
@@ -662,7 +663,7 @@ class ClassicGroupAdapter(Adapter):
 
     def _sync(self, run: TraceRun, m: int, me: Member) -> dict:
         from kio.schema.sync_group.v5 import request as s
-        from spec.classic_group import ONCE_PER_REBALANCE
+        from kcheck.spec.classic_group import ONCE_PER_REBALANCE
         assignments = ()
         if me.leader_view is not None:
             ids = {x.member_id: j for j, x in enumerate(run.state["members"]) if x.member_id}
@@ -769,4 +770,4 @@ class ClassicGroupAdapter(Adapter):
         return me.conn
 
 
-register_adapter("classic_group", "checker.conform.classic_group:ClassicGroupAdapter")
+register_adapter("classic_group", "kcheck.conform.classic_group:ClassicGroupAdapter")

@@ -32,9 +32,9 @@ import time
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
-from checker.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
-                                    version_key, register_adapter)
-from checker.conform.wire import WireError, error_name, ms, schema
+from kcheck.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
+                                   version_key, register_adapter)
+from kcheck.conform.wire import WireError, error_name, ms, schema
 
 LEFT, STATIC_LEFT = -1, -2
 REBALANCE_TIMEOUT_MS = 60_000        # long: no rebalance timer fires during a replay
@@ -651,7 +651,7 @@ class ConsumerGroupAdapter(Adapter):
         is the target by member id, asked once the member id is known."""
         from kio.schema.join_group.v9 import request as j
         from kio.schema.sync_group.v5 import request as sg
-        from checker.conform.classic_group import read_assignment, subscription_bytes
+        from kcheck.conform.classic_group import read_assignment, subscription_bytes
         st = run.state
         sub = subscription_bytes(st["topic"], [], -1, with_generation=True)
 
@@ -866,7 +866,7 @@ class ConsumerGroupAdapter(Adapter):
         if getattr(broker, "workdir", None) is None or not st.get("records", True):
             return {}
         if getattr(broker, "coordinator_records", None) is None:
-            from checker.conform.records import CoordinatorRecords
+            from kcheck.conform.records import CoordinatorRecords
             broker.coordinator_records = CoordinatorRecords(broker)
         records = broker.coordinator_records
         records.new()
@@ -1093,4 +1093,4 @@ def _declared(p, flat: dict) -> dict:
     return {k: shaped(v) for k, v in out.items()}
 
 
-register_adapter("consumer_group", "checker.conform.consumer_group:ConsumerGroupAdapter")
+register_adapter("consumer_group", "kcheck.conform.consumer_group:ConsumerGroupAdapter")

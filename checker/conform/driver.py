@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 # initial_words is also this module's name for a trace's initial state in a model
-from checker.layout import initial_words as model_initial_words, layout_of
-from checker.trace import Executor, TraceError, load
-from spec.lang import SpecError
+from kcheck.layout import initial_words as model_initial_words, layout_of
+from kcheck.trace import Executor, TraceError, load
+from kcheck.spec.lang import SpecError
 
 OK, DIVERGED, BAD_INPUT, BROKER_UNAVAILABLE = 0, 1, 2, 4
 
@@ -146,7 +146,7 @@ class TraceRun:
 
     def connect(self, host_port=None):
         """A new connection (logged to this trace's wire log); closed at the trace's end."""
-        from checker.conform.wire import Connection
+        from kcheck.conform.wire import Connection
         host, port = host_port or self.broker.host_port
         c = Connection(host, port, client_id=f"kcheck-{self.name}", log=self.wire_log)
         self.connections.append(c)
@@ -218,7 +218,7 @@ def version_key(version: str):
     return tuple(int(x) for x in m.groups()) if m else None
 
 
-_ADAPTERS = {"consumer_group": "checker.conform.consumer_group:ConsumerGroupAdapter"}
+_ADAPTERS = {"consumer_group": "kcheck.conform.consumer_group:ConsumerGroupAdapter"}
 NEVER_SHIPPED = {
     "shared_consumption": "shared_consumption models a draft KIP that Kafka never shipped: there "
                           "is no broker to run it against",
@@ -238,9 +238,9 @@ def adapter_for(spec_name: str) -> Adapter:
         raise SpecError(NEVER_SHIPPED[spec_name])
     if spec_name not in _ADAPTERS and re.match(r"^[a-z_][a-z0-9_]*$", spec_name):
         try:   # an adapter module named after its spec registers itself on import
-            importlib.import_module(f"checker.conform.{spec_name}")
+            importlib.import_module(f"kcheck.conform.{spec_name}")
         except ModuleNotFoundError as e:
-            if e.name != f"checker.conform.{spec_name}":
+            if e.name != f"kcheck.conform.{spec_name}":
                 raise
     if spec_name not in _ADAPTERS:
         raise SpecError(f"no conformance adapter for spec {spec_name}; adapters: "
@@ -389,7 +389,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
     except NotDrivable as e:
         stopped = (0, str(e), NOT_DRIVABLE)
     except Exception as e:   # a request failed outright: the broker, the wire, the adapter
-        from checker.conform.broker import BrokerError
+        from kcheck.conform.broker import BrokerError
         if isinstance(e, BrokerError):
             raise
         stopped = (len(observations) + 1, f"{type(e).__name__}: {e}", BROKEN)

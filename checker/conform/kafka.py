@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from checker import cache_dir
+from kcheck import cache_dir
 
 DEFAULT_VERSION = "4.3.1"
 # the releases the tests and `--which-variant` run: one before KIP-1251 (4.2.x), 4.3.1 (KIP-1251),

@@ -54,7 +54,8 @@ import io
 import time
 from dataclasses import dataclass, field
 
-from checker.conform.driver import Adapter, NotDrivable, SpecStep, TimerFired, TraceRun, register_adapter
+from kcheck.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
+                                   register_adapter)
 
 # ---------------------------------------------------------------------------------------------
 # The mapping, readable without a broker
@@ -281,7 +282,7 @@ def prepares_to_hold(model, doc: dict) -> list[int]:
     """The steps (1-based) whose prepare the trace needs held, by the spec's own replay: the step
     takes a transaction with partitions into PrepareX and hold_needed. Only says which broker
     the trace needs (a cluster); while driving, the adapter decides from Kafka's answers."""
-    from checker.conform.driver import initial_words, predict
+    from kcheck.conform.driver import initial_words, predict
     actions = [(st["action"], st.get("args", {})) for st in doc.get("steps", ())]
     out = []
     for s in predict(model, initial_words(model, doc), doc.get("steps", [])):
@@ -346,7 +347,7 @@ def complete_batch(c: "Client", partition: int, record: int, outcome: str) -> No
 
 
 def error_name(code) -> str:
-    from checker.conform.wire import error_name as name
+    from kcheck.conform.wire import error_name as name
     return name(int(code))
 
 
@@ -509,8 +510,8 @@ class ProducerAdapter(Adapter):
             return True
         if doc.get("variant") in UNREACHABLE_VARIANTS:
             return False
-        from checker.conform.driver import model_of
-        from spec.producer import spec
+        from kcheck.conform.driver import model_of
+        from kcheck.spec.producer import spec
         try:
             return bool(prepares_to_hold(model_of(spec, doc.get("variant"), doc.get("params", {})), doc))
         except Exception:           # a trace the spec cannot replay: run_trace says so
@@ -1076,7 +1077,7 @@ class ProducerAdapter(Adapter):
         p, t = k["prim"], k["types"]
         conn = self._conn(run, "old-coordinator", self._leader(run, partition))
         version = min(2, conn.api_versions().get(27, (0, 1))[1])
-        from checker.conform.wire import schema
+        from kcheck.conform.wire import schema
         m = schema("write_txn_markers", version)
         extra = {"transaction_version": p.i8(marker["transaction_version"])} if version >= 2 else {}
         r = conn.send(m.WriteTxnMarkersRequest(markers=(m.WritableTxnMarker(
@@ -1091,7 +1092,7 @@ class ProducerAdapter(Adapter):
         a Produce (acks=-1) of one batch whose CRC does not match, which the log can never append.
         Partition.appendRecordsToLeader checks the ISR first (NOT_ENOUGH_REPLICAS); otherwise the
         batch's validation refuses it (CORRUPT_MESSAGE). Not in the trace's wire log."""
-        from checker.conform.wire import Connection
+        from kcheck.conform.wire import Connection
         k = _kio()
         m, p, t = k["produce_tv2"], k["prim"], k["types"]
         batch = bytearray(record_batch(-1, -1, -1, b"probe", transactional=False))
@@ -1109,7 +1110,7 @@ class ProducerAdapter(Adapter):
         to the high watermark (ReplicaManager.deleteRecords -> UnifiedLog.deleteRecordsOnLeader ->
         maybeIncrementLogStartOffset). What was appended so far is counted first, and later
         reads start at the new log start (the low watermark the response names)."""
-        from checker.conform.wire import ms, schema
+        from kcheck.conform.wire import ms, schema
         k = _kio()
         p, t = k["prim"], k["types"]
         appended = self._log_records(run, partition)
@@ -1321,4 +1322,4 @@ def set_broker_default(conn, node_id: str, name: str, value: str, wait_s: float 
 VERIFICATION = "transaction.partition.verification.enable"
 BROKER_RESOURCE = 4            # ConfigResource.Type.BROKER
 
-register_adapter("producer", "checker.conform.producer:ProducerAdapter")
+register_adapter("producer", "kcheck.conform.producer:ProducerAdapter")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kio.records.readers import read_batch
 
-from checker.conform import kafka
+from kcheck.conform import kafka
 
 _SOURCE = Path(__file__).parent / "assignor" / "RecordDecoder.java"
 _CONTROL = 0x20        # RecordBatch attributes: a control batch
@@ -25,7 +25,7 @@ class CoordinatorRecords:
     since the last call."""
 
     def __init__(self, broker):
-        from checker.conform.broker import compile_java
+        from kcheck.conform.broker import compile_java
         self.broker = broker
         classes = compile_java(broker.libs, _SOURCE, kafka.cache_root() / broker.version / "decoder")
         self.process = subprocess.Popen(

@@ -1,5 +1,5 @@
 """A user spec whose action raises: kcheck must name this file's line."""
-from spec.lang import Spec, Int
+from kcheck.spec.lang import Spec, Int
 
 spec = Spec("raises")
 
