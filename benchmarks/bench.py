@@ -38,7 +38,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, {root!r})
 from kcheck.loader import load_spec
 from kcheck.bfs import search
 from kcheck.compile import Compiled
@@ -80,7 +79,7 @@ LARGEST = [("two_phase", {"N": 11}, {}),
 
 
 def run(name: str, params: dict, opts: dict | None = None) -> dict:
-    code = CHILD.format(root=str(ROOT), name=name, params=params, opts=opts or {})
+    code = CHILD.format(name=name, params=params, opts=opts or {})
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

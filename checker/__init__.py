@@ -15,3 +15,22 @@ def cache_dir(name: str):
     from pathlib import Path
     base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(base) / "kcheck" / name
+
+
+# The spec language, the one import path for a spec: `from kcheck import Spec, Int, ...`. The
+# names are looked up on first use (PEP 562), so importing kcheck (its pytest plugin, loaded into
+# every pytest run of a user who has kcheck installed) loads nothing but this file.
+__all__ = ["Spec", "SpecError", "Int", "Bool", "Enum", "Array", "Record", "If", "Case", "And", "Or",
+           "Not", "Implies", "Min", "Max", "Count", "Exists", "Forall", "TRUE", "FALSE", "const",
+           "Expr", "cache_dir"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from kcheck.spec import lang
+        return getattr(lang, name)
+    raise AttributeError(f"module 'kcheck' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -146,7 +146,7 @@ def _expected(spec, variant) -> set:
 
 
 def record_check(args, res, traces, against_record: bool) -> None:
-    """One case per property of a `check` run (checker.bfs.SearchResult)."""
+    """One case per property of a `check` run (kcheck.bfs.SearchResult)."""
     if not (getattr(args, "junit", None) or getattr(args, "sarif", None)):
         return
     spec, v = res.model.spec, res.model.variant
@@ -173,7 +173,7 @@ def record_progress(args, res, traces, against_record: bool) -> None:
 
 
 def record_prove(args, model, results) -> None:
-    """One case per property of a `prove` run (checker.symbolic.ProofResult)."""
+    """One case per property of a `prove` run (kcheck.symbolic.ProofResult)."""
     if not (getattr(args, "junit", None) or getattr(args, "sarif", None)):
         return
     spec = model.spec

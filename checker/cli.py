@@ -334,7 +334,7 @@ def run():
 
 
 if __name__ == "__main__":
-    # `python -m checker.cli` runs this file as __main__, a second copy of the module: the command
-    # modules raise checker.cli.BadInput, which only that copy's main() catches
+    # `python -m kcheck.cli` runs this file as __main__, a second copy of the module: the command
+    # modules raise kcheck.cli.BadInput, which only that copy's main() catches
     from kcheck.cli import run as run_imported
     run_imported()

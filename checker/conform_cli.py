@@ -17,7 +17,20 @@ from kcheck.verdict import print_json
 from kcheck.conform import driver
 from kcheck.conform.driver import BROKER_UNAVAILABLE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent     # a checkout's root (site-packages, installed)
+
+
+def trace_root(spec_name: str) -> Path:
+    """Where a spec's default traces are: tests/scenarios/SPEC and counterexamples/SPEC of kcheck's
+    checkout, or, installed from a wheel (which carries no traces), of the current folder."""
+    for root in (ROOT, Path.cwd()):
+        if (root / "tests" / "scenarios" / spec_name).is_dir() \
+                or (root / "counterexamples" / spec_name).is_dir():
+            return root
+    raise BadInput(f"no trace files given and none to replay by default: neither kcheck's "
+                   f"checkout nor {Path.cwd()} has tests/scenarios/{spec_name}/ or "
+                   f"counterexamples/{spec_name}/; give trace files (kcheck conform {spec_name} "
+                   f"FILE...)")
 
 
 def register(sub) -> dict:
@@ -60,11 +73,12 @@ def _jobs(args, spec) -> list[driver.Job]:
     try:
         if args.files:
             return [driver.load_job(f, spec.name) for f in args.files]
+        root = trace_root(spec.name)
         if args.which_variant:
-            paths = sorted((ROOT / "tests" / "scenarios" / spec.name).glob("*.json"))
-            paths += sorted((ROOT / "counterexamples" / spec.name).glob("*/*.json"))
+            paths = sorted((root / "tests" / "scenarios" / spec.name).glob("*.json"))
+            paths += sorted((root / "counterexamples" / spec.name).glob("*/*.json"))
             return [driver.load_job(p, spec.name) for p in paths]
-        return driver.default_jobs(spec.name, args.variant, spec, ROOT)
+        return driver.default_jobs(spec.name, args.variant, spec, root)
     except TraceError as e:
         raise BadInput(str(e)) from None
 

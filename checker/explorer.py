@@ -7,7 +7,7 @@ conjuncts and their values in this state, the property verdicts of the current s
 taken; take a step, undo, go back to an initial state, load a trace (a counterexample or a
 scenario) and walk it step by step.
 
-Steps are taken with the compiled code the engines use (checker.trace.Executor); the guard's
+Steps are taken with the compiled code the engines use (kcheck.trace.Executor); the guard's
 conjuncts are evaluated for display by the plain reference interpreter (checker/reference.py),
 which the tests keep in agreement with the compiled code.
 """

@@ -938,7 +938,7 @@ def lasso_trace(sg: StateGraph, prop: str, lasso: Counterexample) -> Trace:
 
 
 # ---------------------------------------------------------------------------------------------
-# Replay of a lasso (called from checker.trace.replay)
+# Replay of a lasso (called from kcheck.trace.replay)
 
 def check_lasso(model: Model, tr: Trace, ex: Executor) -> str | None:
     """Why a replayed trace with a loop is not (or no longer) a lasso violating its progress

@@ -13,16 +13,44 @@ from kcheck.spec import SHIPPED
 from kcheck.spec.lang import Spec, SpecError
 
 
+_ENGINES = Path(__file__).resolve().parent                       # kcheck (checker/)
+_SPECS = Path(importlib.import_module("kcheck.spec").__file__).resolve().parent   # kcheck.spec
+
+
+def _kchecks_own(filename: str) -> bool:
+    """A frame of kcheck's engines or of its spec language; a shipped spec counts as a user's."""
+    path = Path(filename).resolve()
+    if path.is_relative_to(_SPECS):
+        return path.name == "lang.py"
+    return path.is_relative_to(_ENGINES)
+
+
 def user_line(exc: BaseException) -> str:
     """The innermost traceback frame outside kcheck itself, as file:line."""
-    here = str(Path(__file__).resolve().parent.parent)
     best = None
     for fr in traceback.extract_tb(exc.__traceback__):
-        if not fr.filename.startswith(here) or "/spec/" in fr.filename and not fr.filename.endswith("lang.py"):
+        if not _kchecks_own(fr.filename):
             best = fr
     if best is None:
         return "?"
     return f"{best.filename}:{best.lineno}"
+
+
+# kcheck's modules before they were one package (`from spec.lang import ...`)
+_OLD_PACKAGES = ("spec", "checker")
+
+
+def _old_import(e: ModuleNotFoundError, path: Path) -> str | None:
+    """A user's spec written for kcheck's old top-level packages: what to write instead."""
+    if not e.name or e.name.split(".")[0] not in _OLD_PACKAGES:
+        return None
+    for fr in reversed(traceback.extract_tb(e.__traceback__)):
+        if fr.line and (fr.line.startswith(("from spec", "import spec", "from checker",
+                                            "import checker"))):
+            return (f"{fr.filename}:{fr.lineno}: '{fr.line}' imports kcheck's old package "
+                    f"'{e.name.split('.')[0]}': the spec language is `from kcheck import Spec, "
+                    f"Int, Bool, ...` (and kcheck's engines are kcheck.*)")
+    return None
 
 
 def load_spec(name_or_path: str) -> Spec:
@@ -74,6 +102,9 @@ def load_spec(name_or_path: str) -> Spec:
                             f"{e.msg}") from None
         except UnicodeDecodeError:
             raise SpecError(f"{name_or_path} is not a Python source file (not UTF-8 text)") from None
+        except ModuleNotFoundError as e:
+            raise SpecError(_old_import(e, path) or f"{user_line(e)}: loading the spec raised "
+                            f"{type(e).__name__}: {e}") from None
         except Exception as e:
             raise SpecError(f"{user_line(e)}: loading the spec raised {type(e).__name__}: {e}") from None
         finally:

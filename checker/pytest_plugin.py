@@ -102,7 +102,7 @@ def pytest_configure(config):
 
 @pytest.fixture
 def kcheck(request) -> KcheckFixture:
-    """Checks kcheck specs against their records (see checker.pytest_plugin)."""
+    """Checks kcheck specs against their records (see kcheck.pytest_plugin)."""
     return KcheckFixture(Path(request.path).parent, Path(str(request.config.rootpath)))
 
 

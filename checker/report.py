@@ -38,12 +38,12 @@ class VariantRun:
     variant: str
     doc: str
     params: dict
-    search: object                     # checker.bfs.SearchResult
+    search: object                     # kcheck.bfs.SearchResult
     traces: dict[str, Trace]           # safety property -> shortest counterexample
-    progress: object | None = None     # checker.graph.ProgressResult, when progress was checked
+    progress: object | None = None     # kcheck.graph.ProgressResult, when progress was checked
     progress_traces: dict[str, Trace] = field(default_factory=dict)
-    graph: object | None = None        # checker.graph.StateGraph, when progress was checked
-    proofs: list = field(default_factory=list)           # checker.symbolic.ProofResult
+    graph: object | None = None        # kcheck.graph.StateGraph, when progress was checked
+    proofs: list = field(default_factory=list)           # kcheck.symbolic.ProofResult
     diffs: list[str] = field(default_factory=list)       # differences from the record
 
 

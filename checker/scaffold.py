@@ -33,7 +33,7 @@ Properties:
 - stale-epoch-fenced: a heartbeat from an older epoch is answered FENCED_MEMBER_EPOCH.
 - older-epoch-exists (sometimes): a member holds an epoch that an older one can be sent against.
 """
-from kcheck.spec.lang import Array, Enum, Exists, Forall, If, Int, Spec
+from kcheck import Array, Enum, Exists, Forall, If, Int, Spec
 
 spec = Spec("{name}", __doc__)
 spec.param("members", 2, lo=1, hi=4, doc="consumers in the group")
@@ -123,7 +123,7 @@ def test_join_then_heartbeat(kcheck):
 
 
 def scenario(name: str) -> dict:
-    # a user's spec is named relative to the trace file (checker.trace.spec_path)
+    # a user's spec is named relative to the trace file (kcheck.trace.spec_path)
     return {"kcheck_trace": 1, "spec": f"../{name}.py", "variant": "fenced",
             "description": "member 0 joins and heartbeats with its epoch; a heartbeat carrying an "
                            "older epoch (a delayed request) is fenced",

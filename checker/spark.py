@@ -4,7 +4,7 @@ The driver enumerates the initial states. With fewer of them than slices, it fir
 breadth-first (in the same order as checker/bfs.py) to the first level with at least as many
 states as slices, and partitions that frontier instead; each frontier state keeps the
 single-process path that reached it, which prefixes every trace found from it. Every slice is one
-Spark task that runs the ordinary search (checker.bfs.search) from its roots and returns its
+Spark task that runs the ordinary search (kcheck.bfs.search) from its roots and returns its
 statistics, its shortest counterexamples and the 64-bit fingerprint and depth of every state it
 reached. Only plain data crosses to the executors (the spec's name or path, the variant, the
 parameters, the roots as packed words); each executor rebuilds the model itself.
@@ -65,7 +65,6 @@ from kcheck.explore import BLOCK
 from kcheck.layout import initial_words
 from kcheck.spec.lang import Model, SpecError
 
-ROOT = Path(__file__).resolve().parent.parent
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 LOG = Path(tempfile.gettempdir()) / f"kcheck-spark-{os.getuid()}.log"
 
@@ -299,7 +298,6 @@ def _session(master: str, verbose: bool, wait_s: float):
         # everything on this machine: never depend on what the host name resolves to
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
-        conf.set("spark.executorEnv.PYTHONPATH", str(ROOT))
     try:
         gateway = None
         if SparkContext._gateway is None and not verbose:

@@ -34,7 +34,7 @@ level-synchronous; each state is explored exactly once, by its owner:
    a parent is known by its fingerprint, which does not tell the owner of a wider state), down to
    the driver's prefix; the task returns the per-level summaries and the walks, and the driver
    replays the summaries through ``bfs.search``'s loop, finishes each walk through the prefix
-   it holds and checker.trace.build replays it.
+   it holds and kcheck.trace.build replays it.
 
 With more owners than task slots (barrier mode needs every task running at once), or with
 ``mode="levels"``, each level is one Spark job of two stages instead (the mode this module had

@@ -235,7 +235,7 @@ class System:
     def __init__(self, model: Model, keep_search_bounds: bool = False, timeout_s: float | None = None,
                  cap: int | None = None, bits: bool = False):
         self.model, self.lay = model, model.fields
-        self.bits = bits      # bit-vector fields are made of named Boolean atoms (checker.cnf)
+        self.bits = bits      # bit-vector fields are made of named Boolean atoms (kcheck.cnf)
         self.keep = keep_search_bounds
         self.cap = None if keep_search_bounds or cap is None else \
             max([cap] + [f.type.hi for f in model.fields.fields if f.type.search_bound])
@@ -413,7 +413,7 @@ class System:
 
     def template_states(self):
         """The template states of a frame, S -c-> T ('frame.pre', 'frame.step', 'frame.post'),
-        over which bmc writes every question once (checker.cnf.Template)."""
+        over which bmc writes every question once (kcheck.cnf.Template)."""
         if self._frame is None:
             S, T = self.state("frame.pre"), self.state("frame.post")
             self._frame = (S, self.choice("frame.step"), T)

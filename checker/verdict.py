@@ -61,7 +61,7 @@ class Counterexample:
     loop_index: int | None = None
     trigger_index: int | None = None
     path: Any = None                   # the solver's raw path (symbolic.SolverPath)
-    trace: Any = None                  # the replayable checker.trace.Trace built from it
+    trace: Any = None                  # the replayable kcheck.trace.Trace built from it
     note: str | None = None            # e.g. the parameter raised so that the trace replays
 
     @property
@@ -158,7 +158,7 @@ class PropertyResult:
     name: str
     status: Verdict
     kind: str | None = None            # 'invariant', 'transition', 'deadlock', 'leads-to', ...
-    trace: Any = None                  # a checker.trace.Trace, when there is a counterexample
+    trace: Any = None                  # a kcheck.trace.Trace, when there is a counterexample
     reason: str | None = None          # why bounded / unknown, one sentence
     details: dict = field(default_factory=dict)   # engine-specific JSON fields (fair, note, ...)
 

@@ -22,10 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from kcheck import bfs, spark, spark_owner  # noqa: E402
-from kcheck.loader import load_spec  # noqa: E402
+from kcheck import bfs, spark, spark_owner
+from kcheck.loader import load_spec
 
 MASTER = "local[2]"
 

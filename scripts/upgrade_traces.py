@@ -27,12 +27,11 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from kcheck.loader import load_spec
+from kcheck.render import markdown
+from kcheck.trace import TraceError, load, replay, spec_path
 
-from kcheck.loader import load_spec  # noqa: E402
-from kcheck.render import markdown  # noqa: E402
-from kcheck.trace import TraceError, load, replay, spec_path  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 from kcheck.spec.lang import FieldInfo, SpecError  # noqa: E402
 
 

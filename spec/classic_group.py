@@ -53,8 +53,8 @@ scenario tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. 
 true (the member never applied the assignment that took the partition), so it is harmless; see
 spec/classic_group_notes.md.
 """
-from kcheck.spec.lang import (TRUE, And, Array, Bool, Count, Enum, Exists, Forall, If, Implies,
-                              Int, Max, Not, Or, Spec)
+from kcheck import (TRUE, And, Array, Bool, Count, Enum, Exists, Forall, If, Implies,
+                   Int, Max, Not, Or, Spec)
 
 spec = Spec("classic_group", __doc__)
 spec.param("members", 3, lo=1, hi=3, doc="consumers that may join the group")

@@ -24,8 +24,8 @@ See spec/consumer_group_notes.md for what is modelled, what is not, and the find
 """
 from itertools import combinations, product
 
-from kcheck.spec.lang import (FALSE, TRUE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not,
-                              Or, Record, Spec)
+from kcheck import (FALSE, TRUE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not,
+                   Or, Record, Spec)
 
 spec = Spec("consumer_group", __doc__)
 spec.param("members", 2, lo=1, hi=3, doc="member slots (a slot is one consumer; it may leave and rejoin)")

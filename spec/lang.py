@@ -1071,7 +1071,7 @@ class Spec:
                   property: str | None = None, not_expressible: str | None = None,
                   open: bool = False):
         """Records a known Kafka bug: its pre-fix variant and the property it breaks, or why the
-        spec cannot express it. The names are checked when the spec is loaded (checker.loader)."""
+        spec cannot express it. The names are checked when the spec is loaded (kcheck.loader)."""
         if (variant is None) == (not_expressible is None):
             raise SpecError(f"known_bug {jira}: give either variant= (and property=) or "
                             f"not_expressible=, not both or neither ({_caller_line()})")

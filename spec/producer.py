@@ -53,7 +53,7 @@ JIRA, or recorded as not expressible with what the spec would need.
 """
 import functools
 
-from kcheck.spec.lang import FALSE, TRUE, Array, Bool, Count, Enum, Int, Spec, If, And, Or, Min
+from kcheck import FALSE, TRUE, Array, Bool, Count, Enum, Int, Spec, If, And, Or, Min
 
 spec = Spec("producer", __doc__)
 spec.param("records", 2, lo=1, hi=6, doc="records the producer sends, one per batch")

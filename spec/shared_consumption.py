@@ -30,8 +30,8 @@ Properties:
 """
 from __future__ import annotations
 
-from kcheck.spec.lang import (And, Array, Bool, Count, Enum, Exists, Forall, If, Int, Max, Min,
-                              Not, Or, Spec)
+from kcheck import (And, Array, Bool, Count, Enum, Exists, Forall, If, Int, Max, Min,
+                   Not, Or, Spec)
 
 LONG_MAX = 2 ** 63 - 1
 

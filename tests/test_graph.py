@@ -75,7 +75,7 @@ def test_only_some_components_are_fair():
 
 
 def partition(scc):
-    """A component array (checker.graph._strong_components) as a set of frozen sets."""
+    """A component array (kcheck.graph._strong_components) as a set of frozen sets."""
     out = {}
     for i, c in enumerate(scc.tolist()):
         if c >= 0:

@@ -204,7 +204,7 @@ def test_command_modules_do_not_import_the_command_line():
             continue
         tree = ast.parse((ROOT / "checker" / f"{name}.py").read_text())
         mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        assert "kcheck.cli" not in mods, f"checker/{name}.py imports checker.cli"
+        assert "kcheck.cli" not in mods, f"checker/{name}.py imports kcheck.cli"
 
 
 def test_shared_options_are_defined_once():

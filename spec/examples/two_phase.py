@@ -8,7 +8,7 @@ number of times. The distinct-state counts equal TLC's on the same model (tests 
 Properties:
 - consistent: no resource manager has committed while another has aborted.
 """
-from kcheck.spec.lang import Array, Bool, Enum, Forall, Spec, And
+from kcheck import Array, Bool, Enum, Forall, Spec, And
 
 spec = Spec("two_phase", __doc__)
 spec.param("N", 3, lo=1, hi=12, doc="number of resource managers")

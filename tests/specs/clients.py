@@ -9,7 +9,7 @@ Properties (progress):
 - served: a pending request of client 1 is eventually served.
 - served-unfair: the same with no action fair.
 """
-from kcheck.spec.lang import Array, Bool, Spec, And
+from kcheck import Array, Bool, Spec, And
 
 spec = Spec("clients", __doc__)
 

@@ -7,7 +7,7 @@ cycle, so weak fairness forces it.
 Properties (progress):
 - exits: the cycle is eventually left for state two.
 """
-from kcheck.spec.lang import Int, Spec
+from kcheck import Int, Spec
 
 spec = Spec("exit_cycle", __doc__)
 

@@ -6,7 +6,7 @@ undoes nothing that matters, so its recorded bug is not rediscovered.
 Properties:
 - no-lost-update: the counter never falls behind the number of completed increments.
 """
-from kcheck.spec.lang import Array, Bool, Int, Spec
+from kcheck import Array, Bool, Int, Spec
 
 spec = Spec("lost_update", __doc__)
 

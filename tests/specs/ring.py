@@ -5,7 +5,7 @@ Properties (progress):
 - reaches-three: the token is at position three infinitely often (never: there is none).
 - zero-leads-to-two-unfair: from position zero the token reaches two, with no action fair.
 """
-from kcheck.spec.lang import If, Int, Spec
+from kcheck import If, Int, Spec
 
 spec = Spec("ring", __doc__)
 

@@ -4,7 +4,7 @@ Properties (progress):
 - finishes: the worker eventually finishes, when finishing is fair.
 - finishes-spin-fair: the worker eventually finishes, when only spinning is fair.
 """
-from kcheck.spec.lang import Bool, Int, Spec
+from kcheck import Bool, Int, Spec
 
 spec = Spec("spin", __doc__)
 

@@ -5,7 +5,7 @@ Properties:
 Progress:
 - reaches-three: the counter eventually reaches three.
 """
-from kcheck.spec.lang import Int, Spec
+from kcheck import Int, Spec
 
 spec = Spec("stuck", __doc__)
 spec.param("start", 0, lo=0, hi=3)

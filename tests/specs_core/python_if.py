@@ -1,5 +1,5 @@
 """A user spec that branches on a state value with a Python 'if' (not allowed)."""
-from kcheck.spec.lang import Spec, Int
+from kcheck import Spec, Int
 
 spec = Spec("python_if")
 

@@ -1,5 +1,5 @@
 """A user spec whose action raises: kcheck must name this file's line."""
-from kcheck.spec.lang import Spec, Int
+from kcheck import Spec, Int
 
 spec = Spec("raises")
 

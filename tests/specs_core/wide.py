@@ -3,7 +3,7 @@
 Properties:
 - small-sum: the sum of the counters stays below the parameter `limit`.
 """
-from kcheck.spec.lang import Array, Int, Spec
+from kcheck import Array, Int, Spec
 
 spec = Spec("wide", __doc__)
 spec.param("n", 3, lo=1, hi=8)

@@ -2,7 +2,7 @@
 slot arithmetic, a request in flight as parallel arrays, error precedence as nested Ifs.
 tests/test_lang.py checks that records.py, the same protocol in 2-D arrays, records and Case,
 has the very same fields, bit layout, states and verdicts."""
-from kcheck.spec.lang import Array, Bool, Enum, Exists, Forall, If, Int, Spec
+from kcheck import Array, Bool, Enum, Exists, Forall, If, Int, Spec
 
 spec = Spec("lang_flat", __doc__)
 spec.param("members", 2, lo=1, hi=3)

@@ -1,7 +1,7 @@
 """The toy group of flat.py in 2-D arrays, records and Case: ``owns[m][q]``, one record per
 request in flight, the error precedence as a Case. Same fields in the same order, so the same
 bit layout, states and verdicts (tests/test_lang.py)."""
-from kcheck.spec.lang import Array, Bool, Case, Enum, Exists, Forall, Int, Record, Spec
+from kcheck import Array, Bool, Case, Enum, Exists, Forall, Int, Record, Spec
 
 spec = Spec("lang_records", __doc__)
 spec.param("members", 2, lo=1, hi=3)

@@ -7,7 +7,7 @@ cap must not hide the violations that lie beyond it.
 - in the unbounded protocol the clock stops at LIMIT (Tick requires clock < LIMIT) and nothing
   else can run: a deadlock, beyond the cap.
 """
-from kcheck.spec.lang import Bool, Int, Spec
+from kcheck import Bool, Int, Spec
 
 spec = Spec("clock", __doc__)
 LIMIT = 10

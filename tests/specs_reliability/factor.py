@@ -1,7 +1,7 @@
 """Two registers built bit by bit; the invariant says their product is never N, a product of two
 large primes. Bounded model checking of it is factoring: a single solver call runs for hours,
 which is what the tests of stopping a solver call need (SIGTERM during one long Z3 call)."""
-from kcheck.spec.lang import Int, Spec
+from kcheck import Int, Spec
 
 spec = Spec("factor", __doc__)
 BITS = 31

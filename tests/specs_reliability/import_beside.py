@@ -1,5 +1,5 @@
 """A spec that keeps a helper module beside it, as users do."""
-from kcheck.spec.lang import Int, Spec
+from kcheck import Int, Spec
 
 from beside_helper import LIMIT
 

@@ -1,6 +1,6 @@
 """A spec with an action whose guard can never hold in a reachable state: a property about it
 would hold vacuously, so kcheck names it."""
-from kcheck.spec.lang import Int, Spec
+from kcheck import Int, Spec
 
 spec = Spec("never-fires", __doc__)
 
