@@ -71,23 +71,12 @@ def cmd_graph(args, console) -> int:
 # progress
 
 def run_progress(spec, variant, params_, args):
-    """Build one variant's graph (the quotient under the spec's symmetry when ``args`` has
-    the command's --no-symmetry option unset; callers without it, the reports and the test
-    plugin, count every state as their searches do) and check its progress properties and
-    deadlocks. -> (graph.ProgressResult, {name: trace})"""
-    from kcheck.graph import build_graph, check
-    from kcheck.trace import traces_of
-    model = spec.instantiate(variant, params_)
-    names = args.property or list(spec.progress)
-    check_deadlock = spec.check_deadlock or args.deadlock
-    # a graph of a Kafka spec takes a minute: say where it is (stderr, like the search)
-    from kcheck.render import params_str
-    with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
-                   f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
-        sg = build_graph(model, args.max_nodes, check_deadlock, progress=progress,
-                         symmetry=not getattr(args, "no_symmetry", True))
-    res = check(sg, names, deadlock=check_deadlock and not args.property)
-    return res, traces_of(res)
+    """Build one variant's graph (the quotient under the spec's symmetry unless --no-symmetry)
+    and check its progress properties and deadlocks. -> (graph.ProgressResult, {name: trace})"""
+    from kcheck.run import Options, progress_of
+    return progress_of(spec, variant, params_, Options(
+        progress_properties=args.property, max_nodes=args.max_nodes, deadlock=args.deadlock,
+        graph_symmetry=not args.no_symmetry))
 
 
 def _graph_line(res) -> str:

@@ -42,13 +42,8 @@ class KcheckFixture:
                      progress: bool = True, max_states: int | None = None) -> Verdicts:
         """Checks each variant (all by default) and fails the test if any verdict differs from
         the spec's record. Returns every verdict."""
-        from types import SimpleNamespace
-
-        from kcheck.bfs import search
         from kcheck.ci_outputs import trace_text
-        from kcheck.trace import traces_of
-        from kcheck.verdict import search_differences as compare_record
-        from kcheck.graph_cli import run_progress
+        from kcheck.run import Options, run_variants
         s = self._spec(spec)
         names = variants or list(s.variants) or [None]
         for v in names:
@@ -56,24 +51,13 @@ class KcheckFixture:
                 raise pytest.UsageError(f"kcheck: spec {s.name} has no variant '{v}'; variants: "
                                         f"{', '.join(s.variants)}")
         verdicts, failures = Verdicts(), []
-        for v in names:
-            model = s.instantiate(v, params)
-            res = search(model, None, None, max_states)
-            traces = traces_of(res)
-            diffs = compare_record(s, res)
-            for p in res.properties:
-                verdicts[(model.variant, p)] = res.status(p)
-            ptraces = {}
-            if progress and (s.progress or s.check_deadlock):
-                opts = SimpleNamespace(property=None, max_nodes=2_000_000, deadlock=False)
-                pres, ptraces = run_progress(s, model.variant, params, opts)
-                diffs += compare_record(s, pres)
-                for p in pres.properties:
-                    verdicts.setdefault((model.variant, p), pres.status(p))
-            found = {**ptraces, **traces}
-            for d in diffs:
+        for run in run_variants(s, names, params, Options(max_states=max_states),
+                                progress=progress):
+            verdicts.update({(run.variant, p): st for p, st in run.verdicts.items()})
+            for d in run.diffs:
                 # the record's messages start "<spec>/<variant>: <property> ..."
-                tr = next((t for p, t in found.items() if d.startswith(f"{s.name}/{model.variant}: {p} ")), None)
+                tr = next((t for p, t in run.found.items()
+                           if d.startswith(f"{s.name}/{run.variant}: {p} ")), None)
                 failures.append(d + ("\n" + trace_text(tr) if tr is not None else ""))
         if failures:
             pytest.fail(f"{len(failures)} verdict(s) of {s.name} differ from its record:\n\n"

@@ -19,8 +19,8 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from types import SimpleNamespace
 
+from kcheck.run import VariantRun
 from kcheck.trace import Trace
 from kcheck.spec.lang import Spec, SpecError
 
@@ -32,20 +32,6 @@ def asset(name: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # What the report shows, measured
-
-@dataclass
-class VariantRun:
-    variant: str
-    doc: str
-    params: dict
-    search: object                     # kcheck.bfs.SearchResult
-    traces: dict[str, Trace]           # safety property -> shortest counterexample
-    progress: object | None = None     # kcheck.graph.ProgressResult, when progress was checked
-    progress_traces: dict[str, Trace] = field(default_factory=dict)
-    graph: object | None = None        # kcheck.graph.StateGraph, when progress was checked
-    proofs: list = field(default_factory=list)           # kcheck.symbolic.ProofResult
-    diffs: list[str] = field(default_factory=list)       # differences from the record
-
 
 @dataclass
 class SavedTrace:
@@ -73,31 +59,10 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
     and replays the spec's saved counterexamples."""
     import time
 
-    from kcheck.bfs import search
-    from kcheck.trace import traces_of
-    from kcheck.verdict import search_differences as compare_record
-    from kcheck.graph_cli import run_progress
+    from kcheck.run import Options, run_variants
     t0 = time.perf_counter()
-    runs = []
-    for variant in (spec.variants or [None]):
-        model = spec.instantiate(variant, params)
-        if on_variant:
-            on_variant(model.variant)
-        res = search(model, None, None, max_states)
-        run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
-                         model.params.as_dict(), res, traces_of(res))
-        run.diffs = compare_record(spec, res)
-        if progress and (spec.progress or spec.check_deadlock):
-            opts = SimpleNamespace(property=None, max_nodes=max_nodes, deadlock=False)
-            run.progress, run.progress_traces = run_progress(spec, model.variant, params, opts)
-            run.graph = run.progress.graph
-            run.diffs += compare_record(spec, run.progress)
-        if prove:
-            from kcheck.symbolic import prove as prove_one
-            for p in spec.properties:
-                if not spec.properties[p].lemma and res.status(p) != "violated":
-                    run.proofs.append(prove_one(model, p))
-        runs.append(run)
+    runs = run_variants(spec, None, params, Options(max_states=max_states, max_nodes=max_nodes),
+                        progress=progress, prove=prove, on_variant=on_variant)
     saved = replay_saved(spec, saved_dir) if saved_dir else []
     return SpecReport(spec, runs, saved, time.perf_counter() - t0)
 
@@ -316,9 +281,12 @@ def _spec_arg(spec: Spec) -> str:
 def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, progress=None) -> str:
     doc = (spec.properties[prop].doc if prop in spec.properties else
            progress.doc(prop) if progress else "no reachable state without a successor")
+    from kcheck.verdict import differs_from_record, sometimes_status
     v = spec.variants.get(variant)
     finding = v.findings.get(prop) if v else None
-    recorded = v is not None and prop in v.expected_violations
+    # a sometimes property's trace is its witness: reached, which the record may expect
+    status = sometimes_status(spec, prop, "violated")
+    recorded = differs_from_record(spec, variant, prop, status) is None
     kind = "lasso" if tr.loop_index is not None else tr.kind or ""
     loop = ""
     if tr.loop_index is not None:
@@ -328,7 +296,7 @@ def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, progress=Non
     replay = (f"kcheck {command} {_spec_arg(spec)} --variant {variant} --save, then "
               f"kcheck replay counterexamples/{spec.name}/{variant}/{prop}.json")
     return (f'<section class="counterexample" id="{_anchor(variant, prop)}" data-variant="{_e(variant)}" '
-            f'data-property="{_e(prop)}"><h3>{_e(variant)}: {_e(prop)} violated in {_steps(len(tr))} '
+            f'data-property="{_e(prop)}"><h3>{_e(variant)}: {_e(prop)} {_e(status)} in {_steps(len(tr))} '
             f'({_e(kind)}){"" if recorded else " — not in the record"}</h3>'
             f'<p><b>{_e(prop)}</b>: {_e(doc)}</p>'
             + (f'<p class="finding"><b>Finding</b>: {_e(finding)}</p>' if finding else "")
@@ -501,7 +469,7 @@ def register(sub) -> dict:
 
 
 def cmd_report(args, console) -> int:
-    from kcheck.options import OK, VIOLATED, BadInput, params as parse_params
+    from kcheck.options import BOUNDED, OK, VIOLATED, BadInput, params as parse_params
     from kcheck.loader import load_spec
     from kcheck.spec import SHIPPED
     params = parse_params(args.param)
@@ -517,7 +485,7 @@ def cmd_report(args, console) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise BadInput(f"-o {args.output}: cannot create the directory ({e.strerror})") from None
-    pages = []
+    pages, codes = [], []
     for spec in specs:
         rep = collect(spec, params, progress=not args.no_progress, prove=args.prove,
                       max_states=args.max_states, saved_dir=args.saved,
@@ -527,13 +495,34 @@ def cmd_report(args, console) -> int:
         page = out / f"{spec.name}.html"
         page.write_text(render_html(rep), encoding="utf-8")
         ok = not any(r.diffs for r in rep.runs)
+        undecided = ok and _undecided(rep)
         pages.append((spec.name, page.name, ok))
+        codes.append(VIOLATED if not ok else BOUNDED if undecided else OK)
         n_cx = sum(len(r.traces) + len(r.progress_traces) for r in rep.runs)
+        said = ("DIFFERS from the record" if not ok else
+                f"no difference from the record, but bounded: {undecided}" if undecided else
+                "matches the record")
         console.print(f"{page}: {len(rep.runs)} variant(s), {n_cx} counterexample(s), "
-                      f"{'matches the record' if ok else 'DIFFERS from the record'} ({rep.elapsed_s:.1f}s)",
-                      markup=False)
+                      f"{said} ({rep.elapsed_s:.1f}s)", markup=False)
     if len(pages) > 1:
         (out / "index.html").write_text(render_index(pages), encoding="utf-8")
         console.print(f"{out / 'index.html'}: index of {len(pages)} reports", markup=False)
-    return OK if all(ok for _, _, ok in pages) else VIOLATED
+    return next((c for c in (VIOLATED, BOUNDED) if c in codes), OK)
+
+
+def _undecided(rep: SpecReport) -> str | None:
+    """Why the report's verdicts are not all decided, by check's and progress's rule (a search
+    that stopped early, a 'bounded' safety verdict, a 'bounded' progress verdict the record does
+    not expect), or None."""
+    from kcheck.verdict import unrecorded_bounded
+    for r in rep.runs:
+        res, where = r.search, f"{rep.spec.name}/{r.variant}"
+        if not res.exhaustive and res.stop_reason != "all-violated":
+            return f"the search of {where} stopped early ({res.reason(next(iter(res.properties)))})"
+        bounded = [p for p in res.properties if res.status(p) == "bounded"]
+        if bounded:
+            return f"{where}: {bounded[0]} {res.reason(bounded[0])}"
+        if r.progress is not None and unrecorded_bounded(rep.spec, r.variant, r.progress.verdicts):
+            return f"{where}: a progress verdict is bounded and the record does not say so"
+    return None
 

@@ -743,14 +743,36 @@ def run_configuration(task: dict) -> dict:
     return {"params": task["params"], "properties": res.properties, "exhaustive": res.exhaustive,
             "stop_reason": res.stop_reason, "distinct": res.distinct_states,
             "transitions": res.transitions, "depth": res.depth, "elapsed_s": res.elapsed_s,
-            "found": _found_plain(res.found)}
+            "found": _found_plain(res.found), "cut_only": res.cut_only_states,
+            "cut_by_bounds": res.cut_by_bounds, "deadlock_checked": res.deadlock_checked}
+
+
+def configuration_result(spec, variant: str, r: dict) -> SearchResult:
+    """A configuration's plain data back as the search's own result (bfs.SearchResult), so that
+    its verdicts come from the one place that decides them (SearchResult.status: sometimes
+    properties, the deadlock rule, search bounds), as `check`'s do."""
+    return SearchResult(model=spec.instantiate(variant, r["params"]),
+                        properties=list(r["properties"]), exhaustive=r["exhaustive"],
+                        distinct_states=r["distinct"], transitions=r["transitions"],
+                        depth=r["depth"], elapsed_s=r["elapsed_s"],
+                        cut_by_bounds=r["cut_by_bounds"], stop_reason=r["stop_reason"],
+                        cut_only_states=r["cut_only"], deadlock_checked=r["deadlock_checked"],
+                        found={p: Found(p, kind, tuple(initial), list(steps))
+                               for p, kind, initial, steps in r["found"]})
 
 
 def sweep(spec, variant: str, configurations: list[dict], properties: list[str] | None = None,
           max_depth: int | None = None, deadlock: bool | None = None, master: str | None = None,
-          verbose: bool = False, progress=None) -> list[dict]:
+          verbose: bool = False, progress=None) -> list[SearchResult]:
     """Checks every configuration (a dict of parameters): each one a Spark task on ``master``,
     or one after another in this process when ``master`` is None. Results in input order."""
+    plain = _sweep_plain(spec, variant, configurations, properties, max_depth, deadlock, master,
+                         verbose, progress)
+    return [configuration_result(spec, variant, r) for r in plain]
+
+
+def _sweep_plain(spec, variant, configurations, properties, max_depth, deadlock, master, verbose,
+                 progress) -> list[dict]:
     ref = spec_ref(spec)
     tasks = [{"spec": ref, "variant": variant, "params": c, "properties": properties,
               "max_depth": max_depth, "deadlock": deadlock} for c in configurations]
@@ -774,15 +796,18 @@ def sweep(spec, variant: str, configurations: list[dict], properties: list[str] 
                                   acc, progress)
 
 
-def minimal_counterexamples(results: list[dict], swept: list[str]) -> dict[str, tuple[dict, Found]]:
-    """For each violated property, the configuration reported: the shortest trace over all
-    configurations, and among equally short ones the smallest configuration (least sum of the
-    swept parameters, then least values in the order they were swept)."""
+def minimal_counterexamples(results: list[SearchResult], swept: list[str]
+                            ) -> dict[str, tuple[dict, Found]]:
+    """For each property with a counterexample (a violation, or a sometimes property's
+    witness), the configuration reported: the shortest trace over all configurations, and among
+    equally short ones the smallest configuration (least sum of the swept parameters, then least
+    values in the order they were swept)."""
     best: dict = {}
     for r in results:
-        size = (sum(r["params"][k] for k in swept), tuple(r["params"][k] for k in swept))
-        for p, kind, initial, steps in r["found"]:
-            key = (len(steps), size)
+        params = r.model.params.as_dict()
+        size = (sum(params[k] for k in swept), tuple(params[k] for k in swept))
+        for p, f in r.found.items():
+            key = (len(f.steps), size)
             if p not in best or key < best[p][0]:
-                best[p] = (key, r["params"], Found(p, kind, tuple(initial), list(steps)))
+                best[p] = (key, params, f)
     return {p: (params, f) for p, (_, params, f) in sorted(best.items())}

@@ -8,11 +8,11 @@ import re
 from rich.console import Console
 from rich.table import Table
 
-from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, VIOLATED, BadInput,  # noqa: F401
-                            json_option, positive, property_option, save_options, spec_option,
-                            variant_option)
+from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED,  # noqa: F401
+                            VIOLATED, BadInput, json_option, positive, property_option,
+                            save_options, spec_option, variant_option)
 from kcheck.spark import SparkError
-from kcheck.verdict import cell, print_json
+from kcheck.verdict import cell, exit_code, print_json
 
 # `kcheck check --engine`: the engines that answer check's question (every verdict, the same
 # shortest traces); --spark [MASTER] and --partition are the older spellings, kept as aliases
@@ -184,18 +184,17 @@ def configurations(spec, pairs: list[str]) -> tuple[list[str], list[dict]]:
     return [k for k in names if len(axes[k]) > 1] or names, configs
 
 
-def _length(r: dict, p: str) -> int | None:
-    return next((len(steps) for q, _, _, steps in r["found"] if q == p), None)
+def _length(r, p: str) -> int | None:
+    f = r.found.get(p)
+    return None if f is None else len(f.steps)
 
 
-def _status(r: dict, p: str) -> str:
-    if _length(r, p) is not None:
-        return "violated"
-    return "holds" if r["exhaustive"] else "bounded"
-
-
-def _cell(r: dict, p: str) -> str:
-    return cell(_status(r, p), _length(r, p))
+def sweep_exit_code(results) -> int:
+    """The sweep's exit code: each configuration's as `check` computes it (verdict.exit_code),
+    the gravest first (a signal, a violation, an undecided verdict, success)."""
+    codes = [exit_code({p: r.status(p) for p in r.properties}, r.exhaustive, r.stop_reason)
+             for r in results]
+    return next((c for c in (TERMINATED, INTERRUPTED, VIOLATED, BOUNDED) if c in codes), OK)
 
 
 def cmd_sweep(args, console) -> int:
@@ -224,26 +223,40 @@ def cmd_sweep(args, console) -> int:
             results = spark.sweep(spec, variant, configs, **kw)
     except KeyboardInterrupt:
         return INTERRUPTED
-    props = results[0]["properties"]
-    minimal = spark.minimal_counterexamples(results, swept)
+    props = results[0].properties
+    shortest = spark.minimal_counterexamples(results, swept)
+    # a sometimes property's counterexample is its witness (reached), not a violation
+    witness = {p for p in shortest if spec.properties.get(p) is not None
+               and spec.properties[p].kind == "sometimes"}
     traces, saved = {}, {}
-    for p, (params, f) in minimal.items():
+    for p, (params, f) in shortest.items():
         model = spec.instantiate(variant, params)
         traces[p] = build(model, p, f.kind, f.initial, f.steps)
         if args.save:
             saved[p] = save(traces[p], args.out)
 
+    def verdict_json(r, p):
+        out = {"status": r.status(p), "trace_length": _length(r, p)}
+        if r.reason(p):
+            out["reason"] = r.reason(p)
+        return out
+
+    def shortest_json(which):
+        return {p: {"parameters": params, "trace_length": len(traces[p]),
+                    "trace": to_json(traces[p]), "saved": saved.get(p)}
+                for p, (params, _) in shortest.items() if (p in witness) == which}
+
     if args.json:
         print_json({
             "spec": spec.name, "variant": variant, "swept": swept,
-            "configurations": [{"parameters": r["params"], "exhaustive": r["exhaustive"],
-                                "stop_reason": r["stop_reason"], "distinct_states": r["distinct"],
-                                "depth": r["depth"], "elapsed_s": round(r["elapsed_s"], 3),
-                                "properties": {p: {"status": _status(r, p), "trace_length": _length(r, p)}
-                                               for p in props}} for r in results],
-            "minimal_counterexamples": {p: {"parameters": params, "trace_length": len(traces[p]),
-                                            "trace": to_json(traces[p]), "saved": saved.get(p)}
-                                        for p, (params, _) in minimal.items()}}, "sweep")
+            "configurations": [{"parameters": r.model.params.as_dict(),
+                                "exhaustive": r.exhaustive, "stop_reason": r.stop_reason,
+                                "distinct_states": r.distinct_states, "depth": r.depth,
+                                "elapsed_s": round(r.elapsed_s, 3),
+                                "properties": {p: verdict_json(r, p) for p in props}}
+                               for r in results],
+            "minimal_counterexamples": shortest_json(False),
+            "shortest_witnesses": shortest_json(True)}, "sweep")
     else:
         t = Table(title=f"{spec.name} / {variant}: verdicts by configuration"
                         + (f" (on Spark, {args.spark})" if args.spark else ""), title_justify="left")
@@ -254,18 +267,17 @@ def cmd_sweep(args, console) -> int:
         t.add_column("states", justify="right")
         t.add_column("time", justify="right")
         for r in results:
-            t.add_row(*(str(r["params"][k]) for k in swept), *(_cell(r, p) for p in props),
-                      f"{r['distinct']:,}" + ("" if r["exhaustive"] else " (not exhaustive)"),
-                      f"{r['elapsed_s']:.2f}s")
+            params = r.model.params.as_dict()
+            t.add_row(*(str(params[k]) for k in swept),
+                      *(cell(r.status(p), _length(r, p)) for p in props),
+                      f"{r.distinct_states:,}" + ("" if r.exhaustive else " (not exhaustive)"),
+                      f"{r.elapsed_s:.2f}s")
         console.print(t)
-        for p, (params, _) in minimal.items():
+        for p, (params, _) in shortest.items():
             shown = {k: params[k] for k in swept}
-            console.print(trace_table(traces[p], f"Minimal counterexample for {p}: "
+            what = "Shortest witness" if p in witness else "Minimal counterexample"
+            console.print(trace_table(traces[p], f"{what} for {p}: "
                                                  f"{params_str(shown)} ({len(traces[p])} steps)"))
             if p in saved:
                 console.print(f"saved: {saved[p]}")
-    if any(r["stop_reason"] == "interrupted" for r in results):
-        return INTERRUPTED
-    if minimal:
-        return VIOLATED
-    return OK if all(r["exhaustive"] for r in results) else BOUNDED
+    return sweep_exit_code(results)

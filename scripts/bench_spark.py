@@ -101,9 +101,9 @@ def main():
     for v in variants:
         a, t1 = timed(lambda: spark.sweep(two_phase, v, configs, deadlock=False))
         b, t2 = timed(lambda: spark.sweep(two_phase, v, configs, deadlock=False, master=MASTER))
-        assert [r["distinct"] for r in a] == [r["distinct"] for r in b]
+        assert [r.distinct_states for r in a] == [r.distinct_states for r in b]
         t_local, t_spark = t_local + t1, t_spark + t2
-    total = sum(r["distinct"] for r in a)
+    total = sum(r.distinct_states for r in a)
     print(f"\nsweep of two_phase over {[c['N'] for c in configs]} x {len(variants)} variants "
           f"({len(configs) * len(variants)} configurations): one process {t_local:.2f} s, "
           f"--spark local[2] {t_spark:.2f} s, speed-up {t_local / t_spark:.2f}x")
@@ -183,7 +183,7 @@ def ownership(two_phase, big, quick):
         c = [spark_owner.check(two_phase.instantiate(v, cfg), deadlock=False, master=MASTER,
                                owners=2) for cfg in configs]
         t3 = time.perf_counter() - t
-        assert [r["distinct"] for r in a] == [r["distinct"] for r in b] == [r.distinct_states for r in c]
+        assert [r.distinct_states for r in a] == [r.distinct_states for r in b] == [r.distinct_states for r in c]
         t_one, t_sweep, t_own = t_one + t1, t_sweep + t2, t_own + t3
     print(f"\nsweep of two_phase over {[c['N'] for c in configs]} x 2 variants: one process "
           f"{t_one:.2f} s; a Spark task per configuration {t_sweep:.2f} s ({t_one / t_sweep:.2f}x); "

@@ -241,10 +241,14 @@ def test_sweep_matrix_and_minimal_counterexample(sc, capsys, tmp_path):
 
 
 def test_minimal_counterexample_prefers_the_shortest_trace_then_the_smallest_configuration():
+    from types import SimpleNamespace
     from kcheck.bfs import Found
-    results = [{"params": {"a": 3, "b": 1}, "found": [("p", "invariant", (0,), [1, 2])]},
-               {"params": {"a": 1, "b": 2}, "found": [("p", "invariant", (0,), [1, 2])]},
-               {"params": {"a": 1, "b": 1}, "found": [("p", "invariant", (0,), [1, 2, 3])]}]
+
+    def result(a, b, steps):
+        params = SimpleNamespace(as_dict=lambda: {"a": a, "b": b})
+        return SimpleNamespace(model=SimpleNamespace(params=params),
+                               found={"p": Found("p", "invariant", (0,), steps)})
+    results = [result(3, 1, [1, 2]), result(1, 2, [1, 2]), result(1, 1, [1, 2, 3])]
     params, f = spark.minimal_counterexamples(results, ["a", "b"])["p"]
     assert params == {"a": 1, "b": 2} and f == Found("p", "invariant", (0,), [1, 2])
 

@@ -1,0 +1,110 @@
+"""The run layer: how a front end (the report, the pytest plugin, the command line) runs a spec's
+variants through the engines and compares their verdicts with the spec's record, in one place.
+
+``run_variants`` is the one "every variant x engine x record" loop: each variant's search (the
+safety properties, bfs), its state graph (the progress properties, graph), and the differences of
+both from the record (verdict.record_differences). Front ends render its ``VariantRun``s; none
+builds an argparse namespace to call another front end's code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kcheck.trace import Trace
+
+
+@dataclass
+class Options:
+    """What a run may examine. The command line's flags map onto it one to one."""
+    properties: list[str] | None = None      # safety properties (None: every one)
+    progress_properties: list[str] | None = None   # progress properties (None: every one)
+    max_depth: int | None = None
+    max_states: int | None = None
+    max_nodes: int = 2_000_000               # the state graph's node limit
+    deadlock: bool | None = None             # None: as the spec says
+    # the reductions by the spec's symmetry, of the search and of the state graph: off unless
+    # asked (check's and progress's --no-symmetry unset), so the report and the plugin count
+    # every state
+    symmetry: bool = False
+    graph_symmetry: bool = False
+
+
+@dataclass
+class VariantRun:
+    """One variant's runs: its search, its progress check when asked, and how they differ from
+    the record."""
+    variant: str
+    doc: str
+    params: dict
+    search: object                     # kcheck.bfs.SearchResult
+    traces: dict[str, Trace]           # safety property -> shortest counterexample
+    progress: object | None = None     # kcheck.graph.ProgressResult, when progress was checked
+    progress_traces: dict[str, Trace] = field(default_factory=dict)
+    graph: object | None = None        # kcheck.graph.StateGraph, when progress was checked
+    proofs: list = field(default_factory=list)           # kcheck.symbolic.ProofResult
+    diffs: list[str] = field(default_factory=list)       # differences from the record
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """Every property's verdict, safety and progress (deadlock: the search's when both)."""
+        out = {p: self.search.status(p) for p in self.search.properties}
+        if self.progress is not None:
+            for p in self.progress.properties:
+                out.setdefault(p, self.progress.status(p))
+        return out
+
+    @property
+    def found(self) -> dict[str, Trace]:
+        return {**self.progress_traces, **self.traces}
+
+
+def progress_of(spec, variant: str | None, params: dict | None, options: Options):
+    """One variant's state graph and its progress (and deadlock) verdicts.
+    -> (graph.ProgressResult, {name: trace})"""
+    from kcheck.graph import build_graph, check
+    from kcheck.options import Progress
+    from kcheck.render import params_str
+    from kcheck.trace import traces_of
+    model = spec.instantiate(variant, params)
+    names = options.progress_properties or list(spec.progress)
+    check_deadlock = spec.check_deadlock or bool(options.deadlock)
+    # a graph of a Kafka spec takes a minute: say where it is (stderr, like the search)
+    with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
+                  f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
+        sg = build_graph(model, options.max_nodes, check_deadlock,
+                         progress=progress, symmetry=options.graph_symmetry)
+    res = check(sg, names, deadlock=check_deadlock and not options.progress_properties)
+    return res, traces_of(res)
+
+
+def run_variants(spec, variants: list[str | None] | None = None, params: dict | None = None,
+                 options: Options | None = None, progress: bool = True, prove: bool = False,
+                 on_variant=None) -> list[VariantRun]:
+    """Each variant (every one by default) searched, its progress checked (unless ``progress``
+    is false, or the spec has nothing to check there), optionally its safety properties proved,
+    and its verdicts compared with the spec's record."""
+    from kcheck.bfs import search
+    from kcheck.trace import traces_of
+    from kcheck.verdict import record_differences
+    options = options or Options()
+    runs = []
+    for variant in (variants or list(spec.variants) or [None]):
+        model = spec.instantiate(variant, params)
+        if on_variant:
+            on_variant(model.variant)
+        res = search(model, options.properties, options.max_depth, options.max_states,
+                     options.deadlock, symmetry=options.symmetry)
+        run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
+                         model.params.as_dict(), res, traces_of(res))
+        if progress and (spec.progress or spec.check_deadlock):
+            run.progress, run.progress_traces = progress_of(spec, model.variant, params, options)
+            run.graph = run.progress.graph
+        # once per property (deadlock is both the search's and the graph's: the search's counts)
+        run.diffs = record_differences(spec, model.variant, run.verdicts)
+        if prove:
+            from kcheck.symbolic import prove as prove_one
+            for p in spec.properties:
+                if not spec.properties[p].lemma and res.status(p) != "violated":
+                    run.proofs.append(prove_one(model, p))
+        runs.append(run)
+    return runs
