@@ -300,11 +300,12 @@ def sarif(cases: list[Case]) -> dict:
                       "results": results}]}
 
 
-def write(args) -> None:
+def write(args) -> list[str]:
     """Writes --junit and --sarif for whatever the command recorded (nothing recorded: an
-    empty suite, which says so)."""
-    from kcheck.options import BadInput
+    empty suite, which says so). Each one is tried; -> what could not be written, one sentence
+    each (the run's results are printed already: a failure here is exit 5, not bad input)."""
     cases = getattr(args, "_ci_cases", [])
+    failures = []
     for opt, text in (("junit", lambda: junit_xml(cases)),
                       ("sarif", lambda: json.dumps(sarif(cases), indent=2) + "\n")):
         path = getattr(args, opt, None)
@@ -313,4 +314,5 @@ def write(args) -> None:
         try:
             Path(path).write_text(text(), encoding="utf-8")
         except OSError as e:
-            raise BadInput(f"--{opt} {path}: cannot write the file ({e.strerror})") from None
+            failures.append(f"--{opt} {path}: cannot write the file ({e.strerror})")
+    return failures

@@ -108,8 +108,14 @@ def main(argv=None) -> int:
         handlers = parser.handlers
         if args.command is None:
             raise BadInput(f"no command given; commands: {', '.join(handlers)} (see 'kcheck --help')")
-        code = handlers[args.command](args, console)
-        ci_outputs.write(args)   # --junit / --sarif of check, progress, prove
+        try:
+            code, failures = handlers[args.command](args, console), []
+        except SaveFailed as e:     # the results are printed: the other outputs are still due
+            code, failures = None, [str(e)]
+        failures += ci_outputs.write(args)   # --junit / --sarif of check, progress, prove
+        if failures:
+            raise SaveFailed("; ".join(failures) + (f" (the run's own exit code: {code})"
+                                                    if code is not None else ""))
         return code
     except (BadInput, SpecError, CheckpointError) as e:
         err.print(f"kcheck: error: {e}", markup=False)

@@ -125,10 +125,10 @@ def cmd_conform(args, console) -> int:
         adapter = driver.adapter_for(spec.name)
     except SpecError as e:
         raise BadInput(str(e)) from None
-    if args.variant and args.variant not in spec.variants:
+    if args.variant is not None and args.variant not in spec.variants:
         raise BadInput(f"unknown variant '{args.variant}' for spec {spec.name}; variants: "
                        f"{', '.join(spec.variants)}")
-    if args.kafka:
+    if args.kafka is not None:     # an empty one is refused, not taken for the default
         try:
             check_version(args.kafka)
         except ValueError as e:

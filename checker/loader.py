@@ -59,6 +59,9 @@ def load_spec(name_or_path: str) -> Spec:
             module = importlib.import_module(SHIPPED[name_or_path])
         except SpecError:
             raise
+        except SystemExit as e:
+            raise SpecError(f"{user_line(e)}: loading spec {name_or_path} called "
+                            f"sys.exit({e.code!r})") from None
         except SyntaxError as e:
             raise SpecError(f"{e.filename}:{e.lineno}: syntax error in spec: {e.msg}") from None
         except Exception as e:
@@ -105,6 +108,10 @@ def load_spec(name_or_path: str) -> Spec:
         except ModuleNotFoundError as e:
             raise SpecError(_old_import(e, path) or f"{user_line(e)}: loading the spec raised "
                             f"{type(e).__name__}: {e}") from None
+        except SystemExit as e:
+            # a spec that exits would end kcheck with the spec's status and nothing printed
+            raise SpecError(f"{user_line(e)}: loading the spec called sys.exit({e.code!r}); a spec "
+                            f"module defines a Spec and returns") from None
         except Exception as e:
             raise SpecError(f"{user_line(e)}: loading the spec raised {type(e).__name__}: {e}") from None
         finally:

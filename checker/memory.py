@@ -7,6 +7,7 @@ figure once a block, which costs a read of /proc and nothing per state.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,14 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def _parse_size(text: str) -> int:
+    """A positive size in bytes (ValueError otherwise: a limit of 0 or less, inf or nan is none
+    the watch can measure against)."""
     t = text.strip().upper()
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(t[-1:], 1)
-    return int(float(t[:-1] if mult > 1 else t) * mult)
+    size = float(t[:-1] if mult > 1 else t) * mult
+    if not math.isfinite(size) or size < 1:
+        raise ValueError(text)
+    return int(size)
 
 
 def _read(path: str) -> str | None:
@@ -100,8 +106,8 @@ def watch() -> MemoryWatch | None:
                                "resident")
         except ValueError:
             from kcheck.spec.lang import SpecError
-            raise SpecError(f"KCHECK_MEMORY_LIMIT={env!r} is not a size: write bytes, or a number "
-                            f"with K, M, G or T (e.g. 2G)") from None
+            raise SpecError(f"KCHECK_MEMORY_LIMIT={env!r} is not a size: write a positive number of "
+                            f"bytes, or one with K, M, G or T (e.g. 2G)") from None
     cg = _cgroup_limit()
     if cg is not None:
         limit, usage, d = cg

@@ -102,13 +102,24 @@ def param_option(metavar: str = "NAME=VALUE", help: str | None = None) -> argpar
 def variant_option(all_variants: bool = False) -> argparse.ArgumentParser:
     """--variant V, and with all_variants the exclusive --all-variants."""
     p = _parent()
+    where = p.add_mutually_exclusive_group() if all_variants else p
+    where.add_argument("--variant", type=_variant_name, metavar="V",
+                       help="the variant to check (default: the spec's default variant; "
+                            "'kcheck list' names them)")
     if all_variants:
-        g = p.add_mutually_exclusive_group()
-        g.add_argument("--variant")
-        g.add_argument("--all-variants", action="store_true")
-    else:
-        p.add_argument("--variant")
+        where.add_argument("--all-variants", action="store_true",
+                           help="check every variant and compare each verdict with the record")
     return p
+
+
+def _variant_name(text: str) -> str:
+    """An argparse type: a variant's name, which is never empty (an empty one is not the
+    default variant)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("--variant needs a variant's name ('kcheck list' names "
+                                         "each spec's variants; leave the flag out for the "
+                                         "default variant)")
+    return text
 
 
 def property_option() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ SolverStop)."""
 from __future__ import annotations
 
 import argparse
+import math
 import ctypes
 import json
 import os
@@ -23,8 +24,8 @@ from rich.text import Text
 from kcheck import ci_outputs
 from kcheck.layout import layout_of
 from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
-                            json_option, model_options, out_dir, params, positive, property_option,
-                            save_options)
+                            json_option, model_options, out_dir, param_option, params, positive,
+                            property_option, save_options, spec_option)
 from kcheck.trace import save
 from kcheck.verdict import RunReport, Verdict, cell, print_json
 
@@ -36,8 +37,10 @@ def _seconds(s):
         v = float(s)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--timeout must be a number of seconds, got {s!r}")
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"--timeout must be positive, got {s!r}")
+    # Z3 takes a timeout in whole milliseconds below 2^32: inf, nan and 1e400 are not one
+    if not math.isfinite(v) or v <= 0 or v * 1000 >= 2 ** 32:
+        raise argparse.ArgumentTypeError(f"--timeout must be a positive number of seconds below "
+                                         f"{2 ** 32 // 1000:,} (about 49 days), got {s!r}")
     return v
 
 
@@ -77,8 +80,9 @@ def register(sub) -> dict:
                    help=f"when not inductive, look this deep for a real violation (0..{MAX_DEPTH})")
     ci_outputs.add_options(p)
 
+    # compare names its two variants with --variants A B: no --variant to accept and ignore
     c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?",
-                       parents=common)
+                       parents=[spec_option(), param_option(), _solver_options(), json_option()])
     c.add_argument("--rule", required=True)
     c.add_argument("--variants", nargs=2, required=True, metavar=("A", "B"))
     c.add_argument("--lift", action="append", default=[], metavar="ARG",
@@ -126,12 +130,6 @@ def _trace_doc(cx):
     if cx.trace is None:
         return {"states": cx.path.states, "steps": cx.path.steps, "note": cx.note}
     return to_json(cx.trace)
-
-
-def _cancelled(reason) -> bool:
-    """Z3 gives up with 'interrupted from keyboard' (or 'canceled') when Ctrl-C stops a solver
-    call: an interruption, exit 130, not an inconclusive answer."""
-    return bool(reason) and ("interrupted from keyboard" in str(reason) or "cancel" in str(reason))
 
 
 class SolverStop:
@@ -250,6 +248,13 @@ class SolverStop:
         while not self._done.is_set():
             Z3Call.interrupt()
             self._done.wait(self.RESEND_S)
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the solver: exit 130. A solver that gave up on its own (a
+        --timeout, whose reason Z3 also words "canceled") is undecided: exit 3."""
+        from kcheck import cnf
+        return cnf.INTERRUPTED.is_set()
 
     def code(self, code: int) -> int:
         """The exit code once the command printed its result: 143 after SIGTERM."""
@@ -407,7 +412,8 @@ def cmd_bmc(args, console) -> int:
             t.add_row(p, text, Text(doc))
         console.print(t)
         for p, cx in res.found.items():
-            _print_trace(console, cx, f"Shortest counterexample for {p} ({len(cx.path.steps)} steps, bmc)",
+            what = "witness" if res.status(p) == Verdict.REACHED else "counterexample"
+            _print_trace(console, cx, f"Shortest {what} for {p} ({len(cx.path.steps)} steps, bmc)",
                          None, model)
     # saved after the results are printed, so a failed save loses nothing
     if out is not None:
@@ -416,7 +422,9 @@ def cmd_bmc(args, console) -> int:
                         _save_states(model, p, cx.kind, cx, out))
             if not args.json:
                 console.print(f"saved: {saved[p]}", markup=False)
-    return stop.code(INTERRUPTED if _cancelled(res.inconclusive) else VIOLATED if res.found else
+    # a sometimes property's witness (reached) is not a violation
+    violated = any(res.status(p) == Verdict.VIOLATED for p in res.found)
+    return stop.code(INTERRUPTED if stop.interrupted else VIOLATED if violated else
                      BOUNDED if res.inconclusive or not res.exhaustive else OK)
 
 
@@ -493,7 +501,7 @@ def cmd_prove(args, console) -> int:
         if not args.json:
             console.print(f"saved: {path}", markup=False)
     verdicts = [r.verdict for r in results]
-    return stop.code(INTERRUPTED if any(_cancelled(r.why) for r in results) else
+    return stop.code(INTERRUPTED if stop.interrupted else
                      VIOLATED if Verdict.VIOLATED in verdicts else
                      OK if all(v is Verdict.PROVED for v in verdicts) else BOUNDED)
 
@@ -532,7 +540,7 @@ def cmd_compare(args, console) -> int:
             elif r.decisions_differ is None:
                 console.print("- identical decisions in every state", markup=False)
         console.print(f"benchmark: compare {r.rule}: {r.elapsed_s:.2f}s, {_stats_str(r.stats)}", markup=False)
-    return stop.code(INTERRUPTED if _cancelled(r.inconclusive) else BOUNDED if r.inconclusive else OK)
+    return stop.code(INTERRUPTED if stop.interrupted else BOUNDED if r.inconclusive else OK)
 
 
 __all__ = ["register", "SolverStop", "bmc_run", "prove_run", "compare_run"]

@@ -1173,7 +1173,8 @@ class Spec:
         return call_spec("the state declaration", lambda: StateFields(self._state_fn(params)))
 
     def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
-        variant = variant or self.default_variant or next(iter(self.variants), "default")
+        if variant is None:     # an empty name is a name, refused below: not the default
+            variant = self.default_variant or next(iter(self.variants), "default")
         if self.variants and variant not in self.variants:
             raise SpecError(f"unknown variant '{variant}' for spec {self.name}; variants: "
                             f"{', '.join(self.variants)}")
@@ -1191,7 +1192,7 @@ def call_spec(what: str, fn: Callable, *args, **kwargs):
         return fn(*args, **kwargs)
     except SpecError:
         raise
-    except Exception as e:
+    except (Exception, SystemExit) as e:     # sys.exit in spec code ends nothing but the spec
         import traceback
         frames = [f for f in traceback.extract_tb(e.__traceback__)
                   if not f.filename.endswith(("spec/lang.py",))]

@@ -400,14 +400,21 @@ def test_a_signal_prints_the_partial_verdicts(sig, code, word):
 def _interrupted_solver(monkeypatch, command: str):
     # prove asks Z3, which answers unknown when Ctrl-C stops it; bmc asks CaDiCaL (checker/cnf.py)
     # between slices of conflicts, where Ctrl-C arrives as a KeyboardInterrupt
+    # (what SIGINT's handler does first, symbolic_cli.SolverStop._on_sigint: the flag tells an
+    # interruption from a solver that gave up on its own, whose reason may read the same)
     import z3
+    from kcheck import cnf
     from kcheck.cnf import Cnf
     if command == "prove":
-        monkeypatch.setattr(z3.Solver, "check", lambda self, *a: z3.unknown)
+        def stopped(self, *a):
+            cnf.INTERRUPTED.set()
+            return z3.unknown
+        monkeypatch.setattr(z3.Solver, "check", stopped)
         monkeypatch.setattr(z3.Solver, "reason_unknown", lambda self: "interrupted from keyboard")
         return
 
     def ctrl_c(self, *a, **k):
+        cnf.INTERRUPTED.set()
         raise KeyboardInterrupt
     monkeypatch.setattr(Cnf, "_slice", ctrl_c)
 

@@ -1,0 +1,118 @@
+"""Exit codes that say what happened (README, "Exit codes"), on the paths a hostile user found
+wrong: a witness is not a violation, a solver's timeout is not an interruption, an empty name is
+not the default, an output that fails after the run keeps the run's results and the others."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+KCHECK = [sys.executable, "-c", "from kcheck.cli import run; run()"]
+OK, VIOLATED, BAD_INPUT, BOUNDED, SAVE_FAILED = 0, 1, 2, 3, 5
+
+
+def kcheck(*args, env=None, cwd=None):
+    import os
+    return subprocess.run(KCHECK + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, env={**os.environ, **(env or {})})
+
+
+def one_line(p) -> str:
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+@pytest.mark.z3
+@pytest.mark.slow
+def test_bmc_counts_a_sometimes_witness_as_reached_not_violated():
+    """consumer_group's two sometimes properties are reached within 3 steps; nothing is violated,
+    and 3 steps are not every behaviour: bounded, exit 3 (it was 1)."""
+    p = kcheck("bmc", "consumer_group", "--depth", "3", "--json")
+    assert p.returncode == BOUNDED, p.stderr
+    doc = json.loads(p.stdout)
+    statuses = {name: v["status"] for name, v in doc["properties"].items()}
+    assert "violated" not in statuses.values()
+    assert sorted(n for n, s in statuses.items() if s == "reached") == \
+        ["owner-commit-behind-member-epoch", "zombie-commit-in-flight"]
+    p = kcheck("bmc", "consumer_group", "--depth", "3")
+    assert "Shortest witness for zombie-commit-in-flight" in p.stdout
+    assert "Shortest counterexample" not in p.stdout
+
+
+@pytest.mark.z3
+@pytest.mark.slow
+def test_a_solver_timeout_is_undecided_not_an_interruption():
+    p = kcheck("prove", "consumer_group", "--property", "zombie-commit-is-stale",
+               "--timeout", "0.001")
+    assert p.returncode == BOUNDED, (p.returncode, p.stdout, p.stderr)
+    assert "UNKNOWN" in p.stdout and "interrupted" not in p.stderr
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "-1", "0"])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused(value):
+    p = kcheck("bmc", "two_phase", "--depth", "2", "--timeout", value)
+    assert p.returncode == BAD_INPUT
+    assert "--timeout must be a positive number of seconds" in one_line(p)
+
+
+@pytest.mark.parametrize("command", ["check", "progress", "bmc"])
+def test_an_empty_variant_is_refused_not_the_default(command):
+    p = kcheck(command, "two_phase", "--variant", "")
+    assert p.returncode == BAD_INPUT and "--variant needs a variant's name" in one_line(p)
+
+
+def test_conform_refuses_an_empty_kafka_version_and_variant():
+    p = kcheck("conform", "consumer_group", "--kafka", "")
+    assert p.returncode == BAD_INPUT and "unknown Kafka version ''" in one_line(p)
+    p = kcheck("conform", "consumer_group", "--variant", "")
+    assert p.returncode == BAD_INPUT and "unknown variant ''" in one_line(p)
+
+
+def test_compare_has_no_variant_option_to_ignore():
+    p = kcheck("compare", "two_phase", "--rule", "x", "--variants", "lamport", "lamport",
+               "--variant", "nope")
+    assert p.returncode == BAD_INPUT
+    one_line(p)
+
+
+@pytest.mark.parametrize("limit", ["-5G", "0", "nan", "abc"])
+def test_a_memory_limit_that_is_no_size_is_refused(limit):
+    p = kcheck("check", "two_phase", env={"KCHECK_MEMORY_LIMIT": limit})
+    assert p.returncode == BAD_INPUT
+    assert f"KCHECK_MEMORY_LIMIT={limit!r} is not a size" in one_line(p)
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_spec_that_calls_sys_exit_is_an_error_with_its_line(tmp_path, json_flag):
+    spec = tmp_path / "exits.py"
+    spec.write_text("import sys\n\nsys.exit(0)\n")
+    p = kcheck("check", spec, *json_flag)
+    assert p.returncode == BAD_INPUT and p.stdout == ""
+    assert f"{spec}:3: loading the spec called sys.exit(0)" in one_line(p)
+
+
+def test_an_output_that_fails_after_the_run_keeps_the_results_and_the_other_outputs(tmp_path):
+    """/dev/full takes no bytes (ENOSPC, even for root): the run's results are printed, the
+    SARIF file beside it is written, and the exit is 5 naming the JUnit file and the run's own
+    exit code (1: a violation), not 2 (bad input) as it was."""
+    sarif = tmp_path / "out.sarif"
+    p = kcheck("check", "two_phase", "--variant", "commit-without-prepares", "--junit",
+               "/dev/full", "--sarif", sarif, "--json")
+    assert p.returncode == SAVE_FAILED
+    assert json.loads(p.stdout)["properties"]["consistent"]["status"] == "violated"
+    line = one_line(p)
+    assert "--junit /dev/full: cannot write the file" in line
+    assert "(the run's own exit code: 1)" in line
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    assert {r["ruleId"]: r["properties"]["status"] for r in results}["two_phase/consistent"] == \
+        "violated"
+
+
+def test_a_failed_save_still_writes_the_ci_outputs(tmp_path):
+    sarif = tmp_path / "out.sarif"
+    p = kcheck("check", "two_phase", "--variant", "commit-without-prepares", "--save", "--out",
+               "/dev/full/x", "--sarif", sarif)
+    assert p.returncode == SAVE_FAILED and "cannot save" in one_line(p)
+    assert "VIOLATED" in p.stdout and sarif.exists()
