@@ -74,11 +74,11 @@ def _source(fn) -> tuple[str, int] | None:
 
 def trace_text(tr) -> str:
     """A trace as the terminal shows it (render.trace_table), as plain text."""
-    from rich.console import Console
+    from kcheck.options import make_console
 
     from kcheck.render import trace_table
     buf = io.StringIO()
-    Console(file=buf, width=160, no_color=True, highlight=False, soft_wrap=False).print(trace_table(tr))
+    make_console(file=buf, width=160, no_color=True, soft_wrap=False).print(trace_table(tr))
     text = buf.getvalue()
     if tr.loop_index is not None:
         from kcheck.render import loop_sentence

@@ -22,7 +22,7 @@ from kcheck.spec.lang import SpecError
 from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: F401
                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
                             SaveFailed, json_option, model_options, out_dir, params,
-                            positive,
+                            make_console, positive,
                             property_option, save_options, symmetry_option)
 from kcheck.trace import traces_of
 from kcheck.verdict import exit_code, from_search, print_json
@@ -93,10 +93,10 @@ def register(sub) -> dict:
 
 
 def main(argv=None) -> int:
-    console = Console(highlight=False, soft_wrap=False)
+    console = make_console(soft_wrap=False)
     if not console.is_terminal:
-        console = Console(highlight=False, width=400)  # a pipe or a file: tables at their natural width
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+        console = make_console(width=400)  # a pipe or a file: tables at their natural width
+    err = make_console(stderr=True, soft_wrap=True)
     from kcheck.bfs import CheckpointError, Terminated
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -235,7 +235,7 @@ def cmd_check(args, console) -> int:
         raise BadInput("'check all' checks every variant; --variant needs a single spec")
     if getattr(args, "checkpoint", None) and all_variants:
         raise BadInput("--checkpoint DIR holds one search: give a single spec and variant")
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = make_console(stderr=True, soft_wrap=True)
     t0 = time.perf_counter()
     codes, json_out, save_errors, compared, differing = [], [], [], 0, 0
     for name in names:

@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
-from kcheck.options import BadInput, positive
+from kcheck.options import BadInput, make_console, positive
 from kcheck.verdict import print_json
 from kcheck.conform import driver
 from kcheck.conform.driver import BROKER_UNAVAILABLE
@@ -151,7 +150,7 @@ def cmd_conform(args, console) -> int:
     if not jobs:
         raise BadInput(f"no traces to replay for {spec.name}")
 
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = make_console(stderr=True, soft_wrap=True)
     # traces that need replicas run on a cluster of three, started when the first needs it
     on_cluster = [adapter.needs_cluster(job.doc) for job in jobs]
     try:

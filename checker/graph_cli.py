@@ -14,8 +14,8 @@ from rich.text import Text
 from kcheck import ci_outputs
 from kcheck.layout import layout_of
 from kcheck.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
-                            model_options, out_dir, params, positive, property_option,
-                            save_options, symmetry_option)
+                            make_console, model_options, out_dir, params, positive,
+                            property_option, save_options, symmetry_option)
 from kcheck.verdict import (VALIDATE_ENV, cell, check_output, differs_from_record, exit_code,
                             print_json, search_differences, unrecorded_bounded)
 from kcheck.spec import SHIPPED
@@ -135,7 +135,6 @@ def cmd_progress(args, console) -> int:
     from kcheck.loader import load_spec
     from kcheck.render import params_str
     import time
-    from rich.console import Console
     from kcheck.trace import save_all
     params_ = params(args.param)
     out = out_dir(args)
@@ -143,7 +142,7 @@ def cmd_progress(args, console) -> int:
     all_variants = args.all_variants or args.spec == "all"
     if args.spec == "all" and args.variant:
         raise BadInput("'progress all' checks every variant; --variant needs a single spec")
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = make_console(stderr=True, soft_wrap=True)
     t0 = time.perf_counter()
     codes, json_out, save_errors, compared, differing = [], [], [], 0, 0
     for spec_name in names:

@@ -17,6 +17,13 @@ import time
 
 from rich.console import Console
 
+
+def make_console(stderr: bool = False, **kw) -> Console:
+    """Every terminal output of kcheck, made here: no emoji codes (rich reads an error's
+    'my_spec.py:100:' as the emoji code ':100:' and prints 'my_spec.py💯') and no highlighting
+    of the numbers and names in kcheck's own lines."""
+    return Console(stderr=stderr, highlight=False, emoji=False, **kw)
+
 OK, VIOLATED, BAD_INPUT, BOUNDED, BROKER_FAILED, SAVE_FAILED = 0, 1, 2, 3, 4, 5
 INTERRUPTED, TERMINATED = 130, 143
 
@@ -171,7 +178,7 @@ class Progress:
 
     def __init__(self, label: str):
         self.label, self.time = label, time.monotonic
-        self.err = Console(stderr=True, highlight=False)
+        self.err = make_console(stderr=True)
         self.every = float(os.environ.get("KCHECK_PROGRESS_SECONDS", PROGRESS_EVERY))
         self.last = self.time()
         self.live = None

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED,  # noqa: F401
-                            VIOLATED, BadInput, json_option, positive, property_option,
-                            save_options, spec_option, variant_option)
+                            VIOLATED, BadInput, json_option, make_console, positive,
+                            property_option, save_options, spec_option, variant_option)
 from kcheck.spark import SparkError
 from kcheck.verdict import cell, exit_code, print_json
 
@@ -93,7 +93,7 @@ def register(subparsers) -> dict:
 
 def _progress(console: Console, verbose: bool, what: str):
     """A status line on a terminal, lines on stderr with --verbose, else nothing."""
-    err = Console(stderr=True, highlight=False)
+    err = make_console(stderr=True)
     if err.is_terminal:
         from rich.live import Live
         live = Live(console=err, transient=True, refresh_per_second=4)
@@ -110,7 +110,7 @@ def _progress(console: Console, verbose: bool, what: str):
 
 def _level_progress(verbose: bool):
     """Like _progress, per level of the ownership mode."""
-    err = Console(stderr=True, highlight=False)
+    err = make_console(stderr=True)
     if err.is_terminal or verbose:
         live = None
         if err.is_terminal:
@@ -146,7 +146,7 @@ def check_on_spark(model, props, args, console, engine_name: str = "spark-slices
         res = run()
     line = res.distribution.line()
     if args.json:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(line, markup=False)
+        make_console(stderr=True, soft_wrap=True).print(line, markup=False)
     else:
         console.print(line, markup=False)
     return res

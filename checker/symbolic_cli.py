@@ -24,8 +24,8 @@ from rich.text import Text
 from kcheck import ci_outputs
 from kcheck.layout import layout_of
 from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
-                            json_option, model_options, out_dir, param_option, params, positive,
-                            property_option, save_options, spec_option)
+                            json_option, make_console, model_options, out_dir, param_option,
+                            params, positive, property_option, save_options, spec_option)
 from kcheck.trace import save
 from kcheck.verdict import RunReport, Verdict, cell, print_json
 
@@ -229,8 +229,7 @@ class SolverStop:
             if not ready:
                 announced = True
                 if not self._done.is_set():
-                    from rich.console import Console
-                    Console(stderr=True, highlight=False, soft_wrap=True).print(
+                    make_console(stderr=True, soft_wrap=True).print(
                         f"kcheck: {self.what}: solver running (Ctrl-C or SIGTERM stops it and "
                         f"prints what was found)", markup=False)
                 continue
@@ -259,8 +258,7 @@ class SolverStop:
     def code(self, code: int) -> int:
         """The exit code once the command printed its result: 143 after SIGTERM."""
         if self.terminated.is_set():
-            from rich.console import Console
-            Console(stderr=True, highlight=False).print("kcheck: terminated (SIGTERM)", markup=False)
+            make_console(stderr=True).print("kcheck: terminated (SIGTERM)", markup=False)
             return TERMINATED
         return code
 

@@ -116,3 +116,12 @@ def test_a_failed_save_still_writes_the_ci_outputs(tmp_path):
                "/dev/full/x", "--sarif", sarif)
     assert p.returncode == SAVE_FAILED and "cannot save" in one_line(p)
     assert "VIOLATED" in p.stdout and sarif.exists()
+
+
+def test_an_error_location_keeps_its_line_number(tmp_path):
+    """rich read 'bad_name.py:100:' as the emoji code ':100:' and printed 'bad_name.py💯'."""
+    spec = tmp_path / "bad_name.py"
+    spec.write_text("from kcheck import Spec\n" + "\n" * 98 + "undefined_name\n")
+    p = kcheck("check", spec)
+    assert p.returncode == BAD_INPUT
+    assert one_line(p).startswith(f"kcheck: error: {spec}:100: loading the spec raised NameError")
