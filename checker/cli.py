@@ -134,6 +134,15 @@ def main(argv=None) -> int:
     except Terminated:
         err.print("kcheck: terminated (SIGTERM)")
         return TERMINATED
+    except OSError as e:
+        if not _stdout_failed(e):
+            raise
+        # the results could not be printed (a full disk, /dev/full, a closed pipe's EIO): say so
+        # on stderr, in one line, rather than a traceback from deep inside rich or print
+        _drop_stdout()
+        err.print(f"kcheck: error: cannot write the results to standard output ({e.strerror})",
+                  markup=False)
+        return SAVE_FAILED
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -326,6 +335,27 @@ def cmd_replay(args, console) -> int:
             console.print(trace_table(r.trace, f"{args.file}: {model.spec.name}/{model.variant}"))
         console.print(("REPRODUCES: " if r.ok else "DOES NOT REPRODUCE: ") + r.message, markup=False)
     return OK if r.ok else VIOLATED
+
+
+def _stdout_failed(e: OSError) -> bool:
+    """Whether ``e`` is a write to standard output that failed: an error of writing (a full disk
+    or /dev/full, an I/O error, a closed pipe) that names no file. Writes to files kcheck names
+    (--save, --junit, the report) fail with the file's name, and say so on their own paths."""
+    import errno
+    return e.filename is None and e.errno in (errno.ENOSPC, errno.EIO, errno.EPIPE,
+                                              errno.EDQUOT, errno.EFBIG)
+
+
+def _drop_stdout() -> None:
+    """Standard output that failed: later writes (the interpreter's flush at exit) go nowhere,
+    so nothing else prints a traceback about it."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def run():

@@ -53,6 +53,10 @@ def _old_import(e: ModuleNotFoundError, path: Path) -> str | None:
     return None
 
 
+# A spec module is Python source a person wrote: kcheck's largest is under 100 KB
+MAX_SPEC_BYTES = 16 << 20
+
+
 def load_spec(name_or_path: str) -> Spec:
     if name_or_path in SHIPPED:
         try:
@@ -75,8 +79,14 @@ def load_spec(name_or_path: str) -> Spec:
         if path.is_dir():
             raise SpecError(f"{name_or_path} is a folder; give the path of a spec module (a .py "
                             f"file) or a shipped spec: {', '.join(SHIPPED)}")
+        if path.exists() and not path.is_file():
+            raise SpecError(f"{name_or_path} is not a regular file (a device, a pipe, a socket); "
+                            f"give the path of a spec module (a .py file)")
         if not path.is_file():
             raise SpecError(f"spec file {name_or_path} does not exist; shipped specs: {', '.join(SHIPPED)}")
+        if path.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError(f"{name_or_path} is larger than {MAX_SPEC_BYTES >> 20} MB: not a spec "
+                            f"module (the largest shipped spec is under 100 KB)")
         mod_name = f"kcheck_user_{abs(hash(str(path.resolve())))}"
         # any file name will do (a spec kept without .py): load it as Python source explicitly
         source_loader = importlib.machinery.SourceFileLoader(mod_name, str(path))

@@ -152,13 +152,13 @@ def check_on_spark(model, props, args, console, engine_name: str = "spark-slices
     return res
 
 
-def _values(name: str, text: str) -> list[int]:
+def _values(name: str, text: str) -> range | list[int]:
     m = re.fullmatch(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*", text)
     if m:
         lo, hi = int(m.group(1)), int(m.group(2))
         if lo > hi:
             raise SparkError(f"--param {name}={text}: the range is empty (write LO..HI with LO <= HI)")
-        return list(range(lo, hi + 1))
+        return range(lo, hi + 1)      # not a list: its ends are checked before it is walked
     try:
         vals = [int(v) for v in text.split(",")]
     except ValueError:
@@ -177,6 +177,11 @@ def configurations(spec, pairs: list[str]) -> tuple[list[str], list[dict]]:
             raise SparkError(f"--param {k} is given twice")
         axes[k] = _values(k, v)
     names = list(axes)
+    # each axis's least and greatest value against the parameter's range (exit 2) before any
+    # configuration is built: N=1..99999999 is refused at once, not after a list of 10^8
+    for k, values in axes.items():
+        spec.resolve_params({k: min(values)})
+        spec.resolve_params({k: max(values)})
     configs = [dict(zip(names, combo)) for combo in itertools.product(*axes.values())]
     for c in configs:
         full = spec.resolve_params(c)    # unknown names and out-of-range values: exit 2

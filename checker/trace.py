@@ -329,10 +329,20 @@ def _no_duplicate_keys(pairs):
     return seen
 
 
+# The largest trace file read: a saved trace of thousands of steps is a few MB; a reader that
+# takes whatever it is given grows without end on /dev/zero (and ignores Ctrl-C meanwhile).
+MAX_TRACE_BYTES = 64 << 20
+
+
 def load(path: str | Path) -> dict:
     p = Path(path)
     try:
-        text = p.read_text()
+        with open(p, "rb") as f:
+            raw = f.read(MAX_TRACE_BYTES + 1)
+        if len(raw) > MAX_TRACE_BYTES:
+            raise TraceError(f"{path} is larger than {MAX_TRACE_BYTES >> 20} MB: not a trace file "
+                             f"(kcheck's traces are a few MB at most)")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise TraceError(f"trace file {path} does not exist") from None
     except IsADirectoryError:

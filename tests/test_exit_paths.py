@@ -125,3 +125,42 @@ def test_an_error_location_keeps_its_line_number(tmp_path):
     p = kcheck("check", spec)
     assert p.returncode == BAD_INPUT
     assert one_line(p).startswith(f"kcheck: error: {spec}:100: loading the spec raised NameError")
+
+
+@pytest.mark.parametrize("argv", [["check", "two_phase"], ["check", "two_phase", "--json"],
+                                  ["list"]])
+def test_standard_output_that_cannot_be_written_is_one_line_and_exit_5(argv):
+    import os
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(KCHECK + argv, stdout=full, stderr=subprocess.PIPE, text=True,
+                           timeout=300, env=os.environ)
+    assert p.returncode == SAVE_FAILED
+    assert one_line(p) == ("kcheck: error: cannot write the results to standard output "
+                           "(No space left on device)")
+
+
+def test_a_special_file_is_no_trace_and_no_spec():
+    """/dev/zero never ends: the reader stops at its cap (it grew by 500 MB/s, deaf to Ctrl-C)."""
+    p = kcheck("replay", "/dev/zero")
+    assert p.returncode == BAD_INPUT and "larger than 64 MB: not a trace file" in one_line(p)
+    p = kcheck("check", "/dev/zero")
+    assert p.returncode == BAD_INPUT and "is not a regular file" in one_line(p)
+
+
+def test_a_huge_spec_file_is_refused_before_it_is_read(tmp_path):
+    big = tmp_path / "big.py"
+    with open(big, "wb") as f:
+        f.truncate(20 << 20)
+    p = kcheck("check", big)
+    assert p.returncode == BAD_INPUT and "larger than 16 MB: not a spec module" in one_line(p)
+
+
+def test_a_sweep_range_beyond_the_parameter_is_refused_before_it_is_built():
+    p = kcheck("sweep", "two_phase", "--param", "N=1..99999999")
+    assert p.returncode == BAD_INPUT
+    assert one_line(p) == "kcheck: error: parameter N=99999999 is out of range (valid: 1..12)"
+
+
+def test_an_ascii_terminal_gets_the_results():
+    p = kcheck("check", "two_phase", env={"PYTHONIOENCODING": "ascii"})
+    assert p.returncode == OK and "consistent" in p.stdout and "Traceback" not in p.stderr
