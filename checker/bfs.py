@@ -123,6 +123,7 @@ class SearchResult(RunResult):
                 "interrupted": "the search was interrupted",
                 "terminated": "the search was terminated (SIGTERM)",
                 "all-violated": "the search stopped once every other property was violated",
+                "checkpoint-failed": f"the search stopped: {self.stop_detail}",
                 }.get(self.stop_reason or "", self.stop_reason)
 
     @property
@@ -194,9 +195,9 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     if res.por is not None:
         ex.successors = res.por.bind(visited, ex.keys)
 
+    from kcheck import checkpoint as ckpt
     saved = None
     if checkpoint is not None:
-        from kcheck import checkpoint as ckpt
         identity = ckpt.identity(model, props, check_deadlock, comp, initial)
         saved = ckpt.load(checkpoint, identity)
     if saved is not None:
@@ -250,6 +251,9 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     try:
         ex.run(max_depth, after_block=after_block, on_level=level_added)
         res.stop_reason = ex.stop_reason
+    except ckpt.SaveError as e:
+        # what was found stands, bounded; the command says the checkpoint failed (exit 5)
+        res.stop_reason, res.stop_detail = "checkpoint-failed", str(e)
     except KeyboardInterrupt:
         res.stop_reason = "interrupted"
     except Terminated:

@@ -65,7 +65,10 @@ def save(directory: str, ident: dict, visited, frontier, parents, actions, initi
          elapsed_s: float) -> str:
     """Write the search's state after a finished level; returns the file's path."""
     from kcheck.bfs import Found  # noqa: F401  (the type of res.found's values)
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise SaveError(f"cannot create the checkpoint folder {directory} ({e.strerror})") from None
     meta = {"identity": ident, "depth": res.depth, "transitions": res.transitions,
             "cut_by_bounds": res.cut_by_bounds, "cut_only_states": res.cut_only_states,
             "fired": list(res.fired), "elapsed_s": elapsed_s,
@@ -82,12 +85,24 @@ def save(directory: str, ident: dict, visited, frontier, parents, actions, initi
         arrays["keys"] = visited.keys[:, :visited.n]
     path = os.path.join(directory, FILE)
     tmp = path + f".{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        np.savez(f, **arrays)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        # a full or read-only disk: the previous checkpoint stays whole and no half file is left
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise SaveError(f"cannot write the checkpoint {path} ({e.strerror})") from None
     return path
+
+
+class SaveError(Exception):
+    """A checkpoint that could not be written: the search stops there, with what it found."""
 
 
 def load(directory: str, ident: dict) -> Saved | None:

@@ -214,6 +214,20 @@ def _run_one(spec, variant, params_, args, console):
     return res, traces_of(res)
 
 
+def _writable_folder(folder: str) -> None:
+    """--checkpoint DIR can be created and written, found before the search rather than at its
+    first checkpoint (a disk that fills later stops the search there: bfs, 'checkpoint-failed')."""
+    import os
+    import tempfile
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".kcheck-probe-"):
+            pass
+    except OSError as e:
+        raise BadInput(f"--checkpoint {folder}: cannot write a checkpoint there ({e.strerror}); "
+                       f"give a writable folder") from None
+
+
 def _exit_for(res) -> int:
     return exit_code({p: res.status(p) for p in res.properties}, res.exhaustive,
                      res.stop_reason if res.interrupted else None)
@@ -244,6 +258,8 @@ def cmd_check(args, console) -> int:
         raise BadInput("'check all' checks every variant; --variant needs a single spec")
     if getattr(args, "checkpoint", None) and all_variants:
         raise BadInput("--checkpoint DIR holds one search: give a single spec and variant")
+    if getattr(args, "checkpoint", None):
+        _writable_folder(args.checkpoint)
     err = make_console(stderr=True, soft_wrap=True)
     t0 = time.perf_counter()
     codes, json_out, save_errors, compared, differing = [], [], [], 0, 0
@@ -263,6 +279,8 @@ def cmd_check(args, console) -> int:
             if not args.json and not args.json_lines:
                 for p in saved.values():
                     console.print(f"saved: {p}", markup=False)
+            if res.stop_reason == "checkpoint-failed":
+                failure = f"{res.stop_detail}; the verdicts above are bounded at depth {res.depth}"
             if failure:
                 raise SaveFailed(failure)
             return _exit_for(res)

@@ -55,6 +55,7 @@ def stats_line(r: SearchResult) -> str:
                  "interrupted": "INTERRUPTED", "terminated": "TERMINATED (SIGTERM)",
                  "all-violated": "stopped: every property violated",
                  "out-of-memory": "BOUNDED: out of memory (use --max-states)",
+                 "checkpoint-failed": f"BOUNDED: {getattr(r, 'stop_detail', '')}",
                  "memory": f"BOUNDED by the memory watch: {getattr(r, 'stop_detail', '')}",
                  }.get(r.stop_reason, r.stop_reason or "")
     cut = ""

@@ -56,3 +56,35 @@ def test_a_checkpoint_of_the_older_format_is_refused_in_one_line(tmp_path):
     assert len(lines) == 1 and "checkpoint format" in lines[0] and "Traceback" not in p.stderr
     assert path.read_bytes() == before
     assert zipfile.is_zipfile(path)
+
+
+def test_a_checkpoint_folder_that_cannot_be_written_is_refused_before_the_search():
+    p = subprocess.run(KCHECK + ["check", "two_phase", "--checkpoint", "/dev/full/ck"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr
+    assert p.stderr.strip() == ("kcheck: error: --checkpoint /dev/full/ck: cannot write a "
+                                "checkpoint there (Not a directory); give a writable folder")
+
+
+def test_a_checkpoint_that_fails_to_write_stops_the_search_with_what_it_found(tmp_path,
+                                                                              monkeypatch):
+    """A disk that fills during the search: the write fails inside numpy (ENOSPC, as a full disk
+    raises it), the previous checkpoint stays whole, no temporary file is left, and the search
+    stops there with its verdicts bounded (it was a traceback that lost the search)."""
+    import errno
+    model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 4})
+    first = search(model, max_depth=3, checkpoint=str(tmp_path), checkpoint_every=0)
+    whole = (tmp_path / checkpoint.FILE).read_bytes()
+    real = np.savez
+
+    def full_disk(f, **arrays):
+        real(f, **{k: arrays[k] for k in list(arrays)[:1]})     # part of it written, then:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(np, "savez", full_disk)
+    res = search(model, checkpoint=str(tmp_path), checkpoint_every=0)
+    assert res.stop_reason == "checkpoint-failed" and not res.exhaustive
+    assert res.stop_detail == (f"cannot write the checkpoint {tmp_path / checkpoint.FILE} "
+                               f"(No space left on device)")
+    assert res.depth == first.depth + 1 and res.status("consistent") in ("bounded", "violated")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [checkpoint.FILE]
+    assert (tmp_path / checkpoint.FILE).read_bytes() == whole
