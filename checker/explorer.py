@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kcheck.layout import initial_words, layout_of
 from kcheck.reference import evaluate
-from kcheck.trace import Executor, TraceError, shown_values
+from kcheck.trace import MAX_TRACE_BYTES, Executor, TraceError, shown_values
 from kcheck.spec.lang import Expr, SpecError
 
 # Conjunct texts longer than this are cut (a Forall over many members unrolls to a long text).
@@ -113,6 +113,11 @@ class Session:
     def load(self, doc: dict, name: str):
         """A trace or scenario document (checker/trace.py format) of this spec."""
         from pathlib import Path
+
+        from kcheck.trace import validate
+        if not isinstance(name, str):
+            raise ValueError(f"name must be a string, got {name!r}")
+        doc = validate(doc, name)      # TraceError: not a trace, in one sentence
         spec = self.model.spec
         ref = doc.get("spec")
         # a shipped spec by name; a user's by its path, relative to the trace (the page uploads
@@ -192,6 +197,16 @@ def page() -> str:
             .replace("/*SCRIPT*/", asset("explorer.js")))
 
 
+def _index(body: dict, key: str, default: int | None = None) -> int:
+    """A request's integer field (an instance or initial state's index)."""
+    value = body.get(key, default)
+    if value is None:
+        raise KeyError(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{key} must be an integer index, got {value!r}")
+    return value
+
+
 def make_server(session: Session, port: int = 0) -> ThreadingHTTPServer:
     html_page = page().encode("utf-8")
 
@@ -220,15 +235,28 @@ def make_server(session: Session, port: int = 0) -> ThreadingHTTPServer:
                 self._json(404, {"error": f"no such page {self.path}"})
 
         def do_POST(self):
-            n = int(self.headers.get("Content-Length") or 0)
-            try:
-                body = json.loads(self.rfile.read(n) or b"{}")
-            except json.JSONDecodeError as e:
-                self._json(400, {"error": f"the request body is not JSON: {e.msg}"})
+            # every request is checked before it is read or used: a length that is no number or
+            # beyond a trace's largest size, a body that is no JSON object, a number that is no
+            # index (1e400 is a float, and int() of it raised in the server's thread)
+            length = self.headers.get("Content-Length") or "0"
+            if not length.isdigit():
+                self._json(400, {"error": f"Content-Length {length!r} is not a number of bytes"})
                 return
-            routes = {"/api/step": lambda: session.take(int(body["instance"])),
+            if int(length) > MAX_TRACE_BYTES:
+                self._json(413, {"error": f"the request body ({int(length):,} bytes) is larger "
+                                          f"than a trace's {MAX_TRACE_BYTES >> 20} MB"})
+                return
+            try:
+                body = json.loads(self.rfile.read(int(length)) or b"{}")
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+                self._json(400, {"error": f"the request body is not JSON: {getattr(e, 'msg', e)}"})
+                return
+            if not isinstance(body, dict):
+                self._json(400, {"error": "the request body is not a JSON object"})
+                return
+            routes = {"/api/step": lambda: session.take(_index(body, "instance")),
                       "/api/undo": session.undo,
-                      "/api/reset": lambda: session.reset(int(body.get("initial", 0))),
+                      "/api/reset": lambda: session.reset(_index(body, "initial", 0)),
                       "/api/next": session.next_in_plan,
                       "/api/load": lambda: session.load(body["trace"], body.get("name", "trace")),
                       "/api/variant": lambda: session._use(session.model.spec.instantiate(
@@ -239,7 +267,7 @@ def make_server(session: Session, port: int = 0) -> ThreadingHTTPServer:
             with session.lock:
                 try:
                     routes[self.path]()
-                except (ValueError, KeyError, TypeError, SpecError) as e:
+                except (ValueError, KeyError, TypeError, SpecError, TraceError) as e:
                     self._json(400, {"error": str(e) if not isinstance(e, KeyError) else f"missing {e}"})
                     return
                 self._json(200, session.view())

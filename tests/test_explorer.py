@@ -194,3 +194,42 @@ def test_explorer_in_headless_chromium(tmp_path):
     finally:
         if proc.poll() is None:
             _stop(proc)
+
+
+def _raw(url: str, path: str, body: bytes, length: str | None = None) -> tuple[int, str]:
+    """A POST with the body and Content-Length given as they are (http.client, not urllib,
+    which would set a correct length)."""
+    import http.client
+    from urllib.parse import urlparse
+    u = urlparse(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.putrequest("POST", path)
+    c.putheader("Content-Length", length if length is not None else str(len(body)))
+    c.endheaders()
+    if body:
+        c.send(body)
+    r = c.getresponse()
+    status, text = r.status, r.read().decode()
+    c.close()
+    return status, text
+
+
+@pytest.mark.parametrize("path,body,length,status,error", [
+    ("/api/step", b'{"instance": 1e400}', None, 400, "instance must be an integer index"),
+    ("/api/step", b'{"instance": "0"}', None, 400, "instance must be an integer index"),
+    ("/api/step", b'[1, 2]', None, 400, "not a JSON object"),
+    ("/api/step", b'\xff\xfe', None, 400, "not JSON"),
+    ("/api/reset", b'{"initial": true}', None, 400, "initial must be an integer index"),
+    ("/api/load", b'{"trace": 5}', None, 400, "a trace file holds a JSON object"),
+    ("/api/load", b'{"trace": {"kcheck_trace": 2, "spec": "two_phase"}}', None, 400, "steps"),
+    ("/api/step", b'{}', "abc", 400, "Content-Length 'abc' is not a number of bytes"),
+    ("/api/step", b'', str(10 ** 12), 413, "larger than a trace's 64 MB"),
+])
+def test_the_explorer_answers_every_bad_request_in_one_line(server, path, body, length, status,
+                                                             error):
+    code, text = _raw(server, path, body, length)
+    assert code == status, text
+    message = json.loads(text)["error"]
+    assert error in message and "\n" not in message
+    code, _ = _raw(server, "/api/undo", b"{}")   # and it still serves
+    assert code in (200, 400)
