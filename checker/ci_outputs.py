@@ -304,6 +304,7 @@ def write(args) -> list[str]:
     """Writes --junit and --sarif for whatever the command recorded (nothing recorded: an
     empty suite, which says so). Each one is tried; -> what could not be written, one sentence
     each (the run's results are printed already: a failure here is exit 5, not bad input)."""
+    from kcheck.options import write_file
     cases = getattr(args, "_ci_cases", [])
     failures = []
     for opt, text in (("junit", lambda: junit_xml(cases)),
@@ -312,7 +313,7 @@ def write(args) -> list[str]:
         if not path:
             continue
         try:
-            Path(path).write_text(text(), encoding="utf-8")
+            write_file(path, text())
         except OSError as e:
             failures.append(f"--{opt} {path}: cannot write the file ({e.strerror})")
     return failures

@@ -18,6 +18,30 @@ import time
 from rich.console import Console
 
 
+def write_file(path, text: str) -> None:
+    """Every file kcheck writes for a user (a saved trace, a report page, a spec from `kcheck
+    new`, JUnit, SARIF): written beside its place and renamed, so a full disk or a kill leaves
+    the old file or none, never a half (a report once left a 0-byte page). OSError on failure,
+    with the temporary file removed: the caller says what failed."""
+    from pathlib import Path
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        # a device or a pipe the user named (/dev/stdout, a fifo): written to, never replaced
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
 def make_console(stderr: bool = False, **kw) -> Console:
     """Every terminal output of kcheck, made here: no emoji codes (rich reads an error's
     'my_spec.py:100:' as the emoji code ':100:' and prints 'my_spec.py💯') and no highlighting

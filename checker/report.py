@@ -469,7 +469,8 @@ def register(sub) -> dict:
 
 
 def cmd_report(args, console) -> int:
-    from kcheck.options import BOUNDED, OK, VIOLATED, BadInput, params as parse_params
+    from kcheck.options import (BOUNDED, OK, VIOLATED, BadInput, SaveFailed, params as parse_params,
+                                write_file)
     from kcheck.loader import load_spec
     from kcheck.spec import SHIPPED
     params = parse_params(args.param)
@@ -493,7 +494,10 @@ def cmd_report(args, console) -> int:
                       if console.is_terminal else None)
         rep.conformance = conformance
         page = out / f"{spec.name}.html"
-        page.write_text(render_html(rep), encoding="utf-8")
+        try:
+            write_file(page, render_html(rep))
+        except OSError as e:
+            raise SaveFailed(f"cannot write {page} ({e.strerror}); give a writable -o") from None
         ok = not any(r.diffs for r in rep.runs)
         undecided = ok and _undecided(rep)
         pages.append((spec.name, page.name, ok))
@@ -505,7 +509,10 @@ def cmd_report(args, console) -> int:
         console.print(f"{page}: {len(rep.runs)} variant(s), {n_cx} counterexample(s), "
                       f"{said} ({rep.elapsed_s:.1f}s)", markup=False)
     if len(pages) > 1:
-        (out / "index.html").write_text(render_index(pages), encoding="utf-8")
+        try:
+            write_file(out / "index.html", render_index(pages))
+        except OSError as e:
+            raise SaveFailed(f"cannot write {out / 'index.html'} ({e.strerror})") from None
         console.print(f"{out / 'index.html'}: index of {len(pages)} reports", markup=False)
     return next((c for c in (VIOLATED, BOUNDED) if c in codes), OK)
 

@@ -139,9 +139,13 @@ def write(name: str, directory: Path) -> list[Path]:
              directory / f"test_{name}.py": TEST.format(name=name),
              directory / f"{name}_scenarios" / "join_then_heartbeat.json":
                  json.dumps(scenario(name), indent=2) + "\n"}
+    from kcheck.options import SaveFailed, write_file
     for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_file(path, text)
+        except OSError as e:
+            raise SaveFailed(f"cannot write {path} ({e.strerror}); give a writable --dir") from None
     return list(files)
 
 

@@ -212,7 +212,7 @@ def save(tr: Trace, out_dir: str | Path) -> str:
     """Saves a counterexample as <out_dir>/<spec>/<variant>/<property>.json and its Markdown
     twin (checker/render.py); -> the JSON file's path. A user's spec is named relative to the
     trace file, so the two can move together. A failure is SaveFailed, one line."""
-    from kcheck.options import SaveFailed
+    from kcheck.options import SaveFailed, write_file
     from kcheck.render import markdown
     m = tr.model
     d = Path(out_dir) / m.spec.name / m.variant
@@ -221,8 +221,8 @@ def save(tr: Trace, out_dir: str | Path) -> str:
         d.mkdir(parents=True, exist_ok=True)
         doc = to_json(tr)
         doc["spec"] = relative_spec_ref(doc["spec"], d)
-        path.write_text(json.dumps(doc, indent=2) + "\n")
-        (d / f"{tr.property}.md").write_text(markdown(tr, doc))
+        write_file(path, json.dumps(doc, indent=2) + "\n")
+        write_file(d / f"{tr.property}.md", markdown(tr, doc))
     except OSError as e:
         raise SaveFailed(f"cannot save {path}: {e.strerror or e} (the results above are complete; "
                          f"choose a writable --out)") from None
@@ -354,8 +354,11 @@ def load(path: str | Path) -> dict:
     except _DuplicateKey as e:
         raise TraceError(f"{path}: key '{e}' appears twice in one object; a trace states each "
                          f"key once") from None
-    except (json.JSONDecodeError, RecursionError) as e:
-        where = f"line {e.lineno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else "nested too deep"
+    except (json.JSONDecodeError, RecursionError, ValueError) as e:
+        # (a ValueError that is no JSONDecodeError: a number of more than 4300 digits)
+        where = (f"line {e.lineno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else
+                 "nested too deep" if isinstance(e, RecursionError) else
+                 "a number of more digits than any parameter or field can hold")
         raise TraceError(f"{path} is not JSON ({where}); a trace file is the JSON "
                          f"written by 'kcheck check --save'") from None
     return validate(doc, path)

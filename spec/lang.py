@@ -1159,7 +1159,9 @@ class Spec:
                 try:
                     v = int(v)
                 except ValueError:
-                    raise SpecError(f"parameter {name}={v!r} is not an integer (valid: {p.lo}..{p.hi})") from None
+                    shown = repr(v) if len(repr(v)) <= 40 else f"{repr(v)[:20]}... ({len(str(v))} characters)"
+                    raise SpecError(f"parameter {name}={shown} is not an integer (valid: "
+                                    f"{p.lo}..{p.hi})") from None
             if isinstance(v, bool) or not isinstance(v, int) or not p.lo <= v <= p.hi:
                 raise SpecError(f"parameter {name}={v} is out of range (valid: {p.lo}..{p.hi})")
             values[name] = v

@@ -4,9 +4,11 @@ not the default, an output that fails after the run keeps the run's results and 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 KCHECK = [sys.executable, "-c", "from kcheck.cli import run; run()"]
 OK, VIOLATED, BAD_INPUT, BOUNDED, SAVE_FAILED = 0, 1, 2, 3, 5
 
@@ -108,6 +110,10 @@ def test_an_output_that_fails_after_the_run_keeps_the_results_and_the_other_outp
     results = json.loads(sarif.read_text())["runs"][0]["results"]
     assert {r["ruleId"]: r["properties"]["status"] for r in results}["two_phase/consistent"] == \
         "violated"
+    import os
+    import stat
+    # a device named as an output is written to, never replaced by a file (os.replace would)
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
 
 
 def test_a_failed_save_still_writes_the_ci_outputs(tmp_path):
@@ -164,3 +170,47 @@ def test_a_sweep_range_beyond_the_parameter_is_refused_before_it_is_built():
 def test_an_ascii_terminal_gets_the_results():
     p = kcheck("check", "two_phase", env={"PYTHONIOENCODING": "ascii"})
     assert p.returncode == OK and "consistent" in p.stdout and "Traceback" not in p.stderr
+
+
+def test_a_number_of_5000_digits_is_one_short_line(tmp_path):
+    source = (ROOT / "counterexamples" / "two_phase" / "commit-without-prepares" /
+              "consistent.json").read_text()
+    trace = tmp_path / "big.json"
+    trace.write_text(source.replace('"N": 3', '"N": ' + "9" * 5000))
+    p = kcheck("replay", trace)
+    assert p.returncode == BAD_INPUT
+    assert "a number of more digits than any parameter or field can hold" in one_line(p)
+    p = kcheck("check", "two_phase", "--param", "N=" + "9" * 5000)
+    assert p.returncode == BAD_INPUT and len(one_line(p)) < 200
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A folder on a real filesystem of 4 KB (tmpfs, mounted for the test: root can here, and
+    a machine where it cannot fails this test with mount's reason)."""
+    where = tmp_path / "full"
+    where.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(where)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, f"cannot mount a small tmpfs for the full-disk test: {p.stderr}"
+    yield where
+    subprocess.run(["umount", str(where)], capture_output=True)
+
+
+def test_a_report_on_a_full_disk_leaves_no_half_page(full_disk):
+    p = kcheck("report", "two_phase", "-o", full_disk, "--no-progress")
+    assert p.returncode == SAVE_FAILED
+    line = one_line(p)
+    assert f"cannot write {full_disk / 'two_phase.html'} (No space left on device)" in line
+    assert list(full_disk.iterdir()) == []      # neither a 0-byte page nor a temporary file
+
+
+def test_saved_traces_on_a_full_disk_are_whole_or_absent(full_disk):
+    p = kcheck("check", "two_phase", "--variant", "commit-without-prepares", "--save", "--out",
+               full_disk)
+    assert p.returncode == SAVE_FAILED and "No space left on device" in one_line(p)
+    for f in full_disk.rglob("*"):
+        if f.is_file():
+            assert not f.name.endswith(".tmp") and f.stat().st_size > 0, f
+            if f.suffix == ".json":
+                json.loads(f.read_text())
