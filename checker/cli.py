@@ -36,10 +36,27 @@ COMMAND_MODULES: list[str] = ["kcheck.cli", "kcheck.graph_cli", "kcheck.symbolic
                               "kcheck.walk"]
 
 
+_STOPPING = [False]     # a signal is being handled: printing what was found
+
+
 def _on_sigterm(signum, frame):
-    # what timeout, CI runners and schedulers send: stop like Ctrl-C, printing what was found
+    # what timeout, CI runners and schedulers send: stop like Ctrl-C, printing what was found.
+    # A second SIGTERM (a supervisor's repeat) while that is printed is ignored: raised there,
+    # it threw the partial results away
+    if _STOPPING[0]:
+        return
+    _STOPPING[0] = True
     from kcheck.bfs import Terminated
     raise Terminated()
+
+
+def _on_sigint(signum, frame):
+    # Ctrl-C, as Python's own handler, but a second one while the first's results are printed
+    # is ignored (pressed again out of impatience, it cut the printing short)
+    if _STOPPING[0]:
+        return
+    _STOPPING[0] = True
+    raise KeyboardInterrupt
 
 
 def _version() -> str:
@@ -98,10 +115,13 @@ def main(argv=None) -> int:
         console = make_console(width=400)  # a pipe or a file: tables at their natural width
     err = make_console(stderr=True, soft_wrap=True)
     from kcheck.bfs import CheckpointError, Terminated
+    _STOPPING[0] = False
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:   # not the main thread (an embedding program): leave SIGTERM alone
-        previous = None
+        previous_int = signal.signal(signal.SIGINT, _on_sigint) \
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler else None
+    except ValueError:   # not the main thread (an embedding program): leave the signals alone
+        previous = previous_int = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -146,6 +166,8 @@ def main(argv=None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def cmd_list(args, console) -> int:

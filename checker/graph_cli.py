@@ -13,8 +13,10 @@ from rich.text import Text
 
 from kcheck import ci_outputs
 from kcheck.layout import layout_of
-from kcheck.options import (BOUNDED, OK, VIOLATED, BadInput, Progress, SaveFailed, json_option,
-                            make_console, model_options, out_dir, params, positive,
+from kcheck.bfs import Terminated
+from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, Progress,
+                            SaveFailed, json_option, make_console, model_options, out_dir, params,
+                            positive,
                             property_option, save_options, symmetry_option)
 from kcheck.verdict import (VALIDATE_ENV, cell, check_output, differs_from_record, exit_code,
                             print_json, search_differences, unrecorded_bounded)
@@ -145,7 +147,10 @@ def cmd_progress(args, console) -> int:
     err = make_console(stderr=True, soft_wrap=True)
     t0 = time.perf_counter()
     codes, json_out, save_errors, compared, differing = [], [], [], 0, 0
+    stopped = None
     for spec_name in names:
+        if stopped is not None:
+            break
         spec = load_spec(spec_name)
         for p in args.property or []:
             if p not in spec.progress:
@@ -173,18 +178,29 @@ def cmd_progress(args, console) -> int:
             return exit_code(res.verdicts, True)
         results, diffs = [], []
         for variant in (spec.variants or [None]):
-            res, traces = run_progress(spec, variant, params_, args)
-            ci_outputs.record_progress(args, res, traces, against_record=True)
-            _, failure = save_all(traces, out)
-            if failure:
-                save_errors.append(failure)
-            results.append((res, traces))
-            d = search_differences(spec, res)
-            diffs += d
-            # report as it goes: a run over every spec takes minutes
-            err.print(f"kcheck: progress {spec.name}/{res.model.variant}: {res.graph.states:,} states, "
-                      + ", ".join(f"{n} {res.status(n)}" for n in res.properties)
-                      + (f"; {len(d)} differ from the record" if d else ""), markup=False)
+            try:
+                res, traces = run_progress(spec, variant, params_, args)
+                ci_outputs.record_progress(args, res, traces, against_record=True)
+                d = search_differences(spec, res)
+                results.append((res, traces))
+                diffs += d
+                # report as it goes: a run over every spec takes minutes
+                err.print(f"kcheck: progress {spec.name}/{res.model.variant}: "
+                          f"{res.graph.states:,} states, "
+                          + ", ".join(f"{n} {res.status(n)}" for n in res.properties)
+                          + (f"; {len(d)} differ from the record" if d else ""), markup=False)
+                _, failure = save_all(traces, out)
+                if failure:
+                    save_errors.append(failure)
+            except (KeyboardInterrupt, Terminated) as e:
+                # the variants that finished are printed below, then the command stops
+                stopped = TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+                said = "terminated (SIGTERM)" if stopped == TERMINATED else "interrupted"
+                err.print(f"kcheck: progress {said} in {spec.name}/{variant}; the verdicts of the "
+                          f"{len(results)} variant(s) finished before follow", markup=False)
+                break
+        if not results:
+            break
         if args.json:
             json_out.append({"spec": spec.name,
                              "results": [result_json(*r) for r in results],
@@ -229,11 +245,14 @@ def cmd_progress(args, console) -> int:
         compared += sum(len(r[0].properties) for r in results)
         differing += len(diffs)
     if args.json:
-        print_json(json_out[0] if len(json_out) == 1 else json_out, "variants_or_specs")
+        if json_out:
+            print_json(json_out[0] if len(json_out) == 1 else json_out, "variants_or_specs")
     else:
         console.print(f"{compared} verdicts compared with the record: "
                       f"{'all match' if not differing else f'{differing} differ'}; "
                       f"{time.perf_counter() - t0:.1f}s", markup=False)
     if save_errors:
         raise SaveFailed(save_errors[0])
+    if stopped is not None:
+        return stopped
     return VIOLATED if VIOLATED in codes else BOUNDED if BOUNDED in codes else OK

@@ -747,6 +747,14 @@ def run_configuration(task: dict) -> dict:
             "cut_by_bounds": res.cut_by_bounds, "deadlock_checked": res.deadlock_checked}
 
 
+class SweepStopped(Exception):
+    """A signal between two configurations of a sweep: the configurations finished before it."""
+
+    def __init__(self, results: list[SearchResult], reason: str):
+        super().__init__(reason)
+        self.results, self.reason = results, reason
+
+
 def configuration_result(spec, variant: str, r: dict) -> SearchResult:
     """A configuration's plain data back as the search's own result (bfs.SearchResult), so that
     its verdicts come from the one place that decides them (SearchResult.status: sometimes
@@ -778,10 +786,18 @@ def _sweep_plain(spec, variant, configurations, properties, max_depth, deadlock,
               "max_depth": max_depth, "deadlock": deadlock} for c in configurations]
     if master is None:
         out = []
-        for i, t in enumerate(tasks):
-            out.append(run_configuration(t))
-            if progress:
-                progress(i + 1, len(tasks), sum(r["distinct"] for r in out))
+        try:
+            for i, t in enumerate(tasks):
+                out.append(run_configuration(t))
+                if out[-1]["stop_reason"] in ("interrupted", "terminated"):
+                    break       # a signal stopped this search: the sweep stops with it
+                if progress:
+                    progress(i + 1, len(tasks), sum(r["distinct"] for r in out))
+        except (KeyboardInterrupt, bfs.Terminated) as e:
+            # between two searches (a search stops itself, above): what was found stands
+            raise SweepStopped([configuration_result(spec, variant, r) for r in out],
+                               "terminated" if isinstance(e, bfs.Terminated) else
+                               "interrupted") from None
         return out
     sc = session(master, verbose)
     if ref.endswith(".py"):

@@ -220,14 +220,24 @@ def cmd_sweep(args, console) -> int:
     live, update = _progress(console, args.verbose, "configurations")
     kw = dict(properties=args.property, max_depth=args.max_depth, deadlock=args.deadlock or None,
               master=args.spark, verbose=args.verbose, progress=update)
+    stopped = None
     try:
         if live:
             with live:
                 results = spark.sweep(spec, variant, configs, **kw)
         else:
             results = spark.sweep(spec, variant, configs, **kw)
-    except KeyboardInterrupt:
-        return INTERRUPTED
+    except spark.SweepStopped as e:
+        results, stopped = e.results, e.reason
+    if stopped is None and results and results[-1].stop_reason in ("interrupted", "terminated"):
+        stopped = results[-1].stop_reason
+    if stopped is not None:
+        make_console(stderr=True).print(
+            f"kcheck: sweep {'terminated (SIGTERM)' if stopped == 'terminated' else 'interrupted'}"
+            f" after {len(results)} of {len(configs)} configurations; the verdicts below are "
+            f"those found", markup=False)
+        if not results:
+            return TERMINATED if stopped == "terminated" else INTERRUPTED
     props = results[0].properties
     shortest = spark.minimal_counterexamples(results, swept)
     # a sometimes property's counterexample is its witness (reached), not a violation
@@ -285,4 +295,6 @@ def cmd_sweep(args, console) -> int:
                                                  f"{params_str(shown)} ({len(traces[p])} steps)"))
             if p in saved:
                 console.print(f"saved: {saved[p]}")
+    if stopped is not None:
+        return TERMINATED if stopped == "terminated" else INTERRUPTED
     return sweep_exit_code(results)

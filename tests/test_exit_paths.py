@@ -214,3 +214,51 @@ def test_saved_traces_on_a_full_disk_are_whole_or_absent(full_disk):
             assert not f.name.endswith(".tmp") and f.stat().st_size > 0, f
             if f.suffix == ".json":
                 json.loads(f.read_text())
+
+
+def _stop_when(argv: list, line: str, signum) -> tuple[int, str, str]:
+    """Runs kcheck, sends ``signum`` once ``line`` appears on its stderr (an event, not a clock),
+    and a second one right after it (a supervisor's repeat, an impatient Ctrl-C); -> (exit,
+    stdout, stderr)."""
+    import os
+    import threading
+    p = subprocess.Popen(KCHECK + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen, err = threading.Event(), []
+
+    def read():
+        for text in p.stderr:
+            err.append(text)
+            if line in text and not seen.is_set():
+                seen.set()
+                p.send_signal(signum)
+                p.send_signal(signum)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    out = p.stdout.read()
+    p.wait(timeout=600)
+    reader.join(timeout=60)
+    assert seen.is_set(), "".join(err)
+    return p.returncode, out, "".join(err)
+
+
+def test_sweep_prints_what_it_finished_when_terminated():
+    import signal
+    code, out, err = _stop_when(["sweep", "two_phase", "--variant", "commit-without-prepares",
+                                 "--param", "N=1..10", "--verbose"],
+                                "configurations done 2/10", signal.SIGTERM)
+    assert code == 143, err
+    assert "kcheck: sweep terminated (SIGTERM) after" in err and "Traceback" not in err
+    rows = [r for r in out.splitlines() if r.startswith("│")]
+    assert rows[0].split("│")[1].strip() == "1" and rows[1].split("│")[1].strip() == "2"
+
+
+def test_progress_of_every_variant_prints_the_finished_ones_when_interrupted():
+    import signal
+    code, out, err = _stop_when(["progress", "consumer_group", "--all-variants", "--param",
+                                 "members=1"], "kcheck: progress consumer_group/kip1251:",
+                                signal.SIGINT)
+    assert code == 130, err
+    assert "kcheck: progress interrupted in consumer_group/" in err and "Traceback" not in err
+    assert "consumer_group: progress verdicts by" in out
+    assert any(r.startswith("│ kip1251") for r in out.splitlines())
