@@ -523,3 +523,14 @@ def test_the_cluster_moves_leaders_and_stops_with_no_process_left():
     pids = cluster.pids()
     stop_cluster("4.3.1")
     assert cluster.pids() == [] and not [p for p in pids if os.path.exists(f"/proc/{p}")]
+
+
+def test_a_wait_for_an_event_is_bounded_by_the_load_not_a_fixed_clock(monkeypatch):
+    """At load 10-26 on 2 cores, a fixed 20 s bound on the join phase failed a replay that
+    passed alone; the bound now stretches with the load (at most ten times)."""
+    import os
+    from kcheck.conform.broker import generous
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for load, bound in ((0.5, 20.0), (2.0, 20.0), (10.0, 100.0), (26.0, 200.0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert generous(20.0) == bound

@@ -38,6 +38,18 @@ ASSIGNOR_CLASS = "kcheck.ScriptedAssignor"
 ASSIGNOR_NAME = "kcheck-scripted"      # ScriptedAssignor.NAME
 _ASSIGNOR_SOURCE = Path(__file__).parent / "assignor" / "ScriptedAssignor.java"
 START_TIMEOUT_S = 120.0          # one node; a cluster's three share the machine: three times this
+
+
+def generous(seconds: float) -> float:
+    """A bound on waiting for an event (a broker ready, a join phase ended), stretched by how
+    loaded the machine is now: the waits poll for the event and end as soon as it happens, but
+    at load 10-26 on 2 cores a fixed 20 s bound failed a replay as a 'timing' divergence that
+    passed alone. At most ten times the bound."""
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        load = 1.0
+    return seconds * min(10.0, max(1.0, load))
 STOP_TIMEOUT_S = 10.0           # then the nodes still running are killed
 
 # What every conformance broker runs with (printed with every run). Adapters may add settings of
@@ -336,7 +348,7 @@ class Broker:
         """Until every node answers and the metadata lists every broker (bounded; the log of a
         node that exits or never answers is named)."""
         from kcheck.conform.wire import Connection, WireError
-        limit = START_TIMEOUT_S * self.size
+        limit = generous(START_TIMEOUT_S * self.size)
         for n in nodes or self.nodes:
             while True:
                 if n.process.poll() is not None:

@@ -44,6 +44,7 @@ import time
 
 from kcheck.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
                                    register_adapter)
+from kcheck.conform.broker import generous
 from kcheck.conform.wire import error_name, ms
 from kcheck.layout import initial_words, layout_of
 
@@ -51,7 +52,7 @@ SESSION_TIMEOUT_MS = 60_000      # no session expires during a trace unasked
 REBALANCE_TIMEOUT_MS = 60_000    # nor a rebalance
 INITIAL_DELAY_MS = 1_500         # group.initial.rebalance.delay.ms: every first member joins first
 ANSWERED_AT_ONCE_S = 0.5         # a JoinGroup the coordinator answers at once does so within this
-JOIN_WAIT_S = 20.0               # bound on waiting for the join phase to end
+JOIN_WAIT_S = 20.0               # bound on waiting for the join phase to end (broker.generous)
 PENDING_SESSION_TIMEOUT_MS = 300_000   # the pending member that holds join phases open outlives a trace
 PROTOCOL_TYPE = "consumer"
 
@@ -271,7 +272,7 @@ class ClassicGroupAdapter(Adapter):
     def _await_preparing(self, run: TraceRun, member_id: str) -> None:
         """Until DescribeGroups shows the group PreparingRebalance with this member (bounded)."""
         from kio.schema.describe_groups.v5 import request as d
-        deadline = time.monotonic() + JOIN_WAIT_S
+        deadline = time.monotonic() + generous(JOIN_WAIT_S)
         while True:
             g = self._admin(run).send(d.DescribeGroupsRequest(
                 groups=(run.name,), include_authorized_operations=False)).groups[0]
@@ -279,7 +280,7 @@ class ClassicGroupAdapter(Adapter):
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"setup: the group is {g.group_state}, not PreparingRebalance "
-                                   f"with member {member_id}, after {JOIN_WAIT_S:.0f}s")
+                                   f"with member {member_id}, after the bound on the join phase")
             time.sleep(0.02)   # polling the coordinator for the join it was sent, not an outcome
 
     def _hold_join_phase(self, run: TraceRun) -> None:
@@ -360,7 +361,7 @@ class ClassicGroupAdapter(Adapter):
             answers = {}
             for m in order:
                 me = members[m]
-                r = me.joining.result(timeout=JOIN_WAIT_S + INITIAL_DELAY_MS / 1000)
+                r = me.joining.result(timeout=generous(JOIN_WAIT_S) + INITIAL_DELAY_MS / 1000)
                 me.joining = None
                 if error_name(r.error_code) != "NONE":
                     raise RuntimeError(f"setup: member {m}'s JoinGroup of round {g}: {error_name(r.error_code)}")
@@ -405,7 +406,7 @@ class ClassicGroupAdapter(Adapter):
         """Waits (bounded, polling) while the coordinator loads the group's __consumer_offsets
         partition: a request before that is answered NOT_COORDINATOR, which no spec step models."""
         from kio.schema.describe_groups.v5 import request as d
-        deadline = time.monotonic() + JOIN_WAIT_S
+        deadline = time.monotonic() + generous(JOIN_WAIT_S)
         while True:
             r = self._admin(run).send(d.DescribeGroupsRequest(groups=(run.name,),
                                                               include_authorized_operations=False))
@@ -413,7 +414,8 @@ class ClassicGroupAdapter(Adapter):
             if err not in ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the group coordinator is still loading after {JOIN_WAIT_S:.0f}s ({err})")
+                raise RuntimeError(f"the group coordinator is still loading past the bound on "
+                                   f"waiting ({err})")
             time.sleep(0.1)   # polling the coordinator's load, not waiting for an outcome
 
     def end(self, run: TraceRun) -> None:
@@ -642,10 +644,11 @@ class ClassicGroupAdapter(Adapter):
             raise NotDrivable("CompleteJoin with no JoinGroup parked at the coordinator")
         for j, x in waiting:
             try:
-                r = x.joining.result(timeout=JOIN_WAIT_S)
+                wait = generous(JOIN_WAIT_S)
+                r = x.joining.result(timeout=wait)
             except concurrent.futures.TimeoutError:
                 raise NotDrivable(f"timing: the coordinator did not end the join phase within "
-                                  f"{JOIN_WAIT_S:.0f}s") from None
+                                  f"{wait:.0f}s") from None
             x.joining = None
             if error_name(r.error_code) != "NONE":
                 # the spec's CompleteJoin answers every parked JoinGroup with the new generation
@@ -766,7 +769,7 @@ class ClassicGroupAdapter(Adapter):
         if me.conn is None:
             me.conn = run.connect(run.state.get("coordinator"))
             # a parked JoinGroup is answered only when the join phase ends
-            me.conn.sock.settimeout(JOIN_WAIT_S + REBALANCE_TIMEOUT_MS / 1000)
+            me.conn.sock.settimeout(generous(JOIN_WAIT_S) + REBALANCE_TIMEOUT_MS / 1000)
         return me.conn
 
 
