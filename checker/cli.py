@@ -198,6 +198,13 @@ def cmd_list(args, console) -> int:
         console.print("  properties: " + ", ".join(s["properties"]))
         if s["progress"]:
             console.print("  progress:   " + ", ".join(s["progress"]))
+        if s["rules"]:
+            # each rule `kcheck compare --rule` can compare, with the variants that replace it
+            spec = load_spec(s["spec"])
+            console.print("  rules:      " + "; ".join(
+                f"{r} (replaced in {', '.join(v for v in spec.rules[r] if v is not None)})"
+                if any(v is not None for v in spec.rules[r]) else r for r in s["rules"]),
+                markup=False)
     return OK
 
 

@@ -250,6 +250,13 @@ def test_list_json_names_everything():
     assert "consistent" in tp["properties"]
 
 
+def test_list_prints_the_rules_the_readme_says_it_prints():
+    p = kcheck("list")
+    assert p.returncode == 0
+    assert "  rules:      offset-commit (replaced in strict, no-lower-bound, revocation-epoch)" \
+        in p.stdout.splitlines()
+
+
 def test_ctrl_c_prints_what_was_found_and_exits_130():
     # the signal goes after the first progress line, so states have been found whatever the load
     proc = subprocess.Popen(KCHECK + ["check", "two_phase", "--param", "N=11"], cwd=ROOT,
