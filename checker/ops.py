@@ -11,7 +11,9 @@ operation added to the language (``spec.lang.OPERATIONS``) without a row, or a r
 evaluator, fails tests/test_lang.py instead of a run.
 
 Semantics every evaluator shares: integers are unbounded mathematical integers (the packed
-engines check ranges on write), ``select(i, e0, .., en)`` is element i and an index past either
+engines check ranges on write); the numpy code computes them in int64, exactly, because a node
+whose interval (``interval``, from the fields' declared ranges) leaves int64 is refused as it is
+built (``spec.lang.Expr``), ``select(i, e0, .., en)`` is element i and an index past either
 end reads the last element (the numpy code's If-chain), ``ite`` is if-then-else.
 """
 from __future__ import annotations
@@ -78,9 +80,9 @@ OPS: dict[str, Op] = {
     "ite": Op(lambda c, t, o: t if c else o, lambda c, t, o: f"np.where({c}, {t}, {o})",
               lambda z3, c, t, o: z3.If(c, t, o), lambda c, t, o: _hull(t, o)),
     "min": Op(min, lambda x, y: f"np.minimum({x}, {y})", lambda z3, x, y: z3.If(x <= y, x, y),
-              _hull),
+              lambda x, y: (min(x[0], y[0]), min(x[1], y[1]))),
     "max": Op(max, lambda x, y: f"np.maximum({x}, {y})", lambda z3, x, y: z3.If(x >= y, x, y),
-              _hull),
+              lambda x, y: (max(x[0], y[0]), max(x[1], y[1]))),
     "select": Op(_select_python, _select_numpy, _select_z3, lambda i, *elems: _hull(*elems)),
 }
 

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from kcheck.ops import OPS
+
 
 class SpecError(Exception):
     """A mistake in a spec or in how it is used; the message is one line for the user."""
@@ -206,16 +208,33 @@ def _caller_line() -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
 
 
-class Expr:
-    """A node of an expression tree over state fields. ``op`` names the operation."""
-    __slots__ = ("op", "args", "kind", "enum")
+# The integers every engine can compute on: the explicit search's numpy code is 64-bit (it would
+# wrap silently past them), so no value of any node may leave them (docs/design.md, "Integers")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
-    def __init__(self, op: str, args: tuple, kind: str, enum: Enum | None = None):
+
+class Expr:
+    """A node of an expression tree over state fields. ``op`` names the operation.
+
+    ``bounds`` is the interval (lo, hi) of the values an integer node takes when every field it
+    reads lies in its declared range (interval arithmetic, OPS[op].interval), None for a
+    condition or where a leaf's range is unknown (a field built without one). It is computed
+    once, as the node is built, and a node whose interval leaves the 64-bit integers is refused
+    there, naming the spec's line: no engine then meets a value it would wrap."""
+    __slots__ = ("op", "args", "kind", "enum", "bounds")
+
+    def __init__(self, op: str, args: tuple, kind: str, enum: Enum | None = None,
+                 bounds: tuple[int, int] | None = None):
         if op not in _OPERATIONS:
             # an operation no evaluator knows would fail only when an engine meets it
             raise SpecError(f"{_caller_line()}'{op}' is not an operation of the language; "
                             f"operations: {', '.join(OPERATIONS)}")
         self.op, self.args, self.kind, self.enum = op, args, kind, enum
+        if kind == "int" and bounds is None:
+            bounds = _bounds(op, args)
+        if bounds is not None and (bounds[0] < INT64_MIN or bounds[1] > INT64_MAX):
+            _too_wide(self, bounds)
+        self.bounds = bounds
 
     __hash__ = object.__hash__
 
@@ -254,6 +273,39 @@ class Expr:
         if self.op == "field":
             return self.args[1]
         return f"{self.op}({', '.join(map(repr, self.args))})"
+
+
+def _bounds(op: str, args: tuple) -> tuple[int, int] | None:
+    """The interval of an integer node from its arguments' (None when one is unknown)."""
+    if op == "const":
+        return (int(args[0]), int(args[0]))
+    if op == "field":
+        return None     # a field read knows its range where it is built (StateView._read)
+    sub = []
+    for x in args:
+        if x.kind == "int" and x.bounds is None:
+            return None
+        sub.append(x.bounds)
+    return OPS[op].interval(*sub)
+
+
+def _shown(lo: int, hi: int) -> str:
+    def one(v):
+        a = abs(v)
+        if a >= 1 << 32 and a & (a - 1) == 0:   # a power of two, as the limits are written
+            return f"{'-' if v < 0 else ''}2^{a.bit_length() - 1}"
+        return str(v)
+    return f"{one(lo)}..{one(hi)}"
+
+
+def _too_wide(e: Expr, bounds: tuple[int, int]):
+    text = repr(e) if e.op != "const" else f"the constant {e.args[0]}"
+    if len(text) > 80:
+        text = text[:77] + "..."
+    raise SpecError(
+        f"{_user_frame()}: {text} can take values in {_shown(*bounds)}, beyond the 64-bit "
+        f"integers (-2^63..2^63-1) the engines compute with: narrow the Int ranges of the "
+        f"fields it reads, or bound an argument with Min/Max")
 
 
 def _user_frame() -> str:
@@ -550,7 +602,8 @@ class StateView:
 
     def _read(self, f: FieldInfo) -> Expr:
         return Expr("field", (f.index, f.name, self._tag), f.type.kind,
-                    f.type if isinstance(f.type, Enum) else None)
+                    f.type if isinstance(f.type, Enum) else None,
+                    (f.type.lo, f.type.hi) if f.type.kind == "int" else None)
 
     def __getattr__(self, name):
         fields = self._fields
