@@ -51,6 +51,16 @@ def test_an_invariant_that_would_wrap_is_refused_by_every_engine(command):
     _refused(run(command, str(SPECS / "times_four.py")), "times_four.py", 21, "0..2^64")
 
 
+def test_replaying_a_trace_of_a_spec_that_would_wrap_is_refused(tmp_path):
+    """replay said bmc's trace "no longer violates" (the search's wrapped arithmetic judged it)."""
+    trace = tmp_path / "small.json"
+    trace.write_text(json.dumps({
+        "kcheck_trace": 2, "spec": str(SPECS / "times_four.py"), "variant": "default",
+        "params": {}, "state": {"x": 2**62}, "steps": [], "property": "small",
+        "kind": "invariant"}))
+    _refused(run("replay", str(trace)), "times_four.py", 21, "0..2^64")
+
+
 def test_an_effect_that_would_wrap_is_refused():
     """y = x*4 with x = 2^62 printed `y: 1 -> 0`: the wrapped value was written to y."""
     _refused(run("check", str(SPECS / "scale_effect.py")), "scale_effect.py", 20, "0..2^64")
