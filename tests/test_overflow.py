@@ -164,8 +164,9 @@ def truth(t, values):
 
 def widest(t, ranges, out):
     """The language's nodes for tree t, written afresh here: appends to ``out`` the interval of
-    every node the language builds and returns ('py', value) for a subtree that Python computes
-    alone (constants: no node is built), else ('expr', interval)."""
+    every node the language builds, and returns ('py', value) for a subtree Python computes alone
+    (no node is built), ('const', value) for one the language folds to a constant node, else
+    ('expr', interval)."""
     op = t[0]
     if op == "field":
         out.append(ranges[t[1]])
@@ -178,21 +179,32 @@ def widest(t, ranges, out):
         """An argument as the language takes it: a Python integer becomes a constant node."""
         if x[0] == "py":
             out.append((x[1], x[1]))
-            return (x[1], x[1])
-        return x[1]
+            return ("const", x[1])
+        return x
+
+    def interval(x):
+        return (x[1], x[1]) if x[0] == "const" else x[1]
 
     if op in ("add", "sub", "mul", "neg") and all(x[0] == "py" for x in a):
         return ("py", _python(op, [x[1] for x in a]))
     if op == "ite":
-        constant_condition = a[0][0] == "py" and a[1][0] == "py"
-        if not constant_condition:
-            node(a[0]), node(a[1])
+        if a[0][0] == "py" and a[1][0] == "py":   # Python compares, the language never sees it
+            cond = a[0][1] < a[1][1]
+        else:
+            c = [node(a[0]), node(a[1])]
+            cond = c[0][1] < c[1][1] if all(x[0] == "const" for x in c) else None
         t_, o_ = node(a[2]), node(a[3])
-        if constant_condition:   # If folds to the branch taken
-            return ("expr", t_ if a[0][1] < a[1][1] else o_)
-        r = (min(t_[0], o_[0]), max(t_[1], o_[1]))
+        if cond is not None:     # If folds to the branch taken
+            return t_ if cond else o_
+        ti, oi = interval(t_), interval(o_)
+        r = (min(ti[0], oi[0]), max(ti[1], oi[1]))
     else:
         x = [node(v) for v in a]
+        if all(v[0] == "const" for v in x):      # folded to a constant node
+            v = _python(op, [v[1] for v in x])
+            out.append((v, v))
+            return ("const", v)
+        x = [interval(v) for v in x]
         if op == "neg":
             r = (-x[0][1], -x[0][0])
         elif op == "add":
@@ -212,7 +224,7 @@ def widest(t, ranges, out):
 
 def _python(op, a):
     return {"add": lambda: a[0] + a[1], "sub": lambda: a[0] - a[1], "mul": lambda: a[0] * a[1],
-            "neg": lambda: -a[0]}[op]()
+            "neg": lambda: -a[0], "min": lambda: min(a), "max": lambda: max(a)}[op]()
 
 
 @st.composite
