@@ -308,6 +308,14 @@ def _too_wide(e: Expr, bounds: tuple[int, int]):
         f"fields it reads, or bound an argument with Min/Max")
 
 
+def _named(decorator: str, name) -> None:
+    """A decorator that takes the property's or rule's name, used without it (``@spec.invariant``
+    on a function) would register nothing and every verdict would read "holds"."""
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{_user_frame()}: @spec.{decorator} needs a name, e.g. "
+                        f"@spec.{decorator}(\"my-property\"), before the function it decorates")
+
+
 def _user_frame() -> str:
     frame = sys._getframe(2)     # walked, not inspect.stack(): see _caller_line
     while frame is not None:
@@ -1021,6 +1029,8 @@ class Spec:
 
     def rule(self, name: str, variant: str | None = None):
         """A named decision (e.g. 'offset-commit'): the default, or a variant's replacement."""
+        _named("rule", name)
+
         def deco(fn):
             if variant in self.rules.get(name, {}):
                 raise SpecError(f"{_user_frame()}: rule '{name}' is declared twice for "
@@ -1037,6 +1047,7 @@ class Spec:
         return impls.get(variant) or impls[None]
 
     def invariant(self, name: str, lemma: bool = False):
+        _named("invariant", name)
         def deco(fn):
             self._declare("property|progress", name, self._property_names(), "property")
             self.properties[name] = Property(name, "invariant", fn, _doc(fn), lemma=lemma)
@@ -1049,6 +1060,7 @@ class Spec:
         never opens shows as "not reached" instead of every property holding vacuously. The
         engines look for it as for a violation of "never P": the shortest path to it is the
         witness, and "not reached" is a failure of the spec's record."""
+        _named("sometimes", name)
         def deco(fn):
             self._declare("property|progress", name, self._property_names(), "property")
             self.properties[name] = Property(name, "sometimes", fn, _doc(fn))
@@ -1057,6 +1069,7 @@ class Spec:
 
     def transition_property(self, name: str, actions: Iterable[str] | None = None):
         """fn(pre, post, action_name, args, outcome, p) -> condition that every step must meet."""
+        _named("transition_property", name)
         def deco(fn):
             self._declare("property|progress", name, self._property_names(), "property")
             self.properties[name] = Property(name, "transition", fn, _doc(fn),
@@ -1067,6 +1080,7 @@ class Spec:
     def leads_to(self, name: str, fair: Iterable[str]):
         """fn(s, p) -> (P, Q): every state where P holds is eventually followed by one where Q
         holds, assuming the named actions weakly fair."""
+        _named("leads_to", name)
         def deco(fn):
             self._declare("progress|property", name, self._property_names(), "property")
             self.progress[name] = Progress(name, "leads-to", fn, fn, tuple(fair), _doc(fn))
@@ -1074,6 +1088,7 @@ class Spec:
         return deco
 
     def always_eventually(self, name: str, fair: Iterable[str]):
+        _named("always_eventually", name)
         def deco(fn):
             self._declare("progress|property", name, self._property_names(), "property")
             self.progress[name] = Progress(name, "always-eventually", None, fn, tuple(fair), _doc(fn))

@@ -3,6 +3,8 @@ reference interpreter) and they agree on each operation; two-dimensional arrays,
 flatten to the fields and operations the engines already know; the validation of names at load
 time."""
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -451,3 +453,20 @@ def test_a_scenario_expects_nested_arrays_and_records(expect, ok):
     from kcheck.trace import validate
     res = replay(structured, validate(doc))
     assert res.ok is ok, res.message
+
+
+@pytest.mark.parametrize("decorator", ["invariant", "sometimes", "transition_property", "rule"])
+def test_a_decorator_without_its_name_is_refused_at_the_spec_line(tmp_path, decorator):
+    """@spec.invariant on a function (no name) registered nothing, and check said every
+    property held, exit 0."""
+    path = tmp_path / "unnamed.py"
+    path.write_text("from kcheck import Spec, Int\nspec = Spec('unnamed')\n@spec.state\n"
+                    "def state(p):\n    return {'x': Int(0, 1)}\n@spec.init\ndef init(p):\n"
+                    "    yield {'x': 0}\n"
+                    f"@spec.{decorator}\ndef small(s, p):\n    return s.x < 2\n")
+    r = subprocess.run([sys.executable, "-m", "kcheck.cli", "check", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip() == (f"kcheck: error: {path}:9: @spec.{decorator} needs a name, e.g. "
+                                f"@spec.{decorator}(\"my-property\"), before the function it "
+                                f"decorates")
