@@ -21,13 +21,6 @@ class SpecError(Exception):
     """A mistake in a spec or in how it is used; the message is one line for the user."""
 
 
-def _caller_line(depth: int = 2) -> str:
-    # frames walked, not inspect.stack(): that reads every frame's source file, which made
-    # loading the shipped specs cost 1.0 s of CPU instead of 0.13 s (every kcheck process pays it)
-    frame = sys._getframe(depth)
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-
-
 # ---------------------------------------------------------------------------------------------
 # Types of state fields
 
@@ -201,13 +194,6 @@ OPERATIONS = LEAVES + ("add", "sub", "mul", "eq", "ne", "lt", "le", "and", "or",
 _OPERATIONS = frozenset(OPERATIONS)
 
 
-def _caller_line() -> str:
-    """'file:line: ' of the innermost frame outside this module (the spec's own line), or ''."""
-    import traceback
-    frames = [f for f in traceback.extract_stack() if not f.filename.endswith("spec/lang.py")]
-    return f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
-
-
 # The integers every engine can compute on: the explicit search's numpy code is 64-bit (it would
 # wrap silently past them), so no value of any node may leave them (docs/design.md, "Integers")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -227,7 +213,7 @@ class Expr:
                  bounds: tuple[int, int] | None = None):
         if op not in _OPERATIONS:
             # an operation no evaluator knows would fail only when an engine meets it
-            raise SpecError(f"{_caller_line()}'{op}' is not an operation of the language; "
+            raise SpecError(f"{_user_frame()}: '{op}' is not an operation of the language; "
                             f"operations: {', '.join(OPERATIONS)}")
         self.op, self.args, self.kind, self.enum = op, args, kind, enum
         if kind == "int" and bounds is None:
@@ -316,11 +302,32 @@ def _named(decorator: str, name) -> None:
                         f"@spec.{decorator}(\"my-property\"), before the function it decorates")
 
 
+_LANG = __file__
+
+
+def _kchecks_own(filename: str) -> bool:
+    """A frame of kcheck itself (this module, the engines, the command line and what starts it:
+    the console script, `python -c`), as opposed to a spec's (a shipped spec counts as one)."""
+    if filename == _LANG or filename.startswith("<") or filename == sys.argv[0]:
+        return True
+    engines = sys.modules.get("kcheck")
+    root = getattr(engines, "__file__", None)
+    if root is None:
+        return False
+    root = root.rsplit("/", 1)[0] + "/"          # kcheck's engines: checker/, or kcheck/ installed
+    specs = _LANG.rsplit("/", 1)[0] + "/"        # the shipped specs: spec/, or kcheck/spec/
+    return filename.startswith(root) and not filename.startswith(specs)
+
+
 def _user_frame() -> str:
-    frame = sys._getframe(2)     # walked, not inspect.stack(): see _caller_line
+    """'file:line' of the innermost frame that is the spec's (the line that declared or used
+    what is wrong), or '?' when the spec is not on the stack."""
+    # frames walked, not inspect.stack(): that reads every frame's source file, which made
+    # loading the shipped specs cost 1.0 s of CPU instead of 0.13 s (every kcheck process pays it)
+    frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if "/spec/lang.py" not in name and "/checker/" not in name:
+        if not _kchecks_own(name):
             return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"
@@ -1108,7 +1115,7 @@ class Spec:
         ``params`` is the configuration it is checked at by default."""
         for k in params or {}:
             if k not in self.params:
-                raise SpecError(f"variant {name}: unknown parameter '{k}' ({_caller_line()}); "
+                raise SpecError(f"variant {name}: unknown parameter '{k}' ({_user_frame()}); "
                                 f"parameters: {', '.join(self.params) or 'none'}")
         self._declare("variant", name, self.variants, "variant")
         if default and self.default_variant is not None:
@@ -1128,12 +1135,12 @@ class Spec:
         The search stores one state per orbit; checker/symmetry.py checks the claim first."""
         for f, how in arrays.items():
             if how not in ("slot", "slot,_", "_,slot"):
-                raise SpecError(f"{_caller_line()}: symmetry {kind}: array {f} is indexed "
+                raise SpecError(f"{_user_frame()}: symmetry {kind}: array {f} is indexed "
                                 f"'{how}'; valid: slot, slot,_ or _,slot")
         if any(s.kind == kind for s in self.symmetries):
-            raise SpecError(f"{_caller_line()}: symmetry '{kind}' is declared twice")
+            raise SpecError(f"{_user_frame()}: symmetry '{kind}' is declared twice")
         self.symmetries.append(Symmetry(kind, count, slots or count, dict(arrays),
-                                        tuple(values), why, _caller_line()))
+                                        tuple(values), why, _user_frame()))
 
     def known_bug(self, jira: str, broke: str, fix: str, code: str, variant: str | None = None,
                   property: str | None = None, not_expressible: str | None = None,
@@ -1142,11 +1149,11 @@ class Spec:
         spec cannot express it. The names are checked when the spec is loaded (kcheck.loader)."""
         if (variant is None) == (not_expressible is None):
             raise SpecError(f"known_bug {jira}: give either variant= (and property=) or "
-                            f"not_expressible=, not both or neither ({_caller_line()})")
+                            f"not_expressible=, not both or neither ({_user_frame()})")
         if variant is not None and property is None:
-            raise SpecError(f"known_bug {jira}: variant {variant} names no property ({_caller_line()})")
+            raise SpecError(f"known_bug {jira}: variant {variant} names no property ({_user_frame()})")
         self.known_bugs.append(KnownBug(jira, broke, fix, code, variant, property, not_expressible,
-                                        open, _caller_line()))
+                                        open, _user_frame()))
 
     def _property_names(self) -> list[str]:
         return [*self.properties, *self.progress]
@@ -1157,10 +1164,10 @@ class Spec:
         names = list(self.variants) if variants is None else list(variants)
         for v in names:
             if v not in self.variants:
-                raise SpecError(f"bounded({prop!r}): unknown variant '{v}' ({_caller_line()}); "
+                raise SpecError(f"bounded({prop!r}): unknown variant '{v}' ({_user_frame()}); "
                                 f"variants: {', '.join(self.variants)}")
             self.variants[v].expected_bounded[prop] = why
-        self.lines[("bounded", prop)] = _caller_line()
+        self.lines[("bounded", prop)] = _user_frame()
 
     def validate(self) -> None:
         """Checks that every name the spec gives refers to something it declares: a misspelled

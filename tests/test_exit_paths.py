@@ -262,3 +262,27 @@ def test_progress_of_every_variant_prints_the_finished_ones_when_interrupted():
     assert "kcheck: progress interrupted in consumer_group/" in err and "Traceback" not in err
     assert "consumer_group: progress verdicts by" in out
     assert any(r.startswith("│ kip1251") for r in out.splitlines())
+
+
+@pytest.mark.parametrize("runner", [KCHECK, [str(Path(sys.executable).parent / "kcheck")]])
+@pytest.mark.parametrize("line,what", [
+    ("spec.symmetry('m', count=lambda p: 2, arrays={'x': 'slot'})\n"
+     "spec.symmetry('m', count=lambda p: 2, arrays={'x': 'slot'})\n",
+     "symmetry 'm' is declared twice"),
+    ("spec.variant('v', 'doc', params={'nope': 1})\n", "unknown parameter 'nope'"),
+])
+def test_a_spec_error_names_the_specs_own_line(tmp_path, runner, line, what):
+    """Errors raised while a spec is loaded name its file and line: they printed
+    '.venv/bin/kcheck:8', '<string>:5' or 'file:12: : ...' (two helpers, one garbling)."""
+    path = tmp_path / "located.py"
+    head = ("from kcheck import Array, Int, Spec\nspec = Spec('located')\n@spec.state\n"
+            "def state(p):\n    return {'x': Array(Int(0, 1), 2)}\n@spec.init\n"
+            "def init(p):\n    yield {'x': [0, 0]}\n")
+    path.write_text(head + line)
+    p = subprocess.run(runner + ["check", str(path)], capture_output=True, text=True,
+                       timeout=300)
+    message = one_line(p)
+    assert p.returncode == BAD_INPUT and what in message, message
+    last = head.count("\n") + line.count("\n")
+    assert f"{path}:{last}" in message, message
+    assert ": :" not in message and "<string>" not in message and "bin/kcheck:" not in message
