@@ -133,9 +133,45 @@ def load_spec(name_or_path: str) -> Spec:
     spec = getattr(module, "spec", None)
     if not isinstance(spec, Spec):
         raise SpecError(f"{name_or_path}: the module defines no Spec object named 'spec'")
+    _check_precedence(getattr(module, "__file__", None))
     spec.validate()
     _check_known_bugs(spec)
     return spec
+
+
+def _check_precedence(path: str | None) -> None:
+    """In the spec language & and | are And and Or, and Python binds them tighter than ==, != and
+    the orderings: `a == b & c` is `a == (b & c)`, a different condition from the one it reads
+    as. At run time the parentheses are gone, so the spec's source is read: a comparison whose
+    operand is an & or | written without parentheses is refused with its line and both
+    readings."""
+    import ast
+    if not path or not path.endswith(".py"):
+        return
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError):
+        return      # loaded already: what Python could not parse here it reported there
+    lines = source.splitlines()
+
+    def parenthesised(node) -> bool:
+        before = lines[node.lineno - 1][:node.col_offset].rstrip()
+        after = lines[node.end_lineno - 1][node.end_col_offset:].lstrip()
+        return before.endswith("(") and after.startswith(")")
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in [node.left, *node.comparators]:
+            if isinstance(operand, ast.BinOp) and isinstance(operand.op, (ast.BitAnd, ast.BitOr)) \
+                    and not parenthesised(operand):
+                text = ast.get_source_segment(source, node)
+                part = ast.get_source_segment(source, operand)
+                raise SpecError(f"{path}:{node.lineno}: '{text}' compares with '{part}': Python "
+                                f"binds & and | tighter than comparisons, so it reads "
+                                f"'{text.replace(part, f'({part})', 1)}'; add the parentheses "
+                                f"you mean, or write And(...) / Or(...)")
 
 
 def _check_known_bugs(spec: Spec) -> None:

@@ -633,16 +633,18 @@ class StateView:
         raise SpecError(f"cannot assign '{name}' here: state is read-only (at {_user_frame()})")
 
 
-class VariantName(str):
-    """The variant's name as an action sees it (``s.variant``). Comparing it with a name the spec
-    does not declare is a mistake that would make the comparison silently false, so it is an
-    error naming the spec's line."""
+class DeclaredName(str):
+    """A name the spec declared, as spec code sees it: the variant (``s.variant`` in an action)
+    or the action (a transition property's ``action``). Comparing it with a name the spec does
+    not declare would make the comparison silently false (a misspelled action in a transition
+    property: the property holds), so it is an error naming the spec's line."""
 
     def _known(self, other):
         names = getattr(self, "names", ())
         if isinstance(other, str) and names and other not in names:
-            raise SpecError(f"s.variant compared with '{other}', which is not a variant of this "
-                            f"spec (at {_user_frame()}); variants: {', '.join(names)}")
+            article = "an" if self.kind[0] in "aeiou" else "a"
+            raise SpecError(f"{self.what} compared with '{other}', which is not {article} "
+                            f"{self.kind} of this spec (at {_user_frame()}); {self.kind}s: {', '.join(names)}")
 
     def __eq__(self, other):
         self._known(other)
@@ -655,9 +657,9 @@ class VariantName(str):
     __hash__ = str.__hash__
 
 
-def _variant_name(name: str, names) -> VariantName:
-    v = VariantName(name)
-    v.names = tuple(names)
+def _declared_name(name: str, names, what: str, kind: str) -> DeclaredName:
+    v = DeclaredName(name)
+    v.names, v.what, v.kind = tuple(names), what, kind
     return v
 
 
@@ -683,7 +685,7 @@ class Transition(StateView):
         # rule_calls: every s.rule(name, **args) this action made, in order (the symbolic
         # engine's compare finds a rule's call sites by it)
         d.update(_guard=[], _writes={}, _outcome=None, params=params,
-                 variant=_variant_name(variant, spec.variants), _spec=spec, post=None,
+                 variant=_declared_name(variant, spec.variants, "s.variant", "variant"), _spec=spec, post=None,
                  rule_calls=[])
         d["post"] = Post(self)
 
@@ -1206,6 +1208,7 @@ class Spec:
                 if a not in actions:
                     unknown(self.lines.get(("progress", p.name), self.source_file),
                             f"progress property {p.name}: fair= names action", a, actions)
+        self._validate_symmetries(unknown)
         for rule, impls in self.rules.items():
             for v in impls:
                 if v is not None and v not in self.variants:
@@ -1216,6 +1219,34 @@ class Spec:
                 raise SpecError(f"{self.source_file}: rule {rule} has no default "
                                 f"(@spec.rule('{rule}') without variant=) and no replacement for "
                                 f"{', '.join(missing) or 'the spec without variants'}")
+
+    def _validate_symmetries(self, unknown) -> None:
+        """Every field a symmetry names exists at some parameters (its default, a variant's, or
+        every parameter at its greatest): a misspelled array is skipped as one absent at these
+        parameters, and the symmetry silently reduces nothing (1.00x)."""
+        if not self.symmetries or self._state_fn is None:
+            return
+        settings = [{}, {k: p.hi for k, p in self.params.items()}]
+        settings += [v.params for v in self.variants.values()]
+        bases: set[str] = set()
+        members: dict[str, set] = {}
+        for given in settings:
+            fields = self.fields_at(self.resolve_params(given))
+            bases |= set(fields.declared)
+            for base, flat in fields.arrays.items():
+                members.setdefault(base, set()).update(x for f in flat for x in f.path
+                                                       if isinstance(x, str))
+        for s in self.symmetries:
+            for f in s.arrays:
+                if f not in bases:
+                    unknown(s.line, f"symmetry {s.kind}: arrays= names field", f, sorted(bases))
+            for f in s.values:
+                base, _, member = f.partition(".")
+                if base not in bases:
+                    unknown(s.line, f"symmetry {s.kind}: values= names field", base, sorted(bases))
+                if member and member not in members.get(base, ()):
+                    unknown(s.line, f"symmetry {s.kind}: values= names member of {base}", member,
+                            sorted(members.get(base, ())))
 
     def outcomes(self, enum: Enum):
         self.outcome_enum = enum
@@ -1338,8 +1369,10 @@ class Model:
         pre = StateView(self.fields, "pre")
         post = StateView(self.fields, "post")
         outcome = inst.outcome if inst.outcome is not None else const(0)
+        action = _declared_name(inst.action.name, [a.name for a in self.spec.actions],
+                                "the action of transition property " + prop.name, "action")
         return call_spec(f"property {prop.name}", lambda: _as_bool(
-            prop.fn(pre, post, inst.action.name, inst.args, outcome, self.params)))
+            prop.fn(pre, post, action, inst.args, outcome, self.params)))
 
     def instance(self, name: str, args: dict) -> ActionInstance:
         for inst in self.instances:

@@ -470,3 +470,66 @@ def test_a_decorator_without_its_name_is_refused_at_the_spec_line(tmp_path, deco
     assert r.stderr.strip() == (f"kcheck: error: {path}:9: @spec.{decorator} needs a name, e.g. "
                                 f"@spec.{decorator}(\"my-property\"), before the function it "
                                 f"decorates")
+
+
+TINY_SYMMETRIC = (
+    "from kcheck import Array, Int, Record, Spec\nspec = Spec('tiny')\n"
+    "spec.param('n', 2, lo=1, hi=3)\n"
+    "@spec.state\ndef state(p):\n"
+    "    return {'x': Array(Int(0, 1), p.n), 'who': Array(Record(owner=Int(-1, 2)), 1)}\n"
+    "@spec.init\ndef init(p):\n    yield {'x': [0] * p.n, 'who': [{'owner': -1}]}\n"
+    "@spec.action(i=lambda p: range(p.n))\ndef Flip(s, p, i):\n    s.x[i] = 1 - s.x[i]\n")
+
+
+@pytest.mark.parametrize("extra,message", [
+    ("spec.symmetry('m', count=lambda p: p.n, arrays={'xx': 'slot'})\n",
+     "symmetry m: arrays= names field 'xx' is not declared in spec tiny; valid: who, x"),
+    ("spec.symmetry('m', count=lambda p: p.n, arrays={'x': 'slot'}, values=('whoo.owner',))\n",
+     "symmetry m: values= names field 'whoo' is not declared in spec tiny; valid: who, x"),
+    ("spec.symmetry('m', count=lambda p: p.n, arrays={'x': 'slot'}, values=('who.ownr',))\n",
+     "symmetry m: values= names member of who 'ownr' is not declared in spec tiny; valid: owner"),
+    ("@spec.transition_property('flips', actions=['Flip'])\n"
+     "def flips(pre, post, action, args, outcome, p):\n    return action != 'Flp'\n",
+     "the action of transition property flips compared with 'Flp', which is not an action of "
+     "this spec"),
+])
+def test_a_misspelled_name_in_a_symmetry_or_a_transition_property_is_refused(tmp_path, extra,
+                                                                            message):
+    """Each made the declaration silently do nothing: a symmetry that reduced nothing (1.00x), a
+    transition property that held because its comparison was always false."""
+    path = tmp_path / "tiny.py"
+    path.write_text(TINY_SYMMETRIC + extra)
+    r = subprocess.run([sys.executable, "-m", "kcheck.cli", "check", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert message in r.stderr and str(path) in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("condition,refused", [
+    ("s.a == s.b & s.c", True),
+    ("s.a != s.b | s.c", True),
+    ("s.a == (s.b & s.c)", False),
+    ("(s.a == s.b) & s.c", False),
+    ("And(s.a == s.b, s.c)", False),
+])
+def test_a_comparison_with_an_unparenthesised_and_or_is_refused(tmp_path, condition, refused):
+    """In the language & is And: `a == b & c` is `a == (b & c)` to Python, a different condition
+    from the one it reads as, and nothing is left of the parentheses at run time."""
+    path = tmp_path / "precedence.py"
+    path.write_text("from kcheck import And, Bool, Spec\nspec = Spec('precedence')\n"
+                    "@spec.state\ndef state(p):\n"
+                    "    return {'a': Bool, 'b': Bool, 'c': Bool}\n"
+                    "@spec.init\ndef init(p):\n    yield {'a': False, 'b': False, 'c': False}\n"
+                    "@spec.invariant('reads-as-written')\ndef reads(s, p):\n"
+                    f"    return {condition}\n")
+    r = subprocess.run([sys.executable, "-m", "kcheck.cli", "check", str(path)],
+                       capture_output=True, text=True)
+    if not refused:
+        assert r.returncode in (0, 1), r.stderr
+        return
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    part = condition.split(" ", 2)[2]
+    assert r.stderr.strip() == (
+        f"kcheck: error: {path}:11: '{condition}' compares with '{part}': Python binds & and | "
+        f"tighter than comparisons, so it reads '{condition.replace(part, f'({part})')}'; add the "
+        f"parentheses you mean, or write And(...) / Or(...)")
