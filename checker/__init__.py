@@ -20,7 +20,7 @@ def cache_dir(name: str):
 # The spec language, the one import path for a spec: `from kcheck import Spec, Int, ...`. The
 # names are looked up on first use (PEP 562), so importing kcheck (its pytest plugin, loaded into
 # every pytest run of a user who has kcheck installed) loads nothing but this file.
-__all__ = ["Spec", "SpecError", "Int", "Bool", "Enum", "Array", "Record", "If", "Case", "And", "Or",
+__all__ = ["Spec", "SpecError", "Epoch", "Int", "Bool", "Enum", "Array", "Record", "If", "Case", "And", "Or",
            "Not", "Implies", "Min", "Max", "Count", "Exists", "Forall", "TRUE", "FALSE", "const",
            "Expr", "cache_dir"]
 

@@ -29,6 +29,7 @@ class FieldType:
     lo = 0
     hi = 0
     search_bound = False
+    epoch = None  # the order-only domain of an Int (Epoch), or None
 
     def bits(self) -> int:
         return max(1, (self.hi - self.lo).bit_length())
@@ -40,12 +41,29 @@ class FieldType:
         return value
 
 
+class Epoch:
+    """An order-only domain of integers (``spec.epoch``): its values are only compared (``<``,
+    ``<=``, ``==``, ``!=``) with one another or with its sentinels, incremented by one and
+    assigned to fields of the same domain. Every expression that does anything else with one is
+    refused where the spec builds it. The explicit search may then store a state with the
+    domain's values renumbered by rank (checker/quotient.py): a verdict for every value."""
+
+    def __init__(self, name: str, sentinels: tuple[int, ...], doc: str, line: str):
+        self.name, self.sentinels, self.doc, self.line = name, tuple(sorted(sentinels)), doc, line
+
+    def __repr__(self):
+        return f"Epoch({self.name!r}, sentinels={self.sentinels})"
+
+
 class Int(FieldType):
     """An integer in lo..hi. With search_bound=True the range is a bound of the explicit search
     (e.g. an epoch cap): a transition leaving it is cut, not an error, and the symbolic engine
     lifts it."""
 
-    def __init__(self, lo: int, hi: int, search_bound: bool = False):
+    def __init__(self, lo: int, hi: int, search_bound: bool = False, epoch: "Epoch | None" = None):
+        if epoch is not None and not isinstance(epoch, Epoch):
+            raise SpecError(f"Int(..., epoch={epoch!r}): give the domain spec.epoch(...) returned "
+                            f"(at {_user_frame()})")
         for v in (lo, hi):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise SpecError(f"Int({lo!r}, {hi!r}): bounds must be integers (at {_user_frame()})")
@@ -56,7 +74,7 @@ class Int(FieldType):
         if lo < -(1 << 63) or hi >= 1 << 63 or hi - lo >= 1 << 63:
             raise SpecError(f"Int({lo}, {hi}): the range must lie in -2^63..2^63-1 and span less "
                             f"than 2^63 values (at {_user_frame()})")
-        self.lo, self.hi, self.search_bound = lo, hi, search_bound
+        self.lo, self.hi, self.search_bound, self.epoch = lo, hi, search_bound, epoch
 
     def check(self, value):
         if isinstance(value, bool) or not isinstance(value, int) or not self.lo <= value <= self.hi:
@@ -64,7 +82,8 @@ class Int(FieldType):
         return value
 
     def __repr__(self):
-        return f"Int({self.lo}, {self.hi}{', search_bound=True' if self.search_bound else ''})"
+        return (f"Int({self.lo}, {self.hi}{', search_bound=True' if self.search_bound else ''}"
+                f"{f', epoch={self.epoch.name}' if self.epoch is not None else ''})")
 
 
 class _Bool(FieldType):
@@ -207,10 +226,10 @@ class Expr:
     condition or where a leaf's range is unknown (a field built without one). It is computed
     once, as the node is built, and a node whose interval leaves the 64-bit integers is refused
     there, naming the spec's line: no engine then meets a value it would wrap."""
-    __slots__ = ("op", "args", "kind", "enum", "bounds")
+    __slots__ = ("op", "args", "kind", "enum", "bounds", "epoch")
 
     def __init__(self, op: str, args: tuple, kind: str, enum: Enum | None = None,
-                 bounds: tuple[int, int] | None = None):
+                 bounds: tuple[int, int] | None = None, epoch: tuple | None = None):
         if op not in _OPERATIONS:
             # an operation no evaluator knows would fail only when an engine meets it
             raise SpecError(f"{_user_frame()}: '{op}' is not an operation of the language; "
@@ -221,6 +240,8 @@ class Expr:
         if bounds is not None and (bounds[0] < INT64_MIN or bounds[1] > INT64_MAX):
             _too_wide(self, bounds)
         self.bounds = bounds
+        # (Epoch, offset): a value of an order-only domain, plus 0 or 1 (see _epoch_of)
+        self.epoch = epoch
 
     __hash__ = object.__hash__
 
@@ -361,6 +382,8 @@ def _arith(op, a, b) -> Expr:
     if is_const(a) and is_const(b):
         x, y = a.args[0], b.args[0]
         return const({"add": x + y, "sub": x - y, "mul": x * y}[op])
+    if a.epoch is not None or b.epoch is not None:
+        return Expr(op, (a, b), "int", epoch=_epoch_plus_one(op, a, b))
     return Expr(op, (a, b), "int")
 
 
@@ -371,7 +394,86 @@ def _cmp(op, a, b) -> Expr:
         return const({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y}[op])
     if op in ("lt", "le") and (a.kind != "int" or b.kind != "int"):
         raise SpecError(f"ordering comparison on a boolean (at {_user_frame()})")
+    if a.epoch is not None or b.epoch is not None:
+        _epoch_of((a, b), {"eq": "==", "ne": "!=", "lt": "<", "le": "<="}[op] + " (or its converse)")
     return Expr(op, (a, b), "bool")
+
+
+# ---------------------------------------------------------------------------------------------
+# Order-only domains (Epoch): what an expression may do with their values. A value of a domain
+# carries (Epoch, offset) in Expr.epoch, offset 0 or 1 (the value + 1); a constant is allowed
+# beside one only when it is one of the domain's sentinels. The engines rely on these rules to
+# renumber the domain's values by rank (checker/quotient.py; docs/design.md, "Exact quotients
+# over order-only domains").
+
+def _describe(e: Expr) -> str:
+    return f"{e.epoch[0].name} value {e!r}" if e.epoch is not None else repr(e)
+
+
+def _epoch_refused(why: str) -> SpecError:
+    return SpecError(f"{_user_frame()}: {why}")
+
+
+def _epoch_of(values, what: str) -> tuple | None:
+    """(Epoch, offset) of an expression made of ``values`` by ``what`` (a comparison, an If, Min,
+    Max, a select), which preserves order: every value of the same domain, or a constant that is
+    one of its sentinels. Refused otherwise."""
+    domains = [v.epoch for v in values if v.epoch is not None]
+    if not domains:
+        return None
+    epoch = domains[0][0]
+    for v in values:
+        if v.epoch is not None:
+            if v.epoch[0] is not epoch:
+                raise _epoch_refused(f"{what} mixes {epoch.name} and {v.epoch[0].name} values "
+                                     f"({values[0]!r}, {values[1]!r}): each domain is only "
+                                     f"compared with itself")
+        elif is_const(v):
+            if v.args[0] not in epoch.sentinels:
+                raise _epoch_refused(
+                    f"{what} between a value of {epoch.name} and the literal {v.args[0]}, which is not "
+                    f"a declared sentinel of {epoch.name} ({', '.join(map(str, epoch.sentinels)) or 'none'}"
+                    f"): compare {epoch.name} values only with each other or a sentinel")
+        else:
+            raise _epoch_refused(f"{what} between a value of {epoch.name} and {v!r}, which is "
+                                 f"not one: {epoch.name} values are order-only")
+    return (epoch, max(d[1] for d in domains))
+
+
+def _epoch_plus_one(op: str, a: Expr, b: Expr) -> tuple:
+    """``value + 1`` is the one arithmetic allowed on a domain value."""
+    x, one = (a, b) if a.epoch is not None else (b, a)
+    epoch = x.epoch[0]
+    if op == "add" and is_const(one) and one.args[0] == 1 and one.epoch is None:
+        if x.epoch[1]:
+            raise _epoch_refused(f"{x!r} + 1: a value of {epoch.name} may take +1 once, not twice "
+                                 f"(the renumbering keeps gaps of 1 and 2 apart only)")
+        return (epoch, 1)
+    sym = {"add": "+", "sub": "-", "mul": "*"}[op]
+    raise _epoch_refused(f"{a!r} {sym} {b!r}: {epoch.name} values are order-only; the one "
+                         f"arithmetic allowed is + 1 (declare the field outside the domain, or "
+                         f"rewrite with a sentinel)")
+
+
+def _epoch_store(field_name: str, field_epoch, value: Expr):
+    """Assigning ``value`` to a field: a domain's field takes a value of its domain (+1 allowed)
+    or a sentinel; a field outside it never takes one of its values."""
+    if field_epoch is None:
+        if value.epoch is not None:
+            raise _epoch_refused(f"{field_name} := {value!r}: a value of {value.epoch[0].name} "
+                                 f"stored in a field outside the domain (declare the field "
+                                 f"with epoch={value.epoch[0].name})")
+        return
+    if value.epoch is not None:
+        if value.epoch[0] is not field_epoch:
+            raise _epoch_refused(f"{field_name} := {value!r}: a value of {value.epoch[0].name} "
+                                 f"stored in a field of {field_epoch.name}")
+        return
+    if is_const(value) and value.args[0] in field_epoch.sentinels:
+        return
+    raise _epoch_refused(f"{field_name} := {value!r}: a field of {field_epoch.name} takes a "
+                         f"value of {field_epoch.name}, that value + 1, or a sentinel "
+                         f"({', '.join(map(str, field_epoch.sentinels)) or 'none declared'})")
 
 
 def _as_bool(x) -> Expr:
@@ -426,11 +528,12 @@ def If(cond, then, other) -> Expr:
     c, t, o = _as_bool(cond), const(then), const(other)
     if t.kind != o.kind:
         raise SpecError(f"If branches differ in kind ({t.kind} vs {o.kind}) (at {_user_frame()})")
+    epoch = _epoch_of((t, o), "If") if t.epoch is not None or o.epoch is not None else None
     if is_const(c):
         return t if c.args[0] else o
     if t is o:
         return t
-    return Expr("ite", (c, t, o), t.kind, t.enum or o.enum)
+    return Expr("ite", (c, t, o), t.kind, t.enum or o.enum, epoch=epoch)
 
 
 def Case(*cases, default) -> Expr:
@@ -451,14 +554,16 @@ def Min(a, b) -> Expr:
     a, b = const(a), const(b)
     if is_const(a) and is_const(b):
         return const(min(a.args[0], b.args[0]))
-    return Expr("min", (a, b), "int")
+    epoch = _epoch_of((a, b), "Min") if a.epoch is not None or b.epoch is not None else None
+    return Expr("min", (a, b), "int", epoch=epoch)
 
 
 def Max(a, b) -> Expr:
     a, b = const(a), const(b)
     if is_const(a) and is_const(b):
         return const(max(a.args[0], b.args[0]))
-    return Expr("max", (a, b), "int")
+    epoch = _epoch_of((a, b), "Max") if a.epoch is not None or b.epoch is not None else None
+    return Expr("max", (a, b), "int", epoch=epoch)
 
 
 def Count(*conds) -> Expr:
@@ -522,6 +627,9 @@ class FieldView:
         if isinstance(i, Expr):
             if i.kind != "int":
                 raise SpecError(f"{label}[...] indexed by a condition (at {_user_frame()})")
+            if i.epoch is not None:
+                raise _epoch_refused(f"{label}[...] indexed by a value of {i.epoch[0].name}: "
+                                     f"{i.epoch[0].name} values are order-only")
             return _Selected(i, list(node))
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(node):
             raise SpecError(f"index {i!r} out of range for {label}[0..{len(node) - 1}] "
@@ -543,7 +651,10 @@ class FieldView:
             return self._owner._read(node)
         if isinstance(node, _Selected) and isinstance(node.candidates[0], FieldInfo):
             elems = [self._read(c, label) for c in node.candidates]
-            return Expr("select", (node.index, *elems), elems[0].kind, elems[0].enum)
+            epoch = (_epoch_of(elems, f"{label}") if any(e.epoch is not None for e in elems)
+                     else None)
+            return Expr("select", (node.index, *elems), elems[0].kind, elems[0].enum,
+                        epoch=epoch)
         return FieldView(self._owner, label, node)
 
     def _assign(self, node, value, guard, label):
@@ -618,7 +729,8 @@ class StateView:
     def _read(self, f: FieldInfo) -> Expr:
         return Expr("field", (f.index, f.name, self._tag), f.type.kind,
                     f.type if isinstance(f.type, Enum) else None,
-                    (f.type.lo, f.type.hi) if f.type.kind == "int" else None)
+                    (f.type.lo, f.type.hi) if f.type.kind == "int" else None,
+                    None if f.type.epoch is None else (f.type.epoch, 0))
 
     def __getattr__(self, name):
         fields = self._fields
@@ -697,6 +809,8 @@ class Transition(StateView):
         e = const(value)
         if f.type.kind != e.kind:
             raise SpecError(f"assigning a {e.kind} to {f.type.kind} field {f.name} (at {_user_frame()})")
+        if e.epoch is not None or f.type.epoch is not None:
+            _epoch_store(f.name, f.type.epoch, e)
         if is_const(e) and f.type.kind == "int" and not f.type.search_bound:
             v = e.args[0]
             if not f.type.lo <= v <= f.type.hi:
@@ -721,7 +835,10 @@ class Transition(StateView):
 
     def respond(self, outcome):
         """The response of this step: an Outcome constant or an If-expression over them."""
-        self.__dict__["_outcome"] = const(outcome)
+        e = const(outcome)
+        if e.epoch is not None:
+            raise _epoch_refused(f"respond({e!r}): a value of {e.epoch[0].name} as an outcome")
+        self.__dict__["_outcome"] = e
 
     def rule(self, name: str, **args):
         """Evaluate a named rule (a decision that variants may replace) on the current state."""
@@ -988,6 +1105,7 @@ class Spec:
         self.variants: dict[str, Variant] = {}
         self.known_bugs: list[KnownBug] = []
         self.symmetries: list[Symmetry] = []
+        self.epochs: dict[str, Epoch] = {}
         self.default_variant: str | None = None
         self.rules: dict[str, dict[str | None, Callable]] = {}
         self.outcome_enum: Enum | None = None
@@ -1016,6 +1134,20 @@ class Spec:
             raise SpecError(f"{self.lines[('param', name)]}: parameter {name}: default {default} is "
                             f"outside its range {lo}..{hi}")
         self.params[name] = Param(name, default, lo, hi, doc)
+
+    def epoch(self, name: str, sentinels: Iterable[int] = (), doc: str = "") -> Epoch:
+        """Declares an order-only domain of integers (generations, epochs) and returns it, for
+        ``Int(lo, hi, epoch=...)``. ``sentinels``: the constants that stand for "none" (e.g. -1,
+        no generation), below every real value; a domain value may be compared with them or set
+        to them. Any other use of a domain value (a literal, ``- 1``, arithmetic, mixing with
+        plain integers) is refused at the spec's line when the spec is built."""
+        self._declare("epoch", name, self.epochs, "epoch domain")
+        for v in sentinels:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SpecError(f"{self.lines[('epoch', name)]}: epoch {name}: sentinel {v!r} is "
+                                f"not an integer")
+        self.epochs[name] = Epoch(name, tuple(sentinels), doc, self.lines[("epoch", name)])
+        return self.epochs[name]
 
     def state(self, fn: Callable):
         """Decorates fn(p) -> {name: Int|Bool|Enum|Array}."""
