@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from kcheck import explore
 from kcheck.compile import Compiled
+from kcheck.quotient import covers as quotient_covers
 from kcheck.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
 from kcheck.layout import initial_words, layout_of
 from kcheck.verdict import Counterexample, RunResult, sometimes_status
@@ -77,6 +78,9 @@ class SearchResult(RunResult):
     # the partial-order reduction the search used (checker/por.py), or None
     por: object | None = None
     unreduced_states: int = 0
+    # the order-only domains the search renumbered (checker/quotient.py), "off", or None when
+    # the spec declares none; with them, a verdict covers every value of the domains
+    quotient: str | None = None
 
     @property
     def storage(self) -> str:
@@ -138,7 +142,8 @@ class SearchResult(RunResult):
                 "never_fired": self.never_fired() if self.fired and self.exhaustive else None,
                 "disabled_actions": self.disabled(),
                 "steps_per_action": (explore.fired_per_action(self.model, self.fired)
-                                     if self.fired else None)}
+                                     if self.fired else None),
+                **({"covers": quotient_covers(self)} if self.quotient is not None else {})}
 
     @property
     def states_per_s(self) -> float:
@@ -163,7 +168,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
            progress=None, block: int = explore.BLOCK, initial: list[tuple] | None = None,
            on_level=None, checkpoint: str | None = None,
            checkpoint_every: float = 60.0, symmetry: bool = False,
-           por: bool = False) -> SearchResult:
+           por: bool = False, quotient: bool = False) -> SearchResult:
     """Explore ``model`` breadth-first. ``progress(depth, distinct, frontier)`` is called per
     block when given (distinct: the states of the levels finished). ``initial`` replaces the
     spec's initial states (packed words), e.g. with a slice of them. ``on_level(depth,
@@ -174,20 +179,39 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     and returns what was found. ``symmetry``: store one state per orbit of the spec's declared
     symmetry, checked first (checker/symmetry.py); counterexamples stay concrete. ``por``:
     expand ample sets of steps that commute with the rest (checker/por.py); the verdicts stay,
-    a trace may be longer than the shortest."""
+    a trace may be longer than the shortest. ``quotient``: store states with the values of the
+    spec's order-only domains renumbered by rank (checker/quotient.py); the domains' search
+    bounds no longer cut, and counterexamples stay concrete."""
     spec = model.spec
     props = list(spec.properties) if properties is None else list(properties)
+    from kcheck import quotient as quotient_
+    # partial-order reduction's cycle proviso and ample sets are not yet checked on renumbered
+    # states: with --por the search runs without the quotient (the statistics say so)
+    quot = quotient_.prepare(model, quotient and not por, checkpoint)
+    original = model
+    if quot is not None:
+        model = quot.model               # the domains' ranges widened (the spec's stay in res)
     comp = Compiled(model, props)
+    if quot is not None:
+        quot.comp = comp
+        if initial is not None:
+            lay_from, lay_to = layout_of(original), layout_of(model)
+            initial = [tuple(lay_to.pack_flat(lay_from.unpack_flat(list(w)))) for w in initial]
     check_deadlock = spec.check_deadlock if deadlock is None else deadlock
-    res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
+    res = SearchResult(original, props + ([DEADLOCK] if check_deadlock else []),
                        deadlock_checked=check_deadlock, stored_as=storage_kind(layout_of(model).words))
+    if quotient_.domains_of(original):
+        res.quotient = "off" if quot is None else quot.description
     t0 = time.perf_counter()
     from kcheck import symmetry as symmetry_
     sym = symmetry_.prepare(model, comp, res, symmetry, checkpoint)
     from kcheck.memory import watch
     memory = watch()
+    canonical = None if sym is None else sym.canonical
+    if quot is not None:
+        canonical = quot.normalise if sym is None else (lambda T: sym.canonical(quot.normalise(T)))
     ex = explore.Explorer(model, comp, props, check_deadlock, block=block, counterexample=Found,
-                          canonical=None if sym is None else sym.canonical)
+                          canonical=canonical)
     res.fired, res.found = ex.fired, ex.found
     visited = ex.visited
     from kcheck import por as por_
@@ -248,8 +272,13 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
             last_saved = time.perf_counter()
             writing[0] = last_saved - began
 
+    hooks = {}
+    if quot is not None:
+        def before_block(start, n):
+            quot.check_block(ex.frontier[:, start:start + block])
+        hooks["before_block"] = before_block
     try:
-        ex.run(max_depth, after_block=after_block, on_level=level_added)
+        ex.run(max_depth, after_block=after_block, on_level=level_added, **hooks)
         res.stop_reason = ex.stop_reason
     except ckpt.SaveError as e:
         # what was found stands, bounded; the command says the checkpoint failed (exit 5)
@@ -266,9 +295,27 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     _count(res, ex)
     res.exhaustive = res.stop_reason is None
     if sym is not None:
-        symmetry_.finish(model, comp, sym, res)
+        symmetry_.finish(model, comp, sym, res,
+                         canonical=None if quot is None else canonical)
+    if quot is not None:
+        _concrete(res, quot, original)
     res.elapsed_s = time.perf_counter() - t0
     return res
+
+
+def _concrete(res: SearchResult, quot, original: Model):
+    """The counterexamples found on renumbered states, replayed from the spec's initial states
+    (checker/quotient.py); in the spec's own model when they fit its ranges, else the search's
+    model (its domains widened) stays the result's."""
+    found = {name: quot.concretise(f, Found) for name, f in res.found.items()}
+    fitted = {name: quot.fits(f, original) for name, f in found.items()}
+    if all(v is not None for v in fitted.values()):
+        found = {name: Found(f.property, f.kind, fitted[name], f.steps)
+                 for name, f in found.items()}
+    else:
+        res.model = quot.model
+    res.found.clear()
+    res.found.update(found)
 
 
 def _count(res: SearchResult, ex: explore.Explorer):

@@ -22,8 +22,8 @@ from kcheck.spec.lang import SpecError
 from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: F401
                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
                             SaveFailed, json_option, model_options, out_dir, params,
-                            make_console, positive,
-                            property_option, save_options, symmetry_option)
+                            make_console, positive, property_option, quotient_option,
+                            save_options, symmetry_option)
 from kcheck.trace import traces_of
 from kcheck.verdict import exit_code, from_search, print_json
 from kcheck.verdict import search_differences as compare_record  # noqa: F401
@@ -85,7 +85,7 @@ def register(sub) -> dict:
 
     ck = sub.add_parser("check", help="explore a spec breadth-first and check its properties",
                         parents=[*model_options(all_variants=True), property_option(),
-                                 json_option(), symmetry_option(),
+                                 json_option(), symmetry_option(), quotient_option(),
                                  save_options("counterexamples under counterexamples/<spec>/<variant>/")])
     ck.add_argument("--max-depth", type=positive("--max-depth"))
     ck.add_argument("--max-states", type=positive("--max-states"))
@@ -238,7 +238,8 @@ def _run_one(spec, variant, params_, args, console):
             res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update,
                          checkpoint=getattr(args, "checkpoint", None),
                          symmetry=not getattr(args, "no_symmetry", False),
-                         por=getattr(args, "por", False))
+                         por=getattr(args, "por", False),
+                         quotient=not getattr(args, "no_quotient", False))
     res.engine = engine
     return res, traces_of(res)
 

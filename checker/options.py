@@ -183,6 +183,15 @@ def symmetry_option() -> argparse.ArgumentParser:
     return p
 
 
+def quotient_option() -> argparse.ArgumentParser:
+    """--no-quotient: the spec's order-only domains searched up to their caps, not renumbered."""
+    p = _parent()
+    p.add_argument("--no-quotient", action="store_true",
+                   help="search the spec's order-only domains (generations) up to their caps "
+                        "instead of renumbering them by rank")
+    return p
+
+
 def model_options(all_variants: bool = False) -> list[argparse.ArgumentParser]:
     """The options that name a model: SPEC, --variant, --param."""
     return [spec_option(), variant_option(all_variants), param_option()]

@@ -46,6 +46,7 @@ def _initial_summary(tr: Trace) -> str:
 
 
 def stats_line(r: SearchResult) -> str:
+    from kcheck.quotient import clause as quotient_clause
     from kcheck.symmetry import clause as symmetry_clause
     m = r.model
     if r.exhaustive:
@@ -66,7 +67,7 @@ def stats_line(r: SearchResult) -> str:
         f"{r.collision_probability:.1e} ({r.storage}; optimistic, as TLC)"
     return (f"{r.distinct_states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, "
             f"{r.elapsed_s:.2f}s ({r.states_per_s:,.0f} states/s), {scope}{cut}; "
-            f"fingerprint collision probability {coll}{symmetry_clause(r)}")
+            f"fingerprint collision probability {coll}{symmetry_clause(r)}{quotient_clause(r)}")
 
 
 def verdict_cell(r: SearchResult, prop: str, traces: dict) -> str:

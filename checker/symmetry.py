@@ -358,12 +358,14 @@ def _sorted_rows(R):
 # ---------------------------------------------------------------------------------------------
 # Concrete traces
 
-def concretise(model: Model, comp, sym: Symmetry, found):
+def concretise(model: Model, comp, sym: Symmetry, found, canonical=None):
     """Rebuilds a counterexample found on representatives into a concrete one of the same length
     that replays through the unreduced spec: at each step the lowest action instance whose
     successor has the next representative's orbit (for a transition property's last step, the
-    lowest one that breaks the property)."""
+    lowest one that breaks the property). ``canonical``: the search's canonical form when it is
+    more than the symmetry's (with a quotient, checker/quotient.py)."""
     from kcheck.bfs import Found
+    canon = canonical or sym.canonical
     words = layout_of(model).words
     rep = np.array(found.initial, dtype=np.uint64).reshape(words, 1)
     cur = rep.copy()
@@ -385,11 +387,11 @@ def concretise(model: Model, comp, sym: Symmetry, found):
                                     f"search found one: the symmetry check missed a difference")
             break
         T, _out, _ok = comp.effects[k](rep)
-        rep = sym.canonical(T)
+        rep = canon(T)
         for k2, _idx, _sub, T2, _out2, ok in comp.successors(cur):
             if ok is not None and not ok[0]:
                 continue
-            if (sym.canonical(T2) == rep).all():
+            if (canon(T2) == rep).all():
                 steps.append(k2)
                 cur = T2
                 break
@@ -422,10 +424,10 @@ def prepare(model: Model, comp, res, enabled: bool, checkpoint=None) -> Symmetry
     return sym
 
 
-def finish(model: Model, comp, sym: Symmetry, res) -> None:
+def finish(model: Model, comp, sym: Symmetry, res, canonical=None) -> None:
     """Replaces the counterexamples found on representatives by concrete ones."""
     for name, f in list(res.found.items()):
-        res.found[name] = concretise(model, comp, sym, f)
+        res.found[name] = concretise(model, comp, sym, f, canonical)
 
 
 def clause(r) -> str:
