@@ -59,7 +59,8 @@ from kcheck import (TRUE, And, Array, Bool, Count, Enum, Exists, Forall, If, Imp
 spec = Spec("classic_group", __doc__)
 spec.param("members", 3, lo=1, hi=3, doc="consumers that may join the group")
 spec.param("partitions", 2, lo=1, hi=3, doc="partitions of the one subscribed topic")
-spec.param("max_generation", 4, lo=1, hi=12, doc="generation cap of the explicit search")
+spec.param("max_generation", 4, lo=1, hi=12,
+           doc="generation cap of the search without the quotient (--no-quotient)")
 spec.param("timeouts", 0, lo=0, hi=1,
            doc="1: the coordinator may time a member out (session, rebalance or pending-sync "
                "timeout); the member learns it from its next request")
@@ -67,6 +68,17 @@ spec.param("generation_from_assignment", 0, lo=0, hi=1,
            doc="the generation a subscription carries: 0, the member's generation at JoinGroup "
                "(ConsumerProtocolSubscription v2, Kafka 3.4 on); 1, the generation of the last "
                "assignment it received, as CooperativeStickyAssignor's userData carried it before")
+
+# Generations are only compared, incremented and copied: an order-only domain, so the explicit
+# search stores each state with its generations renumbered by rank and its verdicts hold for
+# every generation (docs/design.md, "Exact quotients over order-only domains").
+# NO_GENERATION is AbstractCoordinator.Generation.NO_GENERATION's id (-1,
+# JoinGroupRequest.UNKNOWN_GENERATION_ID); NO_CLAIM is this spec's own marker, below every
+# generation, for a member that claims nothing (highest_generation_claim). The group's generation
+# starts at 0 (GroupMetadata.generationId) and is a real generation, not a sentinel.
+NO_GENERATION, NO_CLAIM = -1, -2
+Generation = spec.epoch("generation", sentinels=(NO_CLAIM, NO_GENERATION),
+                        doc="group generations (GroupMetadata.generationId and the clients' copies)")
 
 GroupState = Enum("GroupState", "Empty PreparingRebalance CompletingRebalance Stable")
 MemberState = Enum("MemberState", "UNJOINED PREPARING_REBALANCE COMPLETING_REBALANCE STABLE")
@@ -135,31 +147,33 @@ def mp(p, m, q):
 @spec.state
 def state(p):
     G, M, MP = p.max_generation, p.members, p.members * p.partitions
+    # a consumer's copy of a generation: NO_GENERATION or one the group has had
+    member_gen = Int(NO_GENERATION, G, search_bound=True, epoch=Generation)
     return {
         # the group coordinator
         "group_state": GroupState,
-        "generation": Int(0, G, search_bound=True),
+        "generation": Int(0, G, search_bound=True, epoch=Generation),
         "protocol_name": Assignor,
         "leader": Int(-1, M - 1),
         "in_group": Array(Bool, M),                 # the coordinator knows the member's id
         "awaiting_join": Array(Bool, M),            # joined the rebalance in progress
         "subscription_owned": Array(Bool, MP),      # ownedPartitions as sent in JoinGroup
-        "subscription_generation": Array(Int(-1, G, search_bound=True), M),
+        "subscription_generation": Array(member_gen, M),
         "assignment": Array(Bool, MP),              # stored by the leader's SyncGroup
         # the consumers
         "assignors": Array(AssignorList, M),
         "rebalance_protocol": Array(RebalanceProtocol, M),
         "member_state": Array(MemberState, M),
-        "member_generation": Array(Int(-1, G, search_bound=True), M),
+        "member_generation": Array(member_gen, M),
         "has_member_id": Array(Bool, M),
         "rejoin_needed": Array(Bool, M),
         # AbstractCoordinator.needsJoinPrepare: onJoinPrepare is still to run before the next
         # JoinGroup. Only the pre-KAFKA-12983 client ever clears it (in every other variant
         # onJoinPrepare runs at each JoinGroup, see JoinGroup), so elsewhere it stays true.
         "needs_join_prepare": Array(Bool, M),
-        "join_response_generation": Array(Int(-1, G, search_bound=True), M),  # -1: none pending
+        "join_response_generation": Array(member_gen, M),  # -1: none pending
         "join_response_protocol": Array(Assignor, M),
-        "completed_generation": Array(Int(-1, G, search_bound=True), M),
+        "completed_generation": Array(member_gen, M),
         "owned": Array(Bool, MP),                   # SubscriptionState's assigned partitions
         "committed": Array(Bool, MP),               # committed while owning, since the partition
                                                     # last gained an owner
@@ -209,7 +223,7 @@ def highest_generation_claim(s, p, q):
     partition q in their ownedPartitions, the one with the highest subscription generation keeps
     it; a tie at the top means nobody keeps it. Returns the member, -1 for no claim, -2 for a tie."""
     claim = [s.in_group[j] & s.subscription_owned[mp(p, j, q)] for j in members(p)]
-    gen = [If(claim[j], s.subscription_generation[j], -2) for j in members(p)]
+    gen = [If(claim[j], s.subscription_generation[j], NO_CLAIM) for j in members(p)]
     top = gen[0]
     for g in gen[1:]:
         top = Max(top, g)
@@ -435,7 +449,8 @@ def CompleteJoin(s, p):
 @spec.action(m=members, actors=("coordinator", "consumer {m}"))
 def JoinGroupResponse(s, p, m):
     """The member processes its JoinGroup response: it takes the generation and sends SyncGroup."""
-    s.require(s.join_response_generation[m] >= 0, s.member_state[m] == PREPARING)
+    # a pending response carries a generation (>= 0): not NO_GENERATION, the field's one other value
+    s.require(s.join_response_generation[m] != NO_GENERATION, s.member_state[m] == PREPARING)
     s.join_response_generation[m] = -1
     s.member_state[m] = COMPLETING
     s.member_generation[m] = s.join_response_generation[m]
@@ -859,7 +874,7 @@ def stale_claim_at_sync(s, p):
 @spec.sometimes("owner-left-behind")
 def owner_left_behind(s, p):
     """A consumer owns a partition while its generation is behind the group's (the window in which single-owner and revoked-before-reassigned can break)."""
-    return Exists(members(p), lambda j: (s.member_generation[j] >= 0) &
+    return Exists(members(p), lambda j: (s.member_generation[j] != NO_GENERATION) &
                   (s.member_generation[j] < s.generation) &
                   Exists(parts(p), lambda q: s.owned[mp(p, j, q)]))
 
