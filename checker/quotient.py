@@ -62,6 +62,11 @@ class _Domain:
         self.shift = [np.uint64(lay.shift[f.index]) for f in fields]
         self.mask = [np.uint64((1 << lay.width[f.index]) - 1) for f in fields]
         self.lo = np.array([f.type.lo for f in fields], dtype=np.int64)[:, None]
+        # the values the fields can hold, base .. base + span - 1, and the renumbering of each
+        # set of them met so far, per gap size (2: normalise, 3: stretch)
+        self.base = min(f.type.lo for f in fields)
+        self.span = max(f.type.hi for f in fields) - self.base + 1
+        self.tables: dict[int, dict[int, list[int]]] = {2: {}, 3: {}}
 
 
 def domains_of(model: Model) -> dict:
@@ -146,20 +151,58 @@ class Quotient:
 
     def _renumber(self, d: _Domain, S: np.ndarray, big_gap: int) -> np.ndarray:
         V = self._values(d, S)
-        order = np.argsort(V, axis=0, kind="stable")
-        sv = np.take_along_axis(V, order, axis=0)
-        prev = np.empty_like(sv)
-        prev[0] = d.anchor
-        prev[1:] = np.maximum(sv[:-1], d.anchor)
-        gap = np.clip(sv - prev, 0, 2)
-        if big_gap != 2:
-            gap[gap == 2] = big_gap
-        out = np.where(sv <= d.anchor, sv, d.anchor + np.cumsum(gap, axis=0))
-        N = np.empty_like(V)
-        np.put_along_axis(N, order, out, axis=0)
+        if d.span <= 64:
+            # the set of values a state holds, as a bit mask: the renumbering is a function of
+            # that set alone, so it is computed once per distinct set (a table row), and each
+            # field is then one lookup (a block holds few distinct sets)
+            R = V - d.base
+            mask = np.zeros(S.shape[1], dtype=np.uint64)
+            one = np.uint64(1)
+            for i in range(len(d.fields)):
+                mask |= one << R[i].astype(np.uint64)
+            sets, which = np.unique(mask, return_inverse=True)
+            cache = d.tables[big_gap]
+            rows = []
+            for m in sets.tolist():
+                row = cache.get(m)
+                if row is None:
+                    row = cache[m] = self._table(d, m, big_gap)
+                rows.append(row)
+            table = np.array(rows, dtype=np.int64)
+            N = table[which.reshape(-1)[None, :], R]
+        else:
+            order = np.argsort(V, axis=0, kind="stable")
+            sv = np.take_along_axis(V, order, axis=0)
+            prev = np.empty_like(sv)
+            prev[0] = d.anchor
+            prev[1:] = np.maximum(sv[:-1], d.anchor)
+            gap = np.clip(sv - prev, 0, 2)
+            if big_gap != 2:
+                gap[gap == 2] = big_gap
+            out = np.where(sv <= d.anchor, sv, d.anchor + np.cumsum(gap, axis=0))
+            N = np.empty_like(V)
+            np.put_along_axis(N, order, out, axis=0)
         S = S.copy()
         self._store(d, S, N)
         return S
+
+    @staticmethod
+    def _table(d: _Domain, m: int, big_gap: int) -> list[int]:
+        """The renumbering of the values in the set ``m`` (bit v: value base + v), by value."""
+        row = [0] * d.span
+        prev = cur = d.anchor
+        for v in range(d.span):
+            if not m >> v & 1:
+                continue
+            x = d.base + v
+            if x <= d.anchor:
+                row[v] = x
+                continue
+            gap = min(x - max(prev, d.anchor), 2)
+            cur += big_gap if gap == 2 else gap
+            row[v] = cur
+            prev = x
+        return row
 
     def normalise(self, S: np.ndarray) -> np.ndarray:
         """Each state of the block with its domain values renumbered (gaps over 1 made 2)."""
@@ -287,7 +330,7 @@ def covers(r) -> str | None:
     if q is None:
         return None
     if q == "off":
-        return "up to the search bounds (--no-quotient)"
+        return "up to the search bounds"
     return f"every {q} (quotient)"
 
 
@@ -297,6 +340,6 @@ def clause(r) -> str:
     if c is None:
         return ""
     if r.quotient == "off":
-        return "; quotient off"
+        return "; quotient off: verdicts up to the search bounds"
     return (f"; {c}: {r.quotient} values renumbered by rank, gaps over 1 stored as 2, no "
             f"{r.quotient} cap")
