@@ -86,6 +86,9 @@ def members_apart(s, p):
 
 
 
+spec.symmetry("member", count=lambda p: p.members, arrays={"member_epoch": "slot"},
+              why="members are told apart only by their slot")
+
 spec.variant("exact", "epochs only copied and bumped at the top", default=True,
              violates=["members-apart"])
 spec.variant("skip-ahead", "a member joins one epoch ahead", violates=["member-not-ahead",
