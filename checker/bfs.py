@@ -81,6 +81,9 @@ class SearchResult(RunResult):
     # the order-only domains the search renumbered (checker/quotient.py), "off", or None when
     # the spec declares none; with them, a verdict covers every value of the domains
     quotient: str | None = None
+    # the model a quotient search's counterexamples are expressed in when it is not ``model``:
+    # the spec at its domains' caps raised to what the counterexamples reach (checker/quotient.py)
+    trace_model: Model | None = None
 
     @property
     def storage(self) -> str:
@@ -305,15 +308,21 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
 
 def _concrete(res: SearchResult, quot, original: Model):
     """The counterexamples found on renumbered states, replayed from the spec's initial states
-    (checker/quotient.py); in the spec's own model when they fit its ranges, else the search's
-    model (its domains widened) stays the result's."""
+    (checker/quotient.py); in the spec's own model when they fit its ranges, else at its domains'
+    caps raised (``trace_model``), else in the search's model (the domains widened)."""
     found = {name: quot.concretise(f, Found) for name, f in res.found.items()}
-    fitted = {name: quot.fits(f, original) for name, f in found.items()}
-    if all(v is not None for v in fitted.values()):
-        found = {name: Found(f.property, f.kind, fitted[name], f.steps)
-                 for name, f in found.items()}
+    for model in (original, quot.raised(original, found.values())):
+        if model is None:
+            continue
+        fitted = {name: quot.fits(f, model) for name, f in found.items()}
+        if all(v is not None for v in fitted.values()):
+            found = {name: Found(f.property, f.kind, fitted[name], f.steps)
+                     for name, f in found.items()}
+            if model is not original:
+                res.trace_model = model
+            break
     else:
-        res.model = quot.model
+        res.trace_model = quot.model
     res.found.clear()
     res.found.update(found)
 

@@ -32,7 +32,9 @@ generation. The spec's own cap (``max_generation``) applies only with ``--no-quo
 **Concrete traces.** A counterexample found on normalised states is replayed from the spec's
 initial state in its class by the same action instances (the quotient is exact, so they are
 enabled and end in a violation: checked); its states are then the unreduced spec's, and when
-its values fit the spec's declared ranges it is reported in the spec's own model.
+its values fit the spec's declared ranges it is reported in the spec's own model; when they go
+past a domain's cap, at that cap raised (``spec.epoch(cap=...)``, the result's
+``trace_model``), so that it is saved and replayed as any other.
 """
 from __future__ import annotations
 
@@ -313,6 +315,37 @@ class Quotient:
         return tuple(olay.pack_flat(lay.unpack_flat(list(found.initial))))
 
 
+    def raised(self, original: Model, found) -> Model | None:
+        """``original`` with its domains' cap parameters (``spec.epoch(cap=...)``) raised to the
+        highest value the concrete counterexamples reach, or None when a domain declares no cap
+        or the value is past the parameter's range."""
+        lay = layout_of(self.model)
+        top: dict[str, int] = {}
+        for d in self.domains:
+            if d.epoch.cap is None:
+                return None
+            top.setdefault(d.epoch.cap, 0)
+        comp = self.comp
+        for f in found:
+            cur = np.array(f.initial, dtype=np.uint64).reshape(-1, 1)
+            for k in [None, *f.steps]:
+                if k is not None:
+                    cur = comp.effects[k](cur)[0]
+                flat = lay.unpack_flat([int(w) for w in cur[:, 0]])
+                for d in self.domains:
+                    v = max(flat[x.index] for x in d.fields)
+                    top[d.epoch.cap] = max(top[d.epoch.cap], v)
+        params = original.params.as_dict()
+        spec = original.spec
+        for name, v in top.items():
+            if v <= params[name]:
+                continue
+            if v > spec.params[name].hi:
+                return None
+            params[name] = v
+        return spec.instantiate(original.variant, params)
+
+
 def prepare(model: Model, enabled: bool, checkpoint=None) -> Quotient | None:
     """The quotient the search reduces by (its widened model), or None when the spec declares
     no order-only domain with fields, or ``enabled`` is false."""
@@ -341,5 +374,11 @@ def clause(r) -> str:
         return ""
     if r.quotient == "off":
         return "; quotient off: verdicts up to the search bounds"
-    return (f"; {c}: {r.quotient} values renumbered by rank, gaps over 1 stored as 2, no "
-            f"{r.quotient} cap")
+    out = (f"; {c}: {r.quotient} values renumbered by rank, gaps over 1 stored as 2, no "
+           f"{r.quotient} cap")
+    tm = getattr(r, "trace_model", None)
+    if tm is not None:
+        raised = {k: v for k, v in tm.params.as_dict().items() if r.model.params.as_dict()[k] != v}
+        out += (f"; the counterexamples go past the cap: reported at "
+                f"{', '.join(f'{k}={v}' for k, v in raised.items()) or 'the widened ranges'}")
+    return out

@@ -204,7 +204,8 @@ def property_doc(spec, name: str) -> str | None:
 def traces_of(res) -> dict:
     """The readable traces of a run's counterexamples (res.found), by property; a lasso keeps
     its loop."""
-    return {name: build(res.model, f.property, f.kind, f.initial, f.steps, loop_index=f.loop_index)
+    model = getattr(res, "trace_model", None) or res.model
+    return {name: build(model, f.property, f.kind, f.initial, f.steps, loop_index=f.loop_index)
             for name, f in res.found.items()}
 
 

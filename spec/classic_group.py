@@ -77,7 +77,7 @@ spec.param("generation_from_assignment", 0, lo=0, hi=1,
 # generation, for a member that claims nothing (highest_generation_claim). The group's generation
 # starts at 0 (GroupMetadata.generationId) and is a real generation, not a sentinel.
 NO_GENERATION, NO_CLAIM = -1, -2
-Generation = spec.epoch("generation", sentinels=(NO_CLAIM, NO_GENERATION),
+Generation = spec.epoch("generation", sentinels=(NO_CLAIM, NO_GENERATION), cap="max_generation",
                         doc="group generations (GroupMetadata.generationId and the clients' copies)")
 
 GroupState = Enum("GroupState", "Empty PreparingRebalance CompletingRebalance Stable")

@@ -48,8 +48,10 @@ class Epoch:
     refused where the spec builds it. The explicit search may then store a state with the
     domain's values renumbered by rank (checker/quotient.py): a verdict for every value."""
 
-    def __init__(self, name: str, sentinels: tuple[int, ...], doc: str, line: str):
+    def __init__(self, name: str, sentinels: tuple[int, ...], doc: str, line: str,
+                 cap: str | None = None):
         self.name, self.sentinels, self.doc, self.line = name, tuple(sorted(sentinels)), doc, line
+        self.cap = cap      # the parameter that caps the domain's fields, if one does
 
     def __repr__(self):
         return f"Epoch({self.name!r}, sentinels={self.sentinels})"
@@ -1135,18 +1137,25 @@ class Spec:
                             f"outside its range {lo}..{hi}")
         self.params[name] = Param(name, default, lo, hi, doc)
 
-    def epoch(self, name: str, sentinels: Iterable[int] = (), doc: str = "") -> Epoch:
+    def epoch(self, name: str, sentinels: Iterable[int] = (), doc: str = "",
+              cap: str | None = None) -> Epoch:
         """Declares an order-only domain of integers (generations, epochs) and returns it, for
         ``Int(lo, hi, epoch=...)``. ``sentinels``: the constants that stand for "none" (e.g. -1,
         no generation), below every real value; a domain value may be compared with them or set
         to them. Any other use of a domain value (a literal, ``- 1``, arithmetic, mixing with
-        plain integers) is refused at the spec's line when the spec is built."""
+        plain integers) is refused at the spec's line when the spec is built. ``cap``: the
+        parameter that caps the domain's fields (max_generation), which a counterexample that
+        goes past it is reported at."""
         self._declare("epoch", name, self.epochs, "epoch domain")
+        if cap is not None and cap not in self.params:
+            raise SpecError(f"{self.lines[('epoch', name)]}: epoch {name}: cap= names parameter "
+                            f"'{cap}', which is not declared (before it); parameters: "
+                            f"{', '.join(self.params) or 'none'}")
         for v in sentinels:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise SpecError(f"{self.lines[('epoch', name)]}: epoch {name}: sentinel {v!r} is "
                                 f"not an integer")
-        self.epochs[name] = Epoch(name, tuple(sentinels), doc, self.lines[("epoch", name)])
+        self.epochs[name] = Epoch(name, tuple(sentinels), doc, self.lines[("epoch", name)], cap)
         return self.epochs[name]
 
     def state(self, fn: Callable):

@@ -117,6 +117,25 @@ def test_toy_quotient_matches_a_large_cap():
         _replays_unreduced(spec, v, {"cap": 12}, quotient)
 
 
+def test_a_violation_past_the_cap_is_reported_at_the_cap_raised(tmp_path):
+    """member-keeps-up breaks only at epoch 2: the capped search at cap=1 cannot see it, the
+    quotient finds it, and its trace is reported (and saved, and replayed) at cap=2."""
+    from kcheck.render import stats_line
+    from kcheck.trace import load, save
+    spec = load_spec(str(EPOCHS))
+    capped = search(spec.instantiate("exact", {"cap": 1}), ["member-keeps-up"])
+    assert "member-keeps-up" not in capped.found
+    res = search(spec.instantiate("exact", {"cap": 1}), ["member-keeps-up"], quotient=True)
+    assert len(res.found["member-keeps-up"].steps) == 3
+    assert res.model.params.cap == 1 and res.trace_model.params.cap == 2
+    assert "reported at cap=2" in stats_line(res)
+    tr = traces_of(res)["member-keeps-up"]
+    doc = load(save(tr, tmp_path))
+    assert doc["params"]["cap"] == 2
+    out = replay(spec.instantiate(doc["variant"], doc["params"]), doc)
+    assert out.ok, out.message
+
+
 def test_quotient_with_symmetry():
     """Both canonical forms at once (renumbered, then the least member permutation): the same
     violations at the same depths, concrete traces that replay on the unreduced spec."""
