@@ -27,6 +27,9 @@ class Options:
     # every state
     symmetry: bool = False
     graph_symmetry: bool = False
+    # the search stores order-only domains renumbered by rank, as check does unless --no-quotient
+    # (checker/quotient.py): a verdict then covers every value of the domain, not up to its cap
+    quotient: bool = True
 
 
 @dataclass
@@ -93,7 +96,7 @@ def run_variants(spec, variants: list[str | None] | None = None, params: dict | 
         if on_variant:
             on_variant(model.variant)
         res = search(model, options.properties, options.max_depth, options.max_states,
-                     options.deadlock, symmetry=options.symmetry)
+                     options.deadlock, symmetry=options.symmetry, quotient=options.quotient)
         run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
                          model.params.as_dict(), res, traces_of(res))
         if progress and (spec.progress or spec.check_deadlock):

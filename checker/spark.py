@@ -759,14 +759,18 @@ def configuration_result(spec, variant: str, r: dict) -> SearchResult:
     """A configuration's plain data back as the search's own result (bfs.SearchResult), so that
     its verdicts come from the one place that decides them (SearchResult.status: sometimes
     properties, the deadlock rule, search bounds), as `check`'s do."""
-    return SearchResult(model=spec.instantiate(variant, r["params"]),
+    from kcheck.quotient import domains_of
+    model = spec.instantiate(variant, r["params"])
+    return SearchResult(model=model,
                         properties=list(r["properties"]), exhaustive=r["exhaustive"],
                         distinct_states=r["distinct"], transitions=r["transitions"],
                         depth=r["depth"], elapsed_s=r["elapsed_s"],
                         cut_by_bounds=r["cut_by_bounds"], stop_reason=r["stop_reason"],
                         cut_only_states=r["cut_only"], deadlock_checked=r["deadlock_checked"],
                         found={p: Found(p, kind, tuple(initial), list(steps))
-                               for p, kind, initial, steps in r["found"]})
+                               for p, kind, initial, steps in r["found"]},
+                        # a sweep searches order-only domains up to their caps, as Spark does
+                        quotient="off" if domains_of(model) else None)
 
 
 def sweep(spec, variant: str, configurations: list[dict], properties: list[str] | None = None,
