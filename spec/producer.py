@@ -65,6 +65,10 @@ spec.param("max_in_flight", 1, lo=1, hi=5, doc="max.in.flight.requests.per.conne
            "the partition awaiting their response, and requests on the wire")
 spec.param("transactional", 1, lo=0, hi=1, doc="1: a transactional producer (transactional.id set); "
            "0: the idempotent-only producer, which bumps its own epoch (KIP-360)")
+spec.param("unknown_producer_id", 0, lo=0, hi=1, doc="1: the partition leader is one from before "
+           "KAFKA-7190 (Kafka 2.3 and older): it drops a producer's state with its segments and answers "
+           "UNKNOWN_PRODUCER_ID to a sequence other than 0 from a producer it has no state for, so "
+           "the client's KIP-360 recovery (TransactionManager.canRetry) is reached")
 spec.param("partitions", 1, lo=1, hi=2, doc="partitions the producer writes to, each with its own "
            "sequences, leader and replicas' producer state; a transaction spans those it touches")
 
@@ -100,11 +104,17 @@ def slots(p):
     return max(1, p.max_in_flight - 1)
 
 
-def truncate_head_drops_state(s):
+def truncate_head_drops_state(s, p):
     """Before KAFKA-7190 (Kafka 2.4) ProducerStateManager.truncateHead removed a producer whose
     last data offset fell below the new log start offset; since then the state stays until the
     producer id expires."""
-    return s.variant in KAFKA_2_3 + ("kafka-7190",)
+    return s.variant in KAFKA_2_3 + ("kafka-7190",) or answers_unknown_producer_id(s, p)
+
+
+def answers_unknown_producer_id(s, p):
+    """The partition leader answers UNKNOWN_PRODUCER_ID (Kafka 2.3's ProducerAppendInfo.
+    checkSequence): the 2.3 world, or any variant with `unknown_producer_id=1`."""
+    return s.variant in KAFKA_2_3 or bool(p.unknown_producer_id)
 
 
 @spec.state
@@ -492,7 +502,7 @@ def produce_append(s, p, t, r):
               If((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH,
                  If(~ongoing & (s.txn_epoch == e) & prepare(s), Error.CONCURRENT_TRANSACTIONS,
                     If(~ongoing & (s.txn_epoch != e), Error.INVALID_PRODUCER_EPOCH,
-                       If(in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER)))))
+                       sequence_check(s, p, r, in_order)))))
 
 
 @spec.rule("produce-append", variant="pre-kip890")
@@ -512,7 +522,21 @@ def produce_append_idempotent(s, p, t, r):
     in_order = If(pe == NO_EPOCH, True, If(e != pe, q == 0, q == s.last_seq[r] + 1))
     return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
               If((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH,
-                 If(in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER)))
+                 sequence_check(s, p, r, in_order)))
+
+
+def sequence_check(s, p, r, in_order):
+    """The last step of ProducerAppendInfo.checkSequence: a batch in order is appended, any other
+    is OUT_OF_ORDER_SEQUENCE_NUMBER. With `unknown_producer_id=1` the leader is one from before
+    KAFKA-7190: a producer it has no state for (or only a marker at the batch's epoch) is
+    UNKNOWN_PRODUCER_ID at a sequence other than 0 and taken at 0, as Kafka 2.3's checkSequence
+    (the rule of pre-kip360, whose other checks this variant keeps as today's)."""
+    if not p.unknown_producer_id:
+        return If(in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER)
+    e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
+    unknown = (pe == NO_EPOCH) | ((e == pe) & (s.last_seq[r] == -1))
+    return If(unknown & (q != 0), Error.UNKNOWN_PRODUCER_ID,
+              If(unknown | in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER))
 
 
 @spec.rule("produce-append", variant="kafka-8483")
@@ -928,7 +952,7 @@ def Produce(s, p, t, r, lost):
         s.producer_epoch[x] = If(ok, e, s.producer_epoch[x])
         if p.transactional:
             s.txn_open[x] = s.txn_open[x] | ok
-        if truncate_head_drops_state(s):
+        if truncate_head_drops_state(s, p):
             # a new batch lies above every replica's log start offset
             s.data_below_log_start[x] = s.data_below_log_start[x] & ~ok
     rec = s.request_record
@@ -943,37 +967,66 @@ def Produce(s, p, t, r, lost):
     retriable = mine & (out == Error.CONCURRENT_TRANSACTIONS)
     unknown = mine & (out == Error.UNKNOWN_PRODUCER_ID)
     fenced = mine & (out == Error.PRODUCER_FENCED)
-    if kip360_client(s):
-        reset = FALSE
+    oosn = out == Error.OUT_OF_ORDER_SEQUENCE_NUMBER
+    # TransactionManager.canRetry on UNKNOWN_PRODUCER_ID (the same branch in Kafka 2.3's client
+    # and today's): if the last acknowledged offset is below the response's log start offset,
+    # the state loss is taken as retention, not lost data, and the transactional producer
+    # restarts the partition's in-flight sequences at 0 with the same epoch and retries
+    # (TopicPartitionBookkeeper.startSequencesAtBeginning with the current producerIdAndEpoch);
+    # the 2.3 idempotent producer does the same. Otherwise the batch fails: abortable for the
+    # transactional producer (handleFailedBatch, maybeTransitionToErrorState), which the abort's
+    # epoch bump then resolves (EndTxn with transaction version 2; InitProducerId with the
+    # current epoch, EpochBump, with version 1).
+    same_epoch_reset = not kip360_client(s) or (p.transactional and answers_unknown_producer_id(s, p))
+    reset = unknown & s.acked_below_log_start[r] if same_epoch_reset else FALSE
+    # Today's idempotent producer (canRetry, !isTransactional()) retries every
+    # UNKNOWN_PRODUCER_ID and every OUT_OF_ORDER_SEQUENCE_NUMBER, and asks for an epoch bump
+    # (requestEpochBumpForPartition) unless the batch's sequence was already reset by an earlier
+    # bump (sequenceHasBeenReset: here its request carries an older epoch than the producer's)
+    # or, for OUT_OF_ORDER_SEQUENCE_NUMBER, it is not the next sequence (an earlier batch is
+    # still out: retried without a bump)
+    idempotent_retry = kip360_client(s) and not p.transactional
+    if idempotent_retry:
+        retriable = retriable | (mine & (unknown | oosn))
+        bump = mine & (s.request_epoch == s.epoch) & (unknown | oosn)
     else:
-        # Kafka 2.3 (TransactionManager.canRetry): state lost to retention or DeleteRecords is
-        # taken as spurious: restart the partition's sequences at 0, same epoch, and retry
-        reset = unknown & s.acked_below_log_start[r]
+        bump = FALSE
+    if answers_unknown_producer_id(s, p):
+        # the client's lastAckedOffset: the acknowledged offset lies above every replica's log
+        # start offset
         for x in replicas(p):
-            # the acknowledged offset lies above every replica's log start offset
             s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked
     if p.max_in_flight > 1:
         w = slots(p)
-        oosn = out == Error.OUT_OF_ORDER_SEQUENCE_NUMBER
         # TransactionManager.canRetry: OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the
         # next after the last acknowledged one (an older batch is still out) is retried
         queue = in_flight_batches(s, p)
         retriable = retriable | (mine & ~first_in_flight(queue, w) & oosn)
-        gone, fenced_e, failed_e, reset_e, acked_e = [], [], [], [], []
+        if idempotent_retry:
+            bump = bump & (unknown | first_in_flight(queue, w))
+        gone, fenced_e, failed_e, reset_e, acked_e, bump_e = [], [], [], [], [], []
         for i in range(w):
             mine_e = s.earlier_batch[i] & (rec == s.earlier_record[i])
+            unknown_e = mine_e & (out == Error.UNKNOWN_PRODUCER_ID)
             acked_e.append(mine_e & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER)))
             fenced_e.append(mine_e & (out == Error.PRODUCER_FENCED))
-            reset_e.append(FALSE if kip360_client(s) else
-                           mine_e & (out == Error.UNKNOWN_PRODUCER_ID) & s.acked_below_log_start[r])
+            reset_e.append(unknown_e & s.acked_below_log_start[r] if same_epoch_reset else FALSE)
             retriable_e = (out == Error.CONCURRENT_TRANSACTIONS) | (oosn & ~first_in_flight(queue, i))
+            if idempotent_retry:
+                retriable_e = retriable_e | unknown_e | oosn
+                bump_e.append(mine_e & (s.request_epoch == s.epoch) &
+                              (unknown_e | (oosn & first_in_flight(queue, i))))
             failed_e.append(mine_e & ~acked_e[i] & ~retriable_e & ~fenced_e[i] & ~reset_e[i])
             gone.append(acked_e[i] | failed_e[i] | fenced_e[i])
-        if not kip360_client(s):
+        if answers_unknown_producer_id(s, p):
             for x in replicas(p):
+                # (s.x reads the state before the step: the batch's own acknowledgement again)
                 s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked & ~Or(*acked_e)
         any_reset = reset | Or(*reset_e)
-        reset_in_flight(s, p, any_reset)
+        bump = bump | Or(*bump_e)
+        if idempotent_retry:
+            s.epoch = If(bump, s.epoch + 1, s.epoch)
+        reset_in_flight(s, p, any_reset | bump)
         compact(s, ["earlier_batch", "earlier_record", "earlier_seq", "earlier_sent"], gone, w)
         if priority_queue(s):
             # TransactionManager.removeInFlightBatch once the batch completes
@@ -985,20 +1038,45 @@ def Produce(s, p, t, r, lost):
     failed = mine & ~acked & ~retriable & ~fenced & ~reset
     s.batch = If(acked | failed | fenced, False, s.batch)
     if p.max_in_flight == 1:
-        s.batch_seq = If(reset, 0, s.batch_seq)
-        s.next_seq = If(reset, 1, s.next_seq)
+        if idempotent_retry:
+            s.epoch = If(bump, s.epoch + 1, s.epoch)
+        s.batch_seq = If(reset | bump, 0, s.batch_seq)
+        s.next_seq = If(reset | bump, 1, s.next_seq)
     failed = failed | failed_any
+    if idempotent_retry:
+        bump_other_partitions(s, p, bump)
     if not p.transactional:
         # TransactionManager.handleFailedBatch: the idempotent producer has no transaction to
         # abort; a failed batch (OUT_OF_ORDER_SEQUENCE_NUMBER or another error) requests an
         # epoch bump for the partition (requestEpochBumpForPartition)
         s.client = If(fenced, ClientState.FATAL_ERROR, s.client)
-        s.epoch_bump_required = s.epoch_bump_required | failed
-        s.epoch_bump_partition = s.epoch_bump_partition | failed
+        s.epoch_bump_required = s.post.epoch_bump_required | failed
+        s.epoch_bump_partition = s.post.epoch_bump_partition | failed
         return
     s.client = If(fenced, ClientState.FATAL_ERROR, If(failed, ClientState.ABORTABLE_ERROR, s.client))
     if kip360_client(s) and not tv2(s):
         s.epoch_bump_required = s.epoch_bump_required | failed
+
+
+def bump_other_partitions(s, p, when):
+    """The rest of the idempotent producer's bump that a retried batch asked for. Sender.runOnce
+    calls TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded before it drains anything,
+    so the bump is taken with the response that asked for it (the model's Send waits for a
+    pending bump): bumpIdempotentProducerEpoch sets epoch+1 and renumbers the in-flight batches
+    of the partitions that asked (startSequencesAtBeginning, done by the caller for partition
+    t); another partition restarts at 0 once nothing of it is in flight
+    (maybeUpdateProducerIdAndEpoch; before KAFKA-12152 only a partition that asked did), and one
+    with batches still in flight keeps its sequence (Kafka lets them finish at the old epoch,
+    which the model's one producer epoch cannot say). A bump a timed-out batch asked for is
+    taken with it."""
+    whole, t = s.whole, s.partition
+    for u in partitions(p):
+        if u != t:
+            rewrite = TRUE if s.variant != "kafka-12152" else whole.epoch_bump_partition[u]
+            idle = ~any_in_flight(part(whole, p, u), p)
+            whole.next_seq[u] = If(when & rewrite & idle, 0, whole.next_seq[u])
+        whole.epoch_bump_partition[u] = If(when, False, whole.epoch_bump_partition[u])
+    whole.epoch_bump_required = If(when, False, whole.epoch_bump_required)
 
 
 @spec.action(actors=("producer", "producer"))
@@ -1114,8 +1192,11 @@ def EndTxn(s, p, lost):
 @spec.action(lost=[False, True], actors=("producer", "coordinator"))
 def EpochBump(s, p, lost):
     """KIP-360 with transaction version 1: after an abortable error the abort is followed by
-    InitProducerId with the current epoch. lost=True: the response is lost and it is retried."""
-    s.require(s.epoch_bump)
+    InitProducerId with the current epoch. lost=True: the response is lost and it is retried.
+    Only a client on transaction version 1 sends it: TransactionManager.
+    needToTriggerEpochBumpFromClient is `coordinatorSupportsBumpingEpoch && !isTransactionV2Enabled`
+    (with version 2 EndTxn bumps the epoch), and Kafka 2.3's client had no such request."""
+    s.require(p.transactional == 1, kip360_client(s) and not tv2(s), s.epoch_bump)
     out = s.rule("init-producer-id", expected=s.epoch)
     coordinator_init(s, s.epoch, out)
     s.respond(out)
@@ -1197,7 +1278,7 @@ def DeleteRecords(s, p, t, r):
     # after KAFKA-7190 DeleteRecords touches nothing this model tracks: the producer state
     # stays, and the producer reads the log start offset only from UNKNOWN_PRODUCER_ID, which a
     # current broker never answers to a produce
-    s.require(truncate_head_drops_state(s), s.leader == r, s.deletions < p.deletions,
+    s.require(truncate_head_drops_state(s, p), s.leader == r, s.deletions < p.deletions,
               ~s.acked_below_log_start[r] | ~s.data_below_log_start[r])
     s.deletions = s.deletions + 1
     s.acked_below_log_start[r] = True
@@ -1212,7 +1293,9 @@ def DeleteRecords(s, p, t, r):
 def FollowerFetch(s, p, t, r):
     """A follower learns the leader's log start offset from a fetch response."""
     s = part(s, p, t)
-    s.require(s.leader != r, s.log_start_behind[r])
+    # only a leader that drops a producer's state with its segments makes the log start offset
+    # matter to this model (DeleteRecords is enabled only then)
+    s.require(truncate_head_drops_state(s, p), s.leader != r, s.log_start_behind[r])
     s.log_start_behind[r] = False
     s.acked_below_log_start[r] = s.acked_below_log_start[1 - r]
     s.data_below_log_start[r] = s.data_below_log_start[1 - r]
@@ -1819,6 +1902,44 @@ spec.variant("kafka-7190", "kip360 with KAFKA-7190 undone: DeleteRecords (or ret
                  "producer (9 steps): with no state a verified batch must start at sequence 0, so "
                  "the next sequence is OUT_OF_ORDER_SEQUENCE_NUMBER, the spurious error KAFKA-7190 "
                  "reported, although nothing is missing.",
+             })
+spec.variant("unknown-producer-id", "kip360 with a partition leader from before KAFKA-7190 "
+             "(Kafka 2.3 and older): it drops a producer's state with its segments and answers "
+             "UNKNOWN_PRODUCER_ID to a sequence other than 0 from a producer it has no state for, "
+             "so today's client takes its KIP-360 recovery path (TransactionManager.canRetry)",
+             params={"unknown_producer_id": 1},
+             violates=["no-duplicate", "marker-epoch-monotonic", "acknowledged-is-appended",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "appended-retry-is-rejected", "stale-markers-are-fenced",
+                       "sequences-handed-out-in-order", "window-ends-at-the-batch",
+                       "window-ends-at-the-request", "no-log-start-movement"],
+             findings={
+                 "no-duplicate": "seed problem 1 with today's client (8 steps): the first batch is "
+                 "appended and its response lost, DeleteRecords drops the producer's state, and "
+                 "the retry (sequence 0) is taken again. The client's retry of a later batch goes "
+                 "the seed's own way: UNKNOWN_PRODUCER_ID with the last acknowledged offset below "
+                 "the log start makes today's transactional producer restart at sequence 0 with "
+                 "the same epoch (canRetry -> startSequencesAtBeginning, scenario "
+                 "unknown-producer-id-reset-duplicates). KIP-360 proposed to remove that reset; "
+                 "the code kept it for the transactional producer, and only the broker's "
+                 "retention of the state (KAFKA-7190) makes it unreachable.",
+                 "acknowledged-is-appended": "seed problem 2 with today's client (12 steps): the "
+                 "same-epoch reset, then a failover to the replica that has not fetched the log "
+                 "start offset, whose retained batch at that epoch answers the reset batch as a "
+                 "duplicate: acknowledged, never written.",
+                 "marker-epoch-monotonic": "the leader drops the entry with its coordinator epoch "
+                 "(as kafka-7190 and pre-kip360).",
+                 "appended-retry-is-rejected": "the leader drops the producer's state, so a retry "
+                 "of a batch already in the log is taken again.",
+                 "stale-markers-are-fenced": "the entry that fenced the old coordinator's marker "
+                 "is gone.",
+                 "sequences-handed-out-in-order": SEQUENCE_RESET,
+                 "window-ends-at-the-batch": SEQUENCE_RESET,
+                 "window-ends-at-the-request": SEQUENCE_RESET,
+                 "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
+                 "fenced-stays-fenced": "holds, and so does no-hanging-transaction: seed problem 3 "
+                 "(a fenced zombie's sequence-0 write after its state was lost) is turned away by "
+                 "the coordinator's verification (KIP-890), not by the producer state.",
              })
 spec.variant("kafka-9144", "kip360 with KAFKA-9144 undone: a producer's last timestamp comes from "
              "data batches only, so an entry whose batches a bumping marker cleared expires at once",

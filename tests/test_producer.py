@@ -40,6 +40,12 @@ EXPECTED = {
                    "out-of-order-only-after-a-gap",
                    "stale-markers-are-fenced", "no-log-start-movement"},
     "kafka-9144": {"marker-epoch-monotonic", "appended-retry-is-rejected", "stale-markers-are-fenced"},
+    # kip360 with a leader that answers UNKNOWN_PRODUCER_ID: seed problems 1 and 2 come back with
+    # today's client, problem 3 stays away (verification)
+    "unknown-producer-id": {"no-duplicate", "marker-epoch-monotonic", "acknowledged-is-appended",
+                            "appended-retry-is-rejected", "stale-markers-are-fenced",
+                            "sequences-handed-out-in-order", "window-ends-at-the-batch",
+                            "window-ends-at-the-request", "no-log-start-movement"},
     "kafka-19999": set(),
     "kafka-18464": {"fenced-only-when-overtaken"},
     "kafka-20785": {"aborted-commit-is-fenced"},
@@ -59,7 +65,7 @@ EXPECTED = {
 # the progress verdicts the record holds, for 'kcheck progress'
 EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
                      "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"},
-                     "kafka-7190": set(), "kafka-9144": set(),
+                     "kafka-7190": set(), "kafka-9144": set(), "unknown-producer-id": set(),
                      "kafka-19999": {"every-prepared-transaction-completes"},
                      "kafka-18464": set(), "kafka-20785": set(), "pre-kip360-in-flight": set(),
                      "kafka-8483": set(), "kafka-12152": set()}
@@ -77,7 +83,8 @@ NOT_EXPRESSIBLE = {"KAFKA-18575", "KAFKA-19367"}
 
 def test_names_are_the_issues():
     assert list(spec.variants) == ["kip360", "pre-kip360", "pre-kip360-in-flight", "no-last-epoch",
-                                   "pre-kip890", "kafka-7190", "kafka-9144", "kafka-19999",
+                                   "pre-kip890", "kafka-7190", "unknown-producer-id", "kafka-9144",
+                                   "kafka-19999",
                                    "kafka-18464", "kafka-20785", "kafka-8483", "kafka-12152"]
     assert spec.default_variant == "kip360"
     assert {"every-transaction-ends", "every-prepared-transaction-completes"} == set(spec.progress)
@@ -100,7 +107,7 @@ SOMETIMES = {n for n, p in spec.properties.items() if p.kind == "sometimes"}
 # the shortest witness of duplicate-in-flight per variant at its default parameters, as measured
 DUPLICATE_IN_FLIGHT_STEPS = {
     "kip360": 6, "pre-kip360": 7, "pre-kip360-in-flight": 5, "no-last-epoch": 6, "pre-kip890": 7,
-    "kafka-7190": 6, "kafka-9144": 6, "kafka-19999": 6, "kafka-18464": 6, "kafka-20785": 6,
+    "kafka-7190": 6, "unknown-producer-id": 6, "kafka-9144": 6, "kafka-19999": 6, "kafka-18464": 6, "kafka-20785": 6,
     "kafka-8483": 5, "kafka-12152": 5}
 
 
@@ -131,7 +138,10 @@ def test_default_state_counts(default_results):
     assert counts == {"kip360": 25214, "pre-kip360": 1651515, "no-last-epoch": 25214,
                       "pre-kip890": 252794, "kafka-7190": 253426, "kafka-9144": 41342,
                       "kafka-19999": 26864, "kafka-18464": 26744, "kafka-20785": 25214,
-                      "pre-kip360-in-flight": 3632, "kafka-8483": 205292, "kafka-12152": 44472}
+                      "pre-kip360-in-flight": 3632, "kafka-8483": 205292,
+                      # the idempotent producer retries OUT_OF_ORDER_SEQUENCE_NUMBER with an epoch
+                      # bump (canRetry) since issue 35: 44,472 before
+                      "kafka-12152": 45720, "unknown-producer-id": 341040}
 
 
 SHORTEST = {
@@ -185,6 +195,15 @@ SHORTEST = {
     ("kafka-8483", "sequences-handed-out-in-order"): 10,
     ("kafka-8483", "window-ends-at-the-batch"): 8,
     ("kafka-8483", "no-log-start-movement"): 1,
+    ("unknown-producer-id", "no-duplicate"): 8,
+    ("unknown-producer-id", "marker-epoch-monotonic"): 12,
+    ("unknown-producer-id", "acknowledged-is-appended"): 12,
+    ("unknown-producer-id", "appended-retry-is-rejected"): 6,
+    ("unknown-producer-id", "stale-markers-are-fenced"): 11,
+    ("unknown-producer-id", "sequences-handed-out-in-order"): 11,
+    ("unknown-producer-id", "window-ends-at-the-batch"): 9,
+    ("unknown-producer-id", "window-ends-at-the-request"): 10,
+    ("unknown-producer-id", "no-log-start-movement"): 1,
 }
 # the saved lassos of the progress properties: (steps, index where the loop starts)
 LASSOS = {
@@ -544,3 +563,57 @@ def test_kafka_8483_heap_is_javas_priority_queue():
             words, after = check(k, words)
             removals += len(after) < len(before)
     assert removals > 40
+
+
+# Issue 35: KIP-360's recovery path (TransactionManager.canRetry, handleFailedBatch) against a
+# leader that answers UNKNOWN_PRODUCER_ID (unknown_producer_id=1, variant unknown-producer-id)
+
+def test_epoch_bump_is_transaction_version_1_only():
+    # needToTriggerEpochBumpFromClient is false with transaction version 2: kip360's client never
+    # sends InitProducerId with its epoch, so EpochBump has no instance there (no vacuous warning)
+    res = search(spec.instantiate("kip360"))
+    assert "EpochBump" in res.disabled() and "FollowerFetch" in res.disabled()
+    assert not res.never_fired()
+    # with transaction version 1 and a leader that answers UNKNOWN_PRODUCER_ID, the KIP's own
+    # path: abortable error, abort, InitProducerId with the current epoch
+    res = search(spec.instantiate("pre-kip890", {"unknown_producer_id": 1, "records": 1,
+                                                 "coordinator_failovers": 0}))
+    assert res.exhaustive and res.distinct_states == 30915
+    assert "EpochBump" not in set(res.never_fired()) | set(res.disabled())
+
+
+def test_seed_problems_before_and_after_kip360(default_results):
+    seed = {1: {"no-duplicate"}, 2: {"acknowledged-is-appended"},
+            3: {"no-hanging-transaction", "fenced-stays-fenced"}}
+    lengths = {1: [9], 2: [13], 3: [10, 11]}
+    for n, props in seed.items():
+        pre, now = default_results["pre-kip360"], default_results["kip360"]
+        assert sorted(len(pre.found[p].steps) for p in props) == lengths[n]
+        assert all(now.status(p) == "holds" for p in props)
+    # with today's client and coordinator against a leader that still answers
+    # UNKNOWN_PRODUCER_ID, problems 1 and 2 return (the same-epoch reset of canRetry), problem 3
+    # does not (the coordinator's verification)
+    old = default_results["unknown-producer-id"]
+    assert len(old.found["no-duplicate"].steps) == 8
+    assert len(old.found["acknowledged-is-appended"].steps) == 12
+    assert old.status("no-hanging-transaction") == old.status("fenced-stays-fenced") == "holds"
+
+
+def test_today_client_resets_at_the_same_epoch_on_unknown_producer_id():
+    doc = load(ROOT / "tests/scenarios/producer/unknown-producer-id-reset-duplicates.json")
+    r = replay(spec.instantiate("unknown-producer-id"), doc)
+    assert r.ok and len(r.trace.steps) == 13
+    outcomes = [st.outcome for st in r.trace.steps]
+    assert outcomes[10] == "UNKNOWN_PRODUCER_ID" and outcomes[-1] == "NONE"
+    # kip360's leader keeps the state: DeleteRecords cannot even be taken
+    doc["variant"], doc["params"] = "kip360", {}
+    with pytest.raises(TraceError, match="DeleteRecords"):
+        replay(spec.instantiate("kip360"), doc)
+
+
+def test_idempotent_producer_bumps_and_retries_on_unknown_producer_id():
+    # canRetry, idempotent: UNKNOWN_PRODUCER_ID is retried after a bump that renumbers the batch
+    res = search(spec.instantiate("unknown-producer-id", {"transactional": 0}))
+    assert res.exhaustive and res.distinct_states == 2053
+    assert violations(res) == {"no-duplicate", "appended-retry-is-rejected", "no-log-start-movement"}
+    assert len(res.found["no-duplicate"].steps) == 7

@@ -170,8 +170,12 @@ KAFKA_9144_FIXED = ("KAFKA-9144's fix (PR #7687, long before 4.0) is in this rel
                     "so a producer whose marker is seconds old does not expire with "
                     "producer.id.expiration.ms at 5 minutes, where variant kafka-9144 (timestamp -1 "
                     "after the marker) expires it at the next check")
+UNKNOWN_PRODUCER_ID = ("has a partition leader that answers UNKNOWN_PRODUCER_ID (Kafka 2.3's "
+                       "ProducerAppendInfo.checkSequence), which no 4.x broker does: since "
+                       "KAFKA-7190 checkSequence accepts any sequence from a producer it has no "
+                       "state for, or refuses it OUT_OF_ORDER_SEQUENCE_NUMBER after verification")
 UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3,
-                        "kafka-8483": KAFKA_2_3}
+                        "kafka-8483": KAFKA_2_3, "unknown-producer-id": UNKNOWN_PRODUCER_ID}
 PREPARE = ("PrepareCommit", "PrepareAbort")
 # Requests after which Kafka's coordinator may be preparing (an Ongoing transaction with
 # partitions ends: EndTxn, or an InitProducerId that fences it, TransactionCoordinator.
@@ -555,6 +559,8 @@ class ProducerAdapter(Adapter):
         variant = getattr(run, "variant", None)
         if variant in UNREACHABLE_VARIANTS:
             raise NotDrivable(f"variant {variant} {UNREACHABLE_VARIANTS[variant]}")
+        if getattr(run.params, "unknown_producer_id", 0):
+            raise NotDrivable(f"unknown_producer_id=1 {UNKNOWN_PRODUCER_ID}")
         late = old_marker_while_held(run.actions)
         if late is not None:
             # known from the trace's actions alone: said before any request, as a step's reason
