@@ -17,6 +17,12 @@ new coordinator; a marker of the old one may still be on the wire).
 With `transactional=0` the producer is the idempotent-only producer (no transactional id): no
 transaction and no coordinator; after a failed or timed-out batch it bumps its own epoch once
 nothing is in flight and restarts its sequences at 0 (KIP-360's client, KAFKA-8805).
+With `unknown_producer_id=1` (variant unknown-producer-id) the partition leader is one from before
+KAFKA-7190: it drops a producer's state with its segments and answers UNKNOWN_PRODUCER_ID, and
+today's client takes its recovery path (TransactionManager.canRetry): the transactional producer
+restarts its sequences at the same epoch when its last acknowledged offset is below the log
+start, else aborts (and bumps); the idempotent producer bumps its epoch, renumbers its batches
+in flight and retries.
 With `max_in_flight` > 1 up to that many batches of a partition await their response and as many
 requests queue on the connection to its leader: the Sender drains in sequence order and re-sends
 a batch only once it is the first in flight; the leader keeps the last five batches' metadata.

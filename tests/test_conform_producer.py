@@ -735,12 +735,14 @@ def test_coordinator_failover_runs_on_the_cluster(path):
     out = replay(cluster_for("4.3.1"), path, adapter, "4.3.1")
     assert out.kind == driver.NOT_DRIVABLE and out.detail, out.text()
     assert "needs the cluster" not in out.detail, out.text()
-    if doc.get("variant") not in ("pre-kip360", "pre-kip360-in-flight", "kafka-8483"):
+    if doc.get("variant") not in ("pre-kip360", "pre-kip360-in-flight", "kafka-8483",
+                                  "unknown-producer-id"):
         first = next(i for i, st in enumerate(doc["steps"], 1) if st["action"] == "CoordinatorFailover")
         said = out.step or int(out.detail.split(":")[0].removeprefix("step "))
         assert said > first, out.text()
 
 
 def test_the_failover_traces_are_ten():
-    """The shipped traces with a coordinator failover (the cluster test above runs each)."""
-    assert len(FAILOVER_TRACES) == 10
+    """The shipped traces with a coordinator failover (the cluster test above runs each): two
+    of them unknown-producer-id's, whose leader no 4.x broker is (not drivable at its start)."""
+    assert len(FAILOVER_TRACES) == 12
