@@ -43,8 +43,6 @@ class Terminated(BaseException):
 
 
 # A shortest counterexample: the initial state and the action instances from it. One type for
-# every engine's counterexample (checker/verdict.py); the name Found stays for its importers.
-Found = Counterexample
 
 
 @dataclass
@@ -66,7 +64,7 @@ class SearchResult(RunResult):
     # states whose every enabled step left a search bound: what lies beyond was not examined,
     # so "no deadlock" is a verdict on the bounded configuration only (status 'bounded')
     cut_only_states: int = 0
-    found: dict[str, Found] = field(default_factory=dict)
+    found: dict[str, Counterexample] = field(default_factory=dict)
     deadlock_checked: bool = False
     resumed_from: int | None = None  # the depth of the checkpoint this search resumed from
     # how the visited set told states apart (storage_kind); engines that keep 64-bit
@@ -162,10 +160,6 @@ class SearchResult(RunResult):
         return n * max(0, t - n) / 2.0 ** (128 if self.storage.startswith("128") else 64)
 
 
-class CheckpointError(Exception):
-    """A checkpoint directory that holds another search's state, or one that cannot be read."""
-
-
 def search(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
            max_states: int | None = None, deadlock: bool | None = None,
            progress=None, block: int = explore.BLOCK, initial: list[tuple] | None = None,
@@ -213,7 +207,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     canonical = None if sym is None else sym.canonical
     if quot is not None:
         canonical = quot.normalise if sym is None else (lambda T: sym.canonical(quot.normalise(T)))
-    ex = explore.Explorer(model, comp, props, check_deadlock, block=block, counterexample=Found,
+    ex = explore.Explorer(model, comp, props, check_deadlock, block=block, counterexample=Counterexample,
                           canonical=canonical)
     res.fired, res.found = ex.fired, ex.found
     visited = ex.visited
@@ -310,13 +304,13 @@ def _concrete(res: SearchResult, quot, original: Model):
     """The counterexamples found on renumbered states, replayed from the spec's initial states
     (checker/quotient.py); in the spec's own model when they fit its ranges, else at its domains'
     caps raised (``trace_model``), else in the search's model (the domains widened)."""
-    found = {name: quot.concretise(f, Found) for name, f in res.found.items()}
+    found = {name: quot.concretise(f, Counterexample) for name, f in res.found.items()}
     for model in (original, quot.raised(original, found.values())):
         if model is None:
             continue
         fitted = {name: quot.fits(f, model) for name, f in found.items()}
         if all(v is not None for v in fitted.values()):
-            found = {name: Found(f.property, f.kind, fitted[name], f.steps)
+            found = {name: Counterexample(f.property, f.kind, fitted[name], f.steps)
                      for name, f in found.items()}
             if model is not original:
                 res.trace_model = model

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kcheck.verdict import Counterexample
+
 FILE = "checkpoint.npz"
 FORMAT = 2    # 2: each level's parent links and action instances as they are kept (no copy to join)
 
@@ -64,7 +66,6 @@ class Saved:
 def save(directory: str, ident: dict, visited, frontier, parents, actions, initial_words, res,
          elapsed_s: float) -> str:
     """Write the search's state after a finished level; returns the file's path."""
-    from kcheck.bfs import Found  # noqa: F401  (the type of res.found's values)
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError as e:
@@ -108,7 +109,6 @@ class SaveError(Exception):
 def load(directory: str, ident: dict) -> Saved | None:
     """The saved state in ``directory``, None when there is none yet; CheckpointError when it is
     another search's or unreadable."""
-    from kcheck.bfs import CheckpointError, Found
     path = os.path.join(directory, FILE)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise CheckpointError(f"--checkpoint {directory}: not a directory")
@@ -138,7 +138,7 @@ def load(directory: str, ident: dict) -> Saved | None:
             actions = [arrays[f"actions_{d}"] for d in levels]
         except Exception as e:
             raise unreadable(e) from None
-    found = {n: Found(n, f["kind"], tuple(int(x) for x in f["initial"]), f["steps"])
+    found = {n: Counterexample(n, f["kind"], tuple(int(x) for x in f["initial"]), f["steps"])
              for n, f in meta["found"].items()}
     return Saved(depth=meta["depth"], fp=arrays["fp"], keys=arrays.get("keys"),
                  frontier=arrays["frontier"], parents=parents, actions=actions,
@@ -146,3 +146,7 @@ def load(directory: str, ident: dict) -> Saved | None:
                  transitions=meta["transitions"], cut_by_bounds=meta["cut_by_bounds"],
                  cut_only_states=meta["cut_only_states"], fired=meta["fired"], found=found,
                  elapsed_s=meta["elapsed_s"])
+
+
+class CheckpointError(Exception):
+    """A checkpoint directory that holds another search's state, or one that cannot be read."""

@@ -114,7 +114,8 @@ def main(argv=None) -> int:
     if not console.is_terminal:
         console = make_console(width=400)  # a pipe or a file: tables at their natural width
     err = make_console(stderr=True, soft_wrap=True)
-    from kcheck.bfs import CheckpointError, Terminated
+    from kcheck.bfs import Terminated
+    from kcheck.checkpoint import CheckpointError
     _STOPPING[0] = False
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -277,7 +278,7 @@ def cmd_check(args, console) -> int:
     import time
     from kcheck.loader import load_spec
     from kcheck.render import print_check, print_matrix
-    from kcheck.trace import save_all
+    from kcheck.render import save_all
     params_ = params(args.param)
     out = out_dir(args)
     if args.json and args.json_lines:

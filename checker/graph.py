@@ -40,11 +40,13 @@ import numpy as np
 
 from kcheck import explore
 from kcheck import symmetry as symmetry_
-from kcheck.compile import CodeGen, Compiled, fingerprint
+from kcheck.compile import Compiled, fingerprint
+from kcheck.fairness import (compile_condition, fair_mask, instances_of as _instances,
+                             progress_conditions)
 from kcheck.layout import initial_words, layout_of
 from kcheck.trace import Executor, Trace, build
 from kcheck.verdict import Counterexample, RunResult, Verdict
-from kcheck.spec.lang import TRUE, And, Model, Progress, SpecError, StateView, call_spec
+from kcheck.spec.lang import Model, Progress, SpecError
 
 DEADLOCK = "deadlock"
 
@@ -322,52 +324,6 @@ def _too_large(model: Model, n: int, max_nodes: int | None):
     if max_nodes is not None and n > max_nodes:
         raise GraphTooLarge(f"the reachable graph of {model.spec.name}/{model.variant} has more than "
                             f"{max_nodes:,} states: raise --max-nodes or lower the parameters")
-
-
-# ---------------------------------------------------------------------------------------------
-# Conditions of progress properties
-
-def compile_condition(model: Model, expr, name: str):
-    """A state condition (an Expr) as a function of a block of packed states -> bool mask."""
-    g = CodeGen(layout_of(model), {"pre": "S"})
-    r = g.expr(expr)
-    src = "def cond(S):\n" + "".join(line + "\n" for line in g.lines) + f"    return {r}\n"
-    ns = {"np": np}
-    exec(compile(src, f"<kcheck:{model.spec.name}:{name}>", "exec"), ns)
-    fn = ns["cond"]
-    return lambda S: np.broadcast_to(fn(S), (S.shape[1],)).copy()
-
-
-def progress_conditions(model: Model, prop: Progress):
-    """(P, Q) as expressions; P is TRUE for 'always eventually Q'."""
-    view = StateView(layout_of(model))
-    where = f"progress property {prop.name}"
-    if prop.kind == "leads-to":
-        pq = call_spec(where, prop.p, view, model.params)
-        if not isinstance(pq, tuple) or len(pq) != 2:
-            raise SpecError(f"{where}: a leads-to property returns (P, Q), got {pq!r}")
-        return call_spec(where, And, pq[0]), call_spec(where, And, pq[1])
-    return TRUE, call_spec(where, And, prop.q(view, model.params))
-
-
-def fair_mask(model: Model, prop: Progress) -> int:
-    names = {a.name for a in model.spec.actions}
-    for a in prop.fair:
-        if a not in names:
-            raise SpecError(f"progress property {prop.name} names unknown action '{a}' as fair; "
-                            f"actions: {', '.join(sorted(names))}")
-    fair = set(prop.fair)
-    return sum(1 << inst.index for inst in model.instances if inst.action.name in fair)
-
-
-def _instances(mask: int) -> list[int]:
-    out, k = [], 0
-    while mask:
-        if mask & 1:
-            out.append(k)
-        mask >>= 1
-        k += 1
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -939,57 +895,6 @@ def lasso_trace(sg: StateGraph, prop: str, lasso: Counterexample) -> Trace:
 
 # ---------------------------------------------------------------------------------------------
 # Replay of a lasso (called from kcheck.trace.replay)
-
-def check_lasso(model: Model, tr: Trace, ex: Executor) -> str | None:
-    """Why a replayed trace with a loop is not (or no longer) a lasso violating its progress
-    property, or None. Checks that the loop closes, that Q never holds from a state where P
-    holds through the loop, and that the loop is fair."""
-    from kcheck.trace import TraceError
-    li = tr.loop_index
-    states = [tuple(tr.initial)] + [tuple(s.words) for s in tr.steps]
-    if li is None:
-        raise TraceError("a lasso trace needs 'loop_index', the step its loop returns to")
-    if states[li] != states[-1]:
-        return (f"the loop does not close: the state after step {len(tr.steps)} differs from the "
-                f"state {'at the start' if li == 0 else f'after step {li}'} (loop_index {li})")
-    if tr.kind != "lasso" or tr.property is None:
-        return None
-    prop = model.spec.progress.get(tr.property)
-    if prop is None:
-        raise TraceError(f"property '{tr.property}' is not a progress property of {model.spec.name}; "
-                         f"progress properties: {', '.join(model.spec.progress) or 'none'}")
-    P, Q = progress_conditions(model, prop)
-    S = np.array(states, dtype=np.uint64).reshape(len(states), -1).T.copy()
-    p_ok = compile_condition(model, P, prop.name + ".P")(S)
-    q_ok = compile_condition(model, Q, prop.name + ".Q")(S)
-    hits = [i for i in range(li, len(states)) if q_ok[i]]
-    if hits:
-        return f"Q of {prop.name} holds in the loop (after step {hits[0]}): no longer a violation"
-    start = li
-    while start > 0 and not q_ok[start - 1]:
-        start -= 1
-    if not p_ok[start:li + 1].any():
-        return (f"no state from which Q of {prop.name} never holds again satisfies P: "
-                f"no longer a violation")
-    fair = fair_mask(model, prop)
-    loop = [k for k in (model.instance(s.action, s.args).index for s in tr.steps[li:])]
-    taken = 0
-    for i, k in zip(range(li, len(states) - 1), loop):
-        if states[i + 1] != states[i]:
-            taken |= 1 << k
-    for k in _instances(fair & ~taken):
-        if all(_can_step(ex, states[i], k) for i in range(li, len(states))):
-            return (f"the loop is not fair: {model.instances[k].label} is enabled at every state of "
-                    f"the loop and never taken")
-    return None
-
-
-def _can_step(ex: Executor, words: tuple, k: int) -> bool:
-    if not ex.enabled(words, k):
-        return False
-    nxt, _out, inside = ex.apply(words, k)
-    return nxt != tuple(words) or not inside
-
 
 # ---------------------------------------------------------------------------------------------
 # Export

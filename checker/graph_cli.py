@@ -14,7 +14,7 @@ from rich.text import Text
 from kcheck import ci_outputs
 from kcheck.layout import layout_of
 from kcheck.bfs import Terminated
-from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, Progress,
+from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput,
                             SaveFailed, json_option, make_console, model_options, out_dir, params,
                             positive,
                             property_option, save_options, symmetry_option)
@@ -82,7 +82,7 @@ def run_progress(spec, variant, params_, args):
 
 
 def _graph_line(res) -> str:
-    from kcheck.symmetry import clause
+    from kcheck.render import reduction_clause as clause
     sg = res.graph
     bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
     cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
@@ -137,7 +137,7 @@ def cmd_progress(args, console) -> int:
     from kcheck.loader import load_spec
     from kcheck.render import params_str
     import time
-    from kcheck.trace import save_all
+    from kcheck.render import save_all
     params_ = params(args.param)
     out = out_dir(args)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]

@@ -2,14 +2,20 @@
 Markdown twin (table plus Mermaid sequence diagram) of a saved counterexample."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kcheck.bfs import SearchResult
 from kcheck.layout import layout_of
-from kcheck.trace import Trace
+from kcheck.trace import Trace, relative_spec_ref, to_json as trace_json
 from kcheck.verdict import cell, differs_from_record
+
+if TYPE_CHECKING:     # a type only: the search imports nothing of this module
+    from kcheck.bfs import SearchResult
 
 
 def show_value(v) -> str:
@@ -47,7 +53,6 @@ def _initial_summary(tr: Trace) -> str:
 
 def stats_line(r: SearchResult) -> str:
     from kcheck.quotient import clause as quotient_clause
-    from kcheck.symmetry import clause as symmetry_clause
     m = r.model
     if r.exhaustive:
         scope = "exhaustive"
@@ -67,7 +72,7 @@ def stats_line(r: SearchResult) -> str:
         f"{r.collision_probability:.1e} ({r.storage}; optimistic, as TLC)"
     return (f"{r.distinct_states:,} distinct states, {r.transitions:,} transitions, depth {r.depth}, "
             f"{r.elapsed_s:.2f}s ({r.states_per_s:,.0f} states/s), {scope}{cut}; "
-            f"fingerprint collision probability {coll}{symmetry_clause(r)}{quotient_clause(r)}")
+            f"fingerprint collision probability {coll}{reduction_clause(r)}{quotient_clause(r)}")
 
 
 def verdict_cell(r: SearchResult, prop: str, traces: dict) -> str:
@@ -216,3 +221,49 @@ def actors(inst) -> tuple[str, str]:
         return ("system", "system")
     args = {k: (v.name if hasattr(v, "name") else v) for k, v in inst.args.items()}
     return tuple(a.format(**args).replace(" ", "_") for a in act)
+
+
+# ---------------------------------------------------------------------------------------------
+# Saved traces: the JSON file and its Markdown twin
+
+def save(tr: Trace, out_dir: str | Path) -> str:
+    """Saves a counterexample as <out_dir>/<spec>/<variant>/<property>.json and its Markdown
+    twin (checker/render.py); -> the JSON file's path. A user's spec is named relative to the
+    trace file, so the two can move together. A failure is SaveFailed, one line."""
+    from kcheck.options import SaveFailed, write_file
+    m = tr.model
+    d = Path(out_dir) / m.spec.name / m.variant
+    path = d / f"{tr.property}.json"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        doc = trace_json(tr)
+        doc["spec"] = relative_spec_ref(doc["spec"], d)
+        write_file(path, json.dumps(doc, indent=2) + "\n")
+        write_file(d / f"{tr.property}.md", markdown(tr, doc))
+    except OSError as e:
+        raise SaveFailed(f"cannot save {path}: {e.strerror or e} (the results above are complete; "
+                         f"choose a writable --out)") from None
+    return str(path)
+
+
+def save_all(traces: dict, out: str | Path | None) -> tuple[dict, str | None]:
+    """Saves every trace, after the results were printed: -> ({property: path}, the error of
+    the first failed save or None), so the caller reports a failure once, as exit 5."""
+    from kcheck.options import SaveFailed
+    saved: dict = {}
+    if out is None:
+        return saved, None
+    for p, tr in traces.items():
+        try:
+            saved[p] = save(tr, out)
+        except SaveFailed as e:
+            return saved, str(e)
+    return saved, None
+
+
+def reduction_clause(r) -> str:
+    """The statistics line's part on the reductions: symmetry (empty when the spec declares
+    none), then partial-order reduction when it was used."""
+    from kcheck.por import clause as por_clause
+    from kcheck.symmetry import clause as symmetry_clause
+    return symmetry_clause(r) + por_clause(r)

@@ -59,7 +59,8 @@ from pathlib import Path
 import numpy as np
 
 from kcheck import bfs, cache_dir, explore
-from kcheck.bfs import DEADLOCK, Found, SearchResult
+from kcheck.bfs import DEADLOCK, SearchResult
+from kcheck.verdict import Counterexample
 from kcheck.compile import Compiled, fingerprint
 from kcheck.explore import BLOCK
 from kcheck.layout import initial_words
@@ -400,7 +401,7 @@ def run_slice(task: dict):
     t0 = time.perf_counter()
     comp, sym = _compiled(task)
     ex = explore.Explorer(comp.model, comp, task["properties"], task["deadlock"],
-                          block=task.get("block", BLOCK), counterexample=Found,
+                          block=task.get("block", BLOCK), counterexample=Counterexample,
                           canonical=None if sym is None else sym.canonical)
     levels, orbits = [], []
 
@@ -547,14 +548,14 @@ def _prefix_found(model: Model, comp: Compiled, props, deadlock: bool, depth: in
                   sym=None) -> dict:
     """The counterexamples of the levels 0..depth, as the core finds them (with a symmetry:
     paths of representatives, as the slices report theirs)."""
-    ex = explore.Explorer(model, comp, props, deadlock, block=block, counterexample=Found,
+    ex = explore.Explorer(model, comp, props, deadlock, block=block, counterexample=Counterexample,
                           canonical=None if sym is None else sym.canonical)
     ex.start(initial_words(model))
     ex.run(depth)
     return ex.found
 
 
-def _trace_key(model: Model, ex, f: Found, sym=None) -> tuple:
+def _trace_key(model: Model, ex, f: Counterexample, sym=None) -> tuple:
     """Orders shortest traces as the single-process search would choose between them (see the
     module's docstring): length, then the end, then the path from its last step backwards.
     With a symmetry ``sym``, ``f`` is a path of representatives."""
@@ -661,7 +662,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     # shortest counterexamples: the prefix's (exact), then every slice's, prefixed by its path
     from kcheck.trace import Executor
     ex = Executor(model, comp)
-    candidates: dict[str, list[Found]] = {}
+    candidates: dict[str, list[Counterexample]] = {}
     if pre is not None:
         # the prefix's own, found as the slices find theirs (paths of representatives)
         for p, f in _prefix_found(model, comp, props, check_deadlock, depth0, block, sym).items():
@@ -669,13 +670,13 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     for s in summaries:
         for p, kind, initial, steps in s["found"]:
             init0, steps0 = paths[tuple(initial)]
-            candidates.setdefault(p, []).append(Found(p, kind, init0, steps0 + list(steps)))
+            candidates.setdefault(p, []).append(Counterexample(p, kind, init0, steps0 + list(steps)))
     best = {p: min(fs, key=lambda f: _trace_key(model, ex, f, sym)) for p, fs in candidates.items()}
     stop, last = explore.replay_stop({p: explore.decided_at(f.kind, len(f.steps))
                                       for p, f in best.items()}, props, check_deadlock,
                                      len(hist) - 1, max_depth)
 
-    def happened(f: Found) -> bool:     # bfs had found it by the time it stopped
+    def happened(f: Counterexample) -> bool:     # bfs had found it by the time it stopped
         return stop is None or explore.decided_at(f.kind, len(f.steps)) <= last
 
     broken = [s["stop_reason"] for s in summaries if s["stop_reason"] in ("out-of-memory", "interrupted")]
@@ -767,7 +768,7 @@ def configuration_result(spec, variant: str, r: dict) -> SearchResult:
                         depth=r["depth"], elapsed_s=r["elapsed_s"],
                         cut_by_bounds=r["cut_by_bounds"], stop_reason=r["stop_reason"],
                         cut_only_states=r["cut_only"], deadlock_checked=r["deadlock_checked"],
-                        found={p: Found(p, kind, tuple(initial), list(steps))
+                        found={p: Counterexample(p, kind, tuple(initial), list(steps))
                                for p, kind, initial, steps in r["found"]},
                         # a sweep searches order-only domains up to their caps, as Spark does
                         quotient="off" if domains_of(model) else None)
@@ -817,7 +818,7 @@ def _sweep_plain(spec, variant, configurations, properties, max_depth, deadlock,
 
 
 def minimal_counterexamples(results: list[SearchResult], swept: list[str]
-                            ) -> dict[str, tuple[dict, Found]]:
+                            ) -> dict[str, tuple[dict, Counterexample]]:
     """For each property with a counterexample (a violation, or a sometimes property's
     witness), the configuration reported: the shortest trace over all configurations, and among
     equally short ones the smallest configuration (least sum of the swept parameters, then least

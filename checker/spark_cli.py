@@ -209,7 +209,8 @@ def cmd_sweep(args, console) -> int:
     from kcheck import spark
     from kcheck.loader import load_spec
     from kcheck.render import params_str, trace_table
-    from kcheck.trace import build, save, to_json
+    from kcheck.render import save
+    from kcheck.trace import build, to_json
     spec = load_spec(args.spec)
     variant = args.variant or spec.default_variant or next(iter(spec.variants), "default")
     if spec.variants and variant not in spec.variants:

@@ -88,7 +88,8 @@ import numpy as np
 
 from kcheck import explore, spark
 from kcheck import symmetry as symmetry_
-from kcheck.bfs import DEADLOCK, Found, SearchResult
+from kcheck.bfs import DEADLOCK, SearchResult
+from kcheck.verdict import Counterexample
 from kcheck.compile import Compiled, fingerprint
 from kcheck.explore import BLOCK
 from kcheck.layout import initial_words, layout_of
@@ -963,7 +964,7 @@ class _Search(Rule):
                                        deadlock_checked=check_deadlock)
         self.block, self.sym = block, sym
         self.prefix = explore.Explorer(model, self.comp, props, check_deadlock, keyed=False,
-                                       counterexample=Found, block=block,
+                                       counterexample=Counterexample, block=block,
                                        canonical=None if sym is None else sym.canonical)
         super().__init__(self.comp, self.prefix.pending, max_depth)
         self.levels: list[int] = []
@@ -1413,5 +1414,5 @@ def _traces(srch: _Search, prefix_fp, walking: dict) -> dict:
         i = int(np.searchsorted(prefix_fp[depth], np.uint64(fp)))
         initial, steps = pre.trace_to(depth, i)
         steps += list(rev)[::-1] + ([k] if kind == "transition" else [])
-        found[name] = Found(name, kind, initial, steps)
+        found[name] = Counterexample(name, kind, initial, steps)
     return {p: found[p] for p in res.properties if p in found}

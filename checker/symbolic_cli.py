@@ -26,7 +26,7 @@ from kcheck.layout import layout_of
 from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, SaveFailed,
                             json_option, make_console, model_options, out_dir, param_option,
                             params, positive, property_option, save_options, spec_option)
-from kcheck.trace import save
+from kcheck.render import save
 from kcheck.verdict import RunReport, Verdict, cell, print_json
 
 KINDS = {"bmc": "bounded model checking", "prove": "k-induction"}

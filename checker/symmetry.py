@@ -364,7 +364,7 @@ def concretise(model: Model, comp, sym: Symmetry, found, canonical=None):
     successor has the next representative's orbit (for a transition property's last step, the
     lowest one that breaks the property). ``canonical``: the search's canonical form when it is
     more than the symmetry's (with a quotient, checker/quotient.py)."""
-    from kcheck.bfs import Found
+    from kcheck.verdict import Counterexample
     canon = canonical or sym.canonical
     words = layout_of(model).words
     rep = np.array(found.initial, dtype=np.uint64).reshape(words, 1)
@@ -398,7 +398,7 @@ def concretise(model: Model, comp, sym: Symmetry, found, canonical=None):
         else:
             raise SymmetryError(f"no concrete step reaches the orbit the reduced search reached "
                                 f"at step {i + 1}: the symmetry check missed a difference")
-    return Found(found.property, found.kind, found.initial, steps)
+    return Counterexample(found.property, found.kind, found.initial, steps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,13 +431,7 @@ def finish(model: Model, comp, sym: Symmetry, res, canonical=None) -> None:
 
 
 def clause(r) -> str:
-    """The statistics line's part on the reductions: symmetry (empty when the spec declares
-    none), then partial-order reduction (checker/por.py) when it was used."""
-    from kcheck.por import clause as por_clause
-    return _symmetry_clause(r) + por_clause(r)
-
-
-def _symmetry_clause(r) -> str:
+    """The statistics line's part on the symmetry (empty when the spec declares none)."""
     s = getattr(r, "symmetry", None)
     if s is None:
         return ""

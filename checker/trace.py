@@ -209,42 +209,6 @@ def traces_of(res) -> dict:
             for name, f in res.found.items()}
 
 
-def save(tr: Trace, out_dir: str | Path) -> str:
-    """Saves a counterexample as <out_dir>/<spec>/<variant>/<property>.json and its Markdown
-    twin (checker/render.py); -> the JSON file's path. A user's spec is named relative to the
-    trace file, so the two can move together. A failure is SaveFailed, one line."""
-    from kcheck.options import SaveFailed, write_file
-    from kcheck.render import markdown
-    m = tr.model
-    d = Path(out_dir) / m.spec.name / m.variant
-    path = d / f"{tr.property}.json"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        doc = to_json(tr)
-        doc["spec"] = relative_spec_ref(doc["spec"], d)
-        write_file(path, json.dumps(doc, indent=2) + "\n")
-        write_file(d / f"{tr.property}.md", markdown(tr, doc))
-    except OSError as e:
-        raise SaveFailed(f"cannot save {path}: {e.strerror or e} (the results above are complete; "
-                         f"choose a writable --out)") from None
-    return str(path)
-
-
-def save_all(traces: dict, out: str | Path | None) -> tuple[dict, str | None]:
-    """Saves every trace, after the results were printed: -> ({property: path}, the error of
-    the first failed save or None), so the caller reports a failure once, as exit 5."""
-    from kcheck.options import SaveFailed
-    saved: dict = {}
-    if out is None:
-        return saved, None
-    for p, tr in traces.items():
-        try:
-            saved[p] = save(tr, out)
-        except SaveFailed as e:
-            return saved, str(e)
-    return saved, None
-
-
 # The format's versions that kcheck reads, each with its JSON Schema (checker/trace_schema.json
 # is the current one); a file of another version is refused rather than half-read.
 SUPPORTED_FORMATS = {1: "trace_schema_v1.json", 2: "trace_schema.json"}
@@ -450,7 +414,6 @@ def replay(model: Model, doc: dict) -> ReplayResult:
         raise TraceError(f"the trace gives kind '{kind}' but names no property")
     tr = build(model, prop, kind, initial, ks, ex, doc.get("loop_index"))
     if tr.loop_index is not None or kind == "lasso":
-        from kcheck.graph import check_lasso   # the loop closes; a lasso still breaks its property
         why = check_lasso(model, tr, ex)
         if why:
             return ReplayResult(False, why, tr)
@@ -477,3 +440,57 @@ def replay(model: Model, doc: dict) -> ReplayResult:
 
 def fingerprint_of(words: tuple) -> int:
     return int(fingerprint(np.array(words, dtype=np.uint64).reshape(-1, 1))[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# A lasso, replayed: its loop closes, and it still breaks its progress property
+
+def check_lasso(model: Model, tr: Trace, ex: Executor) -> str | None:
+    """Why a replayed trace with a loop is not (or no longer) a lasso violating its progress
+    property, or None. Checks that the loop closes, that Q never holds from a state where P
+    holds through the loop, and that the loop is fair."""
+    li = tr.loop_index
+    states = [tuple(tr.initial)] + [tuple(s.words) for s in tr.steps]
+    if li is None:
+        raise TraceError("a lasso trace needs 'loop_index', the step its loop returns to")
+    if states[li] != states[-1]:
+        return (f"the loop does not close: the state after step {len(tr.steps)} differs from the "
+                f"state {'at the start' if li == 0 else f'after step {li}'} (loop_index {li})")
+    if tr.kind != "lasso" or tr.property is None:
+        return None
+    prop = model.spec.progress.get(tr.property)
+    if prop is None:
+        raise TraceError(f"property '{tr.property}' is not a progress property of {model.spec.name}; "
+                         f"progress properties: {', '.join(model.spec.progress) or 'none'}")
+    from kcheck.fairness import compile_condition, fair_mask, instances_of, progress_conditions
+    P, Q = progress_conditions(model, prop)
+    S = np.array(states, dtype=np.uint64).reshape(len(states), -1).T.copy()
+    p_ok = compile_condition(model, P, prop.name + ".P")(S)
+    q_ok = compile_condition(model, Q, prop.name + ".Q")(S)
+    hits = [i for i in range(li, len(states)) if q_ok[i]]
+    if hits:
+        return f"Q of {prop.name} holds in the loop (after step {hits[0]}): no longer a violation"
+    start = li
+    while start > 0 and not q_ok[start - 1]:
+        start -= 1
+    if not p_ok[start:li + 1].any():
+        return (f"no state from which Q of {prop.name} never holds again satisfies P: "
+                f"no longer a violation")
+    fair = fair_mask(model, prop)
+    loop = [k for k in (model.instance(s.action, s.args).index for s in tr.steps[li:])]
+    taken = 0
+    for i, k in zip(range(li, len(states) - 1), loop):
+        if states[i + 1] != states[i]:
+            taken |= 1 << k
+    for k in instances_of(fair & ~taken):
+        if all(_can_step(ex, states[i], k) for i in range(li, len(states))):
+            return (f"the loop is not fair: {model.instances[k].label} is enabled at every state of "
+                    f"the loop and never taken")
+    return None
+
+
+def _can_step(ex: Executor, words: tuple, k: int) -> bool:
+    if not ex.enabled(words, k):
+        return False
+    nxt, _out, inside = ex.apply(words, k)
+    return nxt != tuple(words) or not inside

@@ -121,7 +121,8 @@ def test_a_violation_past_the_cap_is_reported_at_the_cap_raised(tmp_path):
     """member-keeps-up breaks only at epoch 2: the capped search at cap=1 cannot see it, the
     quotient finds it, and its trace is reported (and saved, and replayed) at cap=2."""
     from kcheck.render import stats_line
-    from kcheck.trace import load, save
+    from kcheck.render import save
+    from kcheck.trace import load
     spec = load_spec(str(EPOCHS))
     capped = search(spec.instantiate("exact", {"cap": 1}), ["member-keeps-up"])
     assert "member-keeps-up" not in capped.found

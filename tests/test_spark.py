@@ -242,15 +242,15 @@ def test_sweep_matrix_and_minimal_counterexample(sc, capsys, tmp_path):
 
 def test_minimal_counterexample_prefers_the_shortest_trace_then_the_smallest_configuration():
     from types import SimpleNamespace
-    from kcheck.bfs import Found
+    from kcheck.verdict import Counterexample
 
     def result(a, b, steps):
         params = SimpleNamespace(as_dict=lambda: {"a": a, "b": b})
         return SimpleNamespace(model=SimpleNamespace(params=params),
-                               found={"p": Found("p", "invariant", (0,), steps)})
+                               found={"p": Counterexample("p", "invariant", (0,), steps)})
     results = [result(3, 1, [1, 2]), result(1, 2, [1, 2]), result(1, 1, [1, 2, 3])]
     params, f = spark.minimal_counterexamples(results, ["a", "b"])["p"]
-    assert params == {"a": 1, "b": 2} and f == Found("p", "invariant", (0,), [1, 2])
+    assert params == {"a": 1, "b": 2} and f == Counterexample("p", "invariant", (0,), [1, 2])
 
 
 def test_bad_input_is_one_line_and_exit_2(sc, capsys):
