@@ -92,7 +92,7 @@ def walk_filter(adapter):
 
 
 def _walk_jobs(args, spec, adapter) -> list[driver.Job]:
-    from kcheck.walk import random_walk
+    from kcheck.trace import random_walk
     model = spec.instantiate(args.variant, {})
     jobs = []
     for i in range(args.walks):
@@ -236,7 +236,7 @@ def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:
         return
     out = Path(args.out or f"conformance/{spec.name}")
     out.mkdir(parents=True, exist_ok=True)
-    name = driver._slug(o.trace)
+    name = driver.slug(o.trace)
     path = out / f"{name}.json"
     path.write_text(json.dumps(job.doc, indent=2) + "\n")
     o.trace = str(path)

@@ -192,7 +192,7 @@ def _json(v):
 # The server
 
 def page() -> str:
-    from kcheck.report import asset
+    from kcheck.render import asset
     return (asset("explorer.html").replace("/*STYLE*/", asset("report.css"))
             .replace("/*SCRIPT*/", asset("explorer.js")))
 

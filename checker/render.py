@@ -267,3 +267,9 @@ def reduction_clause(r) -> str:
     from kcheck.por import clause as por_clause
     from kcheck.symmetry import clause as symmetry_clause
     return symmetry_clause(r) + por_clause(r)
+
+
+def asset(name: str) -> str:
+    """A file shipped in checker/assets (inside the installed package too)."""
+    from importlib import resources
+    return resources.files("kcheck").joinpath("assets", name).read_text(encoding="utf-8")

@@ -16,18 +16,13 @@ from __future__ import annotations
 import datetime
 import html
 import json
-from dataclasses import dataclass, field
-from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 
+from kcheck.render import asset
 from kcheck.run import VariantRun
 from kcheck.trace import Trace
 from kcheck.spec.lang import Spec, SpecError
-
-
-def asset(name: str) -> str:
-    """A file shipped in checker/assets (inside the installed package too)."""
-    return resources.files("kcheck").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------

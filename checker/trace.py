@@ -494,3 +494,47 @@ def _can_step(ex: Executor, words: tuple, k: int) -> bool:
         return False
     nxt, _out, inside = ex.apply(words, k)
     return nxt != tuple(words) or not inside
+
+
+# ---------------------------------------------------------------------------------------------
+# Random walks
+
+def random_walk(model, steps: int, seed: int, start=None, executor: Executor | None = None,
+                allow=None) -> dict:
+    """A seeded random walk (`kcheck walk`, `kcheck conform --walks`): from an initial state,
+    each step takes one enabled action instance, every one equally likely. The trace document
+    of the walk. `start(state) -> bool` restricts the initial states
+    (shown values, declared names), e.g. to those a conformance adapter can reach;
+    `allow(state, instance) -> bool` the action instances a step may take (state: shown values,
+    flat field names), e.g. to those a conformance adapter can drive from that state."""
+    import random
+    rng = random.Random(seed)
+    ex = executor or Executor(model)
+    lay = layout_of(model)
+    initials = [w for w in initial_words(model)
+                if start is None or start(lay.show(lay.unpack_flat(w)))]
+    if not initials:
+        raise ValueError(f"no initial state of {model.spec.name}/{model.variant} is allowed")
+    words = rng.choice(initials)
+    initial, taken = words, []
+    for _ in range(steps):
+        S = np.array(words, dtype=np.uint64).reshape(-1, 1)
+        enabled = [k for k, g in enumerate(ex.comp.guards(S))
+                   if bool(g if isinstance(g, (bool, np.bool_)) else np.broadcast_to(g, (1,))[0])]
+        if allow is not None:
+            flat = dict(zip((f.name for f in lay.fields),
+                            (f.type.show(v) for f, v in zip(lay.fields, lay.unpack_flat(words)))))
+            enabled = [k for k in enabled if allow(flat, model.instances[k])]
+        rng.shuffle(enabled)
+        for k in enabled:
+            nxt, _, inside = ex.apply(words, k)
+            if inside:
+                break
+        else:
+            break
+        taken.append(k)
+        words = nxt
+    doc = to_json(build(model, None, None, initial, taken, ex))
+    doc["description"] = (f"kcheck walk {model.spec.name} --variant {model.variant} "
+                          f"--steps {steps} --seed {seed}")
+    return doc

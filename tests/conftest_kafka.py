@@ -89,7 +89,7 @@ def spec_walk(model, adapter, depth: int, seed: int) -> dict:
     as `kcheck conform --walks` takes them, leaving out the actions that need the cluster of three
     (the walk tests run on one broker; the failover traces have their own cluster test)."""
     from kcheck.conform_cli import walk_filter
-    from kcheck.walk import random_walk
+    from kcheck.trace import random_walk
     drivable = walk_filter(adapter)
     return random_walk(model, depth, seed, allow=lambda state, inst: (
         inst.action.name not in adapter.replica_actions and drivable(state, inst)))

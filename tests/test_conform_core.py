@@ -19,7 +19,7 @@ from kcheck.conform.kafka import check_version
 from kcheck.layout import layout_of
 from kcheck.loader import load_spec
 from kcheck.trace import load, replay
-from kcheck.walk import random_walk
+from kcheck.trace import random_walk
 from conftest_kafka import broker_for, cluster_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -574,7 +574,7 @@ def cluster_walk(seed: int, depth: int = 16) -> dict:
     """A seeded walk of kip360 as `kcheck conform producer --walks` draws it (every action the
     adapter can drive on the cluster of three, LeaderFailover and replica 1 included)."""
     from kcheck.conform_cli import walk_filter
-    from kcheck.walk import random_walk
+    from kcheck.trace import random_walk
     adapter = ProducerAdapter()
     model = spec.instantiate("kip360", {})
     return random_walk(model, depth, seed, start=lambda s: adapter.initial_reason(model.params, s) is None,

@@ -365,7 +365,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         if why:
             return Outcome(job.name, model.variant, n, NOT_DRIVABLE, i, why)
 
-    run = TraceRun(broker, f"{_slug(job.name)}-{secrets.token_hex(3)}", model.params, model=model,
+    run = TraceRun(broker, f"{slug(job.name)}-{secrets.token_hex(3)}", model.params, model=model,
                    actions=[(st["action"], dict(st.get("args", {}))) for st in doc["steps"]])
     observations: list[dict] = []
     stopped = None                  # (step, reason) where driving stopped early
@@ -489,7 +489,7 @@ def _matching_variants(adapter, run, spec, model, initial, doc, observations):
     return names, undecided
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     stem = Path(name).stem if name.endswith(".json") else name
     return re.sub(r"[^A-Za-z0-9]+", "-", stem).strip("-")[:40] or "trace"
 

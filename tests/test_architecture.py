@@ -1,0 +1,139 @@
+"""The layers of docs/architecture.md, checked against every import of the package: module-level
+and function-local ones alike (a function-local import is still a dependency, and it hid two
+cycles), leaving out `if TYPE_CHECKING:` blocks, which import nothing at run time."""
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = (ROOT / "docs" / "architecture.md").read_text()
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the installed package, by its import name, with its file."""
+    mods = {}
+    for p in (ROOT / "checker").rglob("*.py"):
+        parts = p.relative_to(ROOT / "checker").with_suffix("").parts
+        mods["kcheck" + "".join("." + x for x in parts if x != "__init__")] = p
+    mods["kcheck.spec"] = ROOT / "spec" / "__init__.py"
+    mods["kcheck.spec.lang"] = ROOT / "spec" / "lang.py"
+    return mods
+
+
+MODULES = _modules()
+
+
+def _layers() -> dict[str, int]:
+    out = {}
+    for number, cells in re.findall(r"^\| (\d) [^|]*\| ([^|]+) \|$", DOC, re.M):
+        for name in cells.split(","):
+            out[name.strip()] = int(number)
+    return out
+
+
+LAYERS = _layers()
+
+
+def _runtime_nodes(tree):
+    """The tree's nodes, without those under `if TYPE_CHECKING:`."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return [n for n in ast.walk(tree) if id(n) not in skip]
+
+
+def _imports(path: Path) -> tuple[set[str], dict[str, str], list]:
+    """(the package's modules it imports, its local names bound to them, the nodes)."""
+    nodes = _runtime_nodes(ast.parse(path.read_text()))
+    targets, aliases = set(), {}
+    for n in nodes:
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("kcheck"):
+            if n.module != "kcheck" or any(f"kcheck.{a.name}" not in MODULES for a in n.names):
+                targets.add(n.module)
+            for a in n.names:
+                sub = f"{n.module}.{a.name}"
+                if sub in MODULES:
+                    targets.add(sub)
+                    aliases[a.asname or a.name] = sub
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                if a.name.startswith("kcheck"):
+                    targets.add(a.name)
+                    if a.asname:
+                        aliases[a.asname] = a.name
+    return {t for t in targets if t in MODULES}, aliases, nodes
+
+
+def _graph() -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(MODULES)
+    for name, path in MODULES.items():
+        for target, in ((t,) for t in _imports(path)[0]):
+            if target != name and target != "kcheck":
+                g.add_edge(name, target)
+    return g
+
+
+GRAPH = _graph()
+
+
+def test_every_module_is_in_a_layer():
+    assert sorted(set(MODULES) - set(LAYERS)) == []
+    assert sorted(set(LAYERS) - set(MODULES)) == []      # nor a layer naming one that is gone
+
+
+def test_every_import_goes_down_or_across():
+    upward = [f"{a} (layer {LAYERS[a]}) imports {b} (layer {LAYERS[b]})"
+              for a, b in GRAPH.edges if LAYERS[b] > LAYERS[a]]
+    assert upward == []
+
+
+def test_no_front_end_imports_another_but_the_recorded_exceptions():
+    recorded = set(re.findall(r"\*\*Front end importing a front end: (\w+) → (\w+)\.\*\*", DOC))
+    front = {m for m, layer in LAYERS.items() if layer == 6}
+    found = {(a.split(".")[-1], b.split(".")[-1]) for a, b in GRAPH.edges
+             if a in front and b in front}
+    assert found == recorded
+
+
+def test_the_import_cycles_are_the_recorded_ones():
+    recorded = [set(f"kcheck.{m}" for m in re.split(r" ↔ ", c))
+                for c in re.findall(r"\*\*Import cycle: ([\w ↔]+)\.\*\*", DOC)]
+    cycles = [c for c in nx.strongly_connected_components(GRAPH) if len(c) > 1]
+    assert sorted(map(sorted, cycles)) == sorted(map(sorted, recorded))
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_uses_another_modules_private_names(name):
+    """In either form: `from kcheck.x import _y`, or `x._y` where x is a kcheck module."""
+    _, aliases, nodes = _imports(MODULES[name])
+    used = [f"{n.module}.{a.name}" for n in nodes if isinstance(n, ast.ImportFrom)
+            and n.module and n.module.startswith("kcheck") for a in n.names
+            if a.name.startswith("_") and not a.name.startswith("__")]
+    used += [f"{aliases[n.value.id]}.{n.attr}" for n in nodes if isinstance(n, ast.Attribute)
+             and isinstance(n.value, ast.Name) and n.value.id in aliases
+             and aliases[n.value.id] != name
+             and n.attr.startswith("_") and not n.attr.startswith("__")]
+    assert used == []
+
+
+@pytest.mark.slow
+def test_each_module_imports_alone():
+    """A cycle that only works in one import order fails here, whatever imported first."""
+    code = ("import importlib, subprocess, sys\n"
+            "bad = []\n"
+            "for m in sys.argv[1:]:\n"
+            "    p = subprocess.run([sys.executable, '-c', f'import {m}'], capture_output=True,"
+            " text=True)\n"
+            "    if p.returncode:\n"
+            "        bad.append(m + ': ' + p.stderr.strip().splitlines()[-1])\n"
+            "print('\\n'.join(bad))\n")
+    p = subprocess.run([sys.executable, "-c", code, *sorted(MODULES)], capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0 and p.stdout.strip() == "", p.stdout + p.stderr
