@@ -87,8 +87,10 @@ def register(sub) -> dict:
                         parents=[*model_options(all_variants=True), property_option(),
                                  json_option(), symmetry_option(), quotient_option(),
                                  save_options("counterexamples under counterexamples/<spec>/<variant>/")])
-    ck.add_argument("--max-depth", type=positive("--max-depth"))
-    ck.add_argument("--max-states", type=positive("--max-states"))
+    ck.add_argument("--max-depth", type=positive("--max-depth"), metavar="N",
+                    help="stop after N levels (the verdicts then say bounded)")
+    ck.add_argument("--max-states", type=positive("--max-states"), metavar="N",
+                    help="stop after N distinct states (the verdicts then say bounded)")
     ck.add_argument("--deadlock", action="store_true", help="report states with no successor")
     ck.add_argument("--json-lines", action="store_true",
                     help="one JSON object per variant, printed as each finishes (a killed run "
@@ -103,7 +105,7 @@ def register(sub) -> dict:
     ci_outputs.add_options(ck)
 
     rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario", parents=[json_option()])
-    rp.add_argument("file")
+    rp.add_argument("file", help="a saved counterexample or a scenario (a trace file)")
     rp.add_argument("--spec", metavar="PATH",
                     help="the spec to replay against, instead of the one the trace names")
     return {"list": cmd_list, "check": cmd_check, "replay": cmd_replay}

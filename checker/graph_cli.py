@@ -26,7 +26,8 @@ from kcheck.spec import SHIPPED
 def register(sub) -> dict:
     g = sub.add_parser("graph", help="export the reachable state graph (dot, graphml, json)",
                        parents=model_options())
-    g.add_argument("--format", choices=("dot", "graphml", "json"), default="dot")
+    g.add_argument("--format", choices=("dot", "graphml", "json"), default="dot",
+                   help="the graph's file format (default dot)")
     g.add_argument("--max-nodes", type=positive("--max-nodes"), default=100_000,
                    help="refuse graphs with more states than this (default 100,000)")
     g.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")

@@ -126,7 +126,9 @@ def spec_option(help: str = "a shipped spec name or the path of a spec module") 
 
 def param_option(metavar: str = "NAME=VALUE", help: str | None = None) -> argparse.ArgumentParser:
     p = _parent()
-    p.add_argument("--param", action="append", default=[], metavar=metavar, help=help)
+    p.add_argument("--param", action="append", default=[], metavar=metavar,
+                   help=help or "set a parameter of the spec (repeatable; 'kcheck list' names "
+                                "each spec's parameters with their defaults and ranges)")
     return p
 
 
@@ -155,13 +157,15 @@ def _variant_name(text: str) -> str:
 
 def property_option() -> argparse.ArgumentParser:
     p = _parent()
-    p.add_argument("--property", action="append", default=None, metavar="P")
+    p.add_argument("--property", action="append", default=None, metavar="P",
+                   help="check only this property (repeatable; default: every one)")
     return p
 
 
 def json_option(help: str | None = None) -> argparse.ArgumentParser:
     p = _parent()
-    p.add_argument("--json", action="store_true", help=help)
+    p.add_argument("--json", action="store_true",
+                   help=help or "print the results as one JSON document (checker/output_schema.json)")
     return p
 
 

@@ -453,7 +453,8 @@ def register(sub) -> dict:
     r.add_argument("spec", nargs="?", default="all",
                    help="a shipped spec name, 'all' (the default), or the path of a spec module")
     r.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the pages to")
-    r.add_argument("--max-states", type=positive("--max-states"))
+    r.add_argument("--max-states", type=positive("--max-states"), metavar="N",
+                   help="stop each search after N distinct states (the page then says bounded)")
     r.add_argument("--no-progress", action="store_true", help="skip the progress properties (state graph)")
     r.add_argument("--prove", action="store_true", help="also run k-induction on every property not violated")
     r.add_argument("--conformance", metavar="FILE",

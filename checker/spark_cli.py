@@ -83,7 +83,8 @@ def register(subparsers) -> dict:
                                                      default_out="counterexamples")])
     sw.add_argument("--param", action="append", default=[], metavar="NAME=LO..HI",
                     help="a range (members=1..4), a list (members=1,3) or one value")
-    sw.add_argument("--max-depth", type=positive("--max-depth"))
+    sw.add_argument("--max-depth", type=positive("--max-depth"), metavar="N",
+                    help="stop each configuration's search after N levels")
     sw.add_argument("--deadlock", action="store_true", help="report states with no successor")
     sw.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER", type=master,
                     help="every configuration a Spark task: local[*] by default, spark://host:port")

@@ -83,8 +83,10 @@ def register(sub) -> dict:
     # compare names its two variants with --variants A B: no --variant to accept and ignore
     c = sub.add_parser("compare", help="does rule R in variant A accept everything B accepts?",
                        parents=[spec_option(), param_option(), _solver_options(), json_option()])
-    c.add_argument("--rule", required=True)
-    c.add_argument("--variants", nargs=2, required=True, metavar=("A", "B"))
+    c.add_argument("--rule", required=True,
+                   help="the named rule to compare ('kcheck list' names each spec's rules)")
+    c.add_argument("--variants", nargs=2, required=True, metavar=("A", "B"),
+                   help="the two variants whose rule is compared")
     c.add_argument("--lift", action="append", default=[], metavar="ARG",
                    help="make the rule's integer argument ARG a free integer (e.g. the request epoch)")
     c.add_argument("--accept", metavar="VALUE", help="the outcome that means accepted (default NONE)")

@@ -18,8 +18,10 @@ def register(sub) -> dict:
     w = sub.add_parser("walk", help="a seeded random walk over a spec, saved as a trace",
                        parents=model_options() + [json_option("print the walk as a trace file "
                                                               "(JSON) instead of a table")])
-    w.add_argument("--steps", type=positive("--steps"), default=20)
-    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--steps", type=positive("--steps"), default=20,
+                   help="steps of the walk (default 20; it stops early where nothing is enabled)")
+    w.add_argument("--seed", type=int, default=0,
+                   help="the random seed (default 0): the same seed gives the same walk")
     w.add_argument("-o", "--output", metavar="FILE", help="save the trace here (JSON)")
     return {"walk": cmd_walk}
 

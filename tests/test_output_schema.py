@@ -339,3 +339,16 @@ def test_bmc_returns_a_run_result():
     assert r.verdicts["consistent"] is Verdict.VIOLATED and r.verdicts["deadlock"] is Verdict.BOUNDED
     both = bmc(model, ["consistent"], depth=6)
     assert both.stop_reason == "all-violated"
+
+
+def test_every_option_of_every_command_has_help():
+    """`kcheck CMD --help` explains each option (most of --variant, --param, --property, --json
+    had none)."""
+    import argparse
+    from kcheck.cli import build_parser
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {a.option_strings[0] if a.option_strings else a.dest}"
+              for name, sub in commands.choices.items() for a in sub._actions
+              if not isinstance(a, argparse._HelpAction) and not (a.help or "").strip()]
+    assert silent == []
