@@ -137,3 +137,18 @@ def test_each_module_imports_alone():
     p = subprocess.run([sys.executable, "-c", code, *sorted(MODULES)], capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0 and p.stdout.strip() == "", p.stdout + p.stderr
+
+
+def test_one_exit_code_table():
+    """options.py holds kcheck's exit codes (README, "Exit codes"); no other module defines
+    one of its own (bugs and conform each had a table)."""
+    tables = []
+    for name, path in MODULES.items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Tuple, ast.Constant)):
+                names = [t.id for target in node.targets
+                         for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+                         if isinstance(t, ast.Name)]
+                if {"OK", "VIOLATED", "BAD_INPUT", "DIVERGED", "NOT_REDISCOVERED"} & set(names):
+                    tables.append(name)
+    assert tables == ["kcheck.options"]

@@ -28,7 +28,9 @@ from kcheck.layout import initial_words as model_initial_words, layout_of
 from kcheck.trace import Executor, TraceError, load
 from kcheck.spec.lang import SpecError
 
-OK, DIVERGED, BAD_INPUT, BROKER_UNAVAILABLE = 0, 1, 2, 4
+# the one exit-code table (options.py): a divergence is 1, a broker that cannot start 4
+from kcheck.options import (BAD_INPUT, BROKER_FAILED as BROKER_UNAVAILABLE, OK,  # noqa: F401
+                            VIOLATED as DIVERGED)
 
 
 class NotDrivable(Exception):
