@@ -63,6 +63,13 @@ def register(sub) -> dict:
     c.add_argument("--move-coordinator-after", metavar="K[,K...]", default=None,
                    help="move the group coordinator to another node after these steps of every "
                         "trace (a cluster of three; consumer_group): the spec says nothing changes")
+    c.add_argument("--exhaustive", action="store_true",
+                   help="check every transition of the spec's reachable graph on Kafka's own "
+                        "coordinator code, run in-process (no broker): consumer_group")
+    c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a spec parameter of the graph --exhaustive walks")
+    c.add_argument("--max-divergences", type=positive("--max-divergences"), default=1,
+                   metavar="N", help="--exhaustive stops after N divergences (default 1)")
     c.add_argument("--json", action="store_true", help="print the results as JSON")
     return {"conform": cmd_conform}
 
@@ -144,6 +151,10 @@ def cmd_conform(args, console) -> int:
             raise BadInput("--move-coordinator-after needs the cluster kcheck starts; it cannot "
                            "be used with --bootstrap")
         adapter.coordinator_moves = tuple(int(k) for k in steps)
+    if args.exhaustive:
+        return cmd_exhaustive(args, spec, adapter, console)
+    if args.param:
+        raise BadInput("--param is for --exhaustive (a trace carries its own parameters)")
     jobs = _jobs(args, spec)
     if args.walks:
         jobs += _walk_jobs(args, spec, adapter)
@@ -226,6 +237,83 @@ class _Null:
 
     def update(self, *a, **k):
         pass
+
+
+def cmd_exhaustive(args, spec, adapter, console) -> int:
+    """``--exhaustive``: every transition of the reachable graph on the in-process coordinator
+    (checker/conform/exhaustive.py); divergences are saved as traces."""
+    from kcheck.conform.exhaustive import run_exhaustive
+    from kcheck.conform.inprocess import Harness, HarnessError, compat_source
+    from kcheck.conform.kafka import DEFAULT_VERSION, KafkaUnavailable, jars_version
+    from kcheck.options import params
+    from kcheck.spec.lang import SpecError
+    for flag, given in (("FILE", args.files), ("--walks", args.walks),
+                        ("--bootstrap", args.bootstrap), ("--which-variant", args.which_variant),
+                        ("--move-coordinator-after", args.move_coordinator_after)):
+        if given:
+            raise BadInput(f"--exhaustive walks the spec's graph in-process: {flag} cannot be "
+                           f"given with it")
+    libs = Path(args.kafka_jars) if args.kafka_jars else None
+    try:
+        version = jars_version(libs) if libs else (args.kafka or DEFAULT_VERSION)
+    except KafkaUnavailable as e:
+        raise BadInput(str(e)) from None
+    try:
+        compat_source(version)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    given = params(args.param)
+    try:
+        model = spec.instantiate(args.variant, given)
+    except SpecError as e:
+        raise BadInput(str(e)) from None
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        harness = Harness(version, libs)
+    except HarnessError as e:
+        err.print(f"error: the in-process coordinator could not be started: {e}", markup=False)
+        return BROKER_UNAVAILABLE
+
+    def progress(res, seconds):
+        if console.is_terminal and not args.json:
+            err.print(f"  {res.checked:,} transitions checked, {res.checked / seconds:,.0f}/s",
+                      markup=False)
+    try:
+        res = run_exhaustive(spec, adapter, harness, model.variant, given, args.max_divergences,
+                             progress=progress)
+    except HarnessError as e:
+        err.print(f"error: the in-process coordinator failed: {e}", markup=False)
+        return BROKER_UNAVAILABLE
+    finally:
+        harness.close()
+    saved = []
+    out = Path(args.out) if args.out else Path("conformance") / spec.name
+    for n, d in enumerate(res.divergences, start=1):
+        path = out / f"exhaustive-{res.variant}-kafka-{version}-{n}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(d.doc, indent=2) + "\n")
+            saved.append(str(path))
+        except OSError as e:
+            err.print(f"cannot save {path}: {e.strerror or e}", markup=False)
+    if args.json:
+        print_json({
+            "spec": res.spec, "variant": res.variant, "kafka": version, "backend": "in-process",
+            "params": res.params, "states": res.states, "transitions": res.transitions,
+            "checked": res.checked, "client_side": res.client_side,
+            "not_mappable": res.not_mappable, "initial_not_drivable": res.initial_not_drivable,
+            "unreached": res.unreached, "timing": res.timing,
+            "expected_divergences": res.expected_count,
+            "divergences": [{"step": d.step, "detail": d.detail, "shortest": d.shortest,
+                             "trace": p} for d, p in zip(res.divergences, saved)],
+            "seconds": round(res.seconds, 3), "graph_seconds": round(res.graph_seconds, 3),
+            "transitions_per_second": round(res.rate, 1)}, "conform_exhaustive")
+    else:
+        console.print(res.text(), markup=False, highlight=False)
+        for p in saved:
+            console.print(f"saved: {p} (kcheck conform {spec.name} {p} --kafka {version} "
+                          f"replays it on a broker)", markup=False, highlight=False)
+    return driver.DIVERGED if res.divergences else driver.OK
 
 
 def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:

@@ -21,7 +21,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
 DATA = ["kcheck/assets/report.css", "kcheck/assets/explorer.html", "kcheck/assets/explorer.js",
         "kcheck/trace_schema.json", "kcheck/trace_schema_v1.json", "kcheck/output_schema.json",
         "kcheck/conform/assignor/ScriptedAssignor.java",
-        "kcheck/conform/assignor/RecordDecoder.java"]
+        "kcheck/conform/assignor/RecordDecoder.java",
+        "kcheck/conform/harness/InProcessCoordinator.java", "kcheck/conform/harness/Compat_4_2.java",
+        "kcheck/conform/harness/Compat_4_3.java", "kcheck/conform/harness/Compat_4_4.java"]
 
 
 @pytest.fixture(scope="module")

@@ -142,22 +142,28 @@ def _cluster_id() -> str:
             return text
 
 
-def compile_java(libs: Path, source: Path, out: Path) -> Path:
-    """Compile one of kcheck's Java helpers against this Kafka's jars into `out` (cached by
-    source digest); returns the classes directory."""
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+def compile_java(libs: Path, source, out: Path) -> Path:
+    """Compile one of kcheck's Java helpers (one source, or several compiled together, the
+    first naming the result) against this Kafka's jars into `out` (cached by the sources'
+    digest); returns the classes directory."""
+    sources = [Path(source)] if isinstance(source, (str, Path)) else [Path(s) for s in source]
+    digest = hashlib.sha256(b"".join(s.name.encode() + b"\0" + s.read_bytes()
+                                     for s in sources)).hexdigest()[:16]
+    if len(sources) == 1:       # the digest single sources were always cached under
+        digest = hashlib.sha256(sources[0].read_bytes()).hexdigest()[:16]
     classes = out / digest
-    if (classes / "kcheck" / (source.stem + ".class")).exists():
+    if (classes / "kcheck" / (sources[0].stem + ".class")).exists():
         return classes
+    names = ", ".join(s.name for s in sources)
     if shutil.which("javac") is None:
-        raise BrokerError(f"no 'javac' on PATH: {source.name} is compiled against Kafka's jars "
+        raise BrokerError(f"no 'javac' on PATH: {names} is compiled against Kafka's jars "
                           f"(install a JDK 17)")
     classes.mkdir(parents=True, exist_ok=True)
     r = subprocess.run(["javac", "-nowarn", "-d", str(classes), "-cp", kafka.classpath(libs),
-                        str(source)], capture_output=True, text=True)
+                        *map(str, sources)], capture_output=True, text=True)
     if r.returncode != 0:
         first = (r.stderr.strip().splitlines() or ["javac failed"])[0]
-        raise BrokerError(f"cannot compile {source.name} against {libs}: {first}")
+        raise BrokerError(f"cannot compile {names} against {libs}: {first}")
     return classes
 
 

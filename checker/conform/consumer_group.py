@@ -78,6 +78,10 @@ class ConsumerGroupAdapter(Adapter):
          "as a join; the trace's JoinFenced is the answer of a coordinator without the fix"),
     ]
 
+    # actions that send nothing which changes the coordinator: the client reads a response it
+    # holds, prepares a commit, or loses a response (counted apart by the exhaustive check)
+    client_side_actions = ("HeartbeatResponse", "SendCommit", "LoseHeartbeatResponse")
+
     def __init__(self, coordinator_moves: tuple[int, ...] = ()):
         # steps after whose request the group coordinator moves to another node (a cluster of
         # three: Cluster.move_coordinator), before Kafka's view of the step is read. The spec has

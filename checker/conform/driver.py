@@ -333,8 +333,10 @@ def load_job(path: str | Path, spec_name: str) -> Job:
 
 
 def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
-              all_variants: bool = False, progress=None) -> Outcome:
-    """Replay one trace on the broker and judge it."""
+              all_variants: bool = False, progress=None, run_class=None) -> Outcome:
+    """Replay one trace on the broker and judge it. ``run_class`` (a TraceRun) decides where
+    the adapter's connections go: the broker's address (TraceRun), or the in-process
+    coordinator (inprocess.InProcessRun, with an inprocess.InProcessBroker)."""
     t0 = time.monotonic()
     doc = job.doc
     try:
@@ -367,8 +369,9 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         if why:
             return Outcome(job.name, model.variant, n, NOT_DRIVABLE, i, why)
 
-    run = TraceRun(broker, f"{slug(job.name)}-{secrets.token_hex(3)}", model.params, model=model,
-                   actions=[(st["action"], dict(st.get("args", {}))) for st in doc["steps"]])
+    run = (run_class or TraceRun)(broker, f"{slug(job.name)}-{secrets.token_hex(3)}", model.params,
+                                  model=model, actions=[(st["action"], dict(st.get("args", {})))
+                                                        for st in doc["steps"]])
     observations: list[dict] = []
     stopped = None                  # (step, reason) where driving stopped early
     try:

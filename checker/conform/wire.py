@@ -59,6 +59,36 @@ def brief(entity) -> str:
     return str(entity)
 
 
+def encode(request) -> bytes:
+    """A kio request's body as Kafka's wire format has it (at its class's version, no header):
+    what the broker reads, and what the in-process harness hands Kafka's generated classes."""
+    buf = io.BytesIO()
+    entity_writer(type(request))(buf, request)
+    return buf.getvalue()
+
+
+_RESPONSES: dict = {}
+
+
+def response_class(request) -> type:
+    """kio's response class for a request (the same API and version)."""
+    key = type(request)
+    if key not in _RESPONSES:
+        module = importlib.import_module(type(request).__module__.rsplit(".", 1)[0] + ".response")
+        _RESPONSES[key] = next(v for k, v in vars(module).items()
+                               if k.endswith("Response") and isinstance(v, type)
+                               and getattr(v, "__api_key__", None) == request.__api_key__
+                               and getattr(v, "__type__", None) is not None
+                               and v.__type__.name == "response")
+    return _RESPONSES[key]
+
+
+def decode(response_type: type, body: bytes):
+    """A response body (no header) as kio's entity of that class."""
+    response, _ = entity_reader(response_type)(body, 0)
+    return response
+
+
 class Connection:
     """One TCP connection to one broker. ``send(request)`` is synchronous: the response to each
     request is read before the next is written, so a held (delayed) request is simply one that
@@ -107,8 +137,7 @@ class Connection:
             header_fields.pop("client_id")
         buf = io.BytesIO()
         entity_writer(header_type)(buf, header_type(**header_fields))
-        entity_writer(type(request))(buf, request)
-        payload = buf.getvalue()
+        payload = buf.getvalue() + encode(request)
         try:
             self.sock.sendall(struct.pack(">i", len(payload)) + payload)
             size = struct.unpack(">i", self._read(4))[0]
@@ -116,12 +145,7 @@ class Connection:
         except socket.timeout:
             raise WireError(f"no answer from {self.host}:{self.port} to "
                             f"{type(request).__name__} v{request.__version__}") from None
-        module = importlib.import_module(type(request).__module__.rsplit(".", 1)[0] + ".response")
-        response_type = response_type or next(v for k, v in vars(module).items()
-                             if k.endswith("Response") and isinstance(v, type)
-                             and getattr(v, "__api_key__", None) == request.__api_key__
-                             and getattr(v, "__type__", None) is not None
-                             and v.__type__.name == "response")
+        response_type = response_type or response_class(request)
         header, offset = entity_reader(response_type.__header_schema__)(data, 0)
         if header.correlation_id != self.correlation:
             raise WireError(f"correlation id {header.correlation_id}, expected {self.correlation}")

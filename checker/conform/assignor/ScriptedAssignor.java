@@ -8,6 +8,10 @@
 // the regex traces have). A member without a file gets nothing. Each
 // call is appended to calls.log, so the driver can see that the target was computed within the
 // heartbeat it sent. Written against PartitionAssignor / GroupSpec (group-coordinator-api).
+//
+// In-process (checker/conform/inprocess.py: Kafka's coordinator run in the checker's own JVM) the
+// script is held in memory instead: SCRIPT, member id -> the same text as a file, set by the
+// harness; no files are read and no calls.log is written.
 package kcheck;
 
 import java.io.IOException;
@@ -32,6 +36,9 @@ import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
 
 public class ScriptedAssignor implements ConsumerGroupPartitionAssignor {
     public static final String NAME = "kcheck-scripted";
+
+    /** The script in memory (member id -> a file's text), or null: read the files. */
+    public static volatile Map<String, String> SCRIPT = null;
 
     private static final class Assigned implements MemberAssignment {
         private final Map<Uuid, Set<Integer>> partitions;
@@ -63,9 +70,12 @@ public class ScriptedAssignor implements ConsumerGroupPartitionAssignor {
             Path file = dir.resolve(memberId);
             Set<Integer> wanted = new TreeSet<>();
             Map<Uuid, Set<Integer>> wantedOf = new HashMap<>();
-            if (Files.exists(file)) {
+            Map<String, String> script = SCRIPT;
+            if (script != null ? script.containsKey(memberId) : Files.exists(file)) {
                 try {
-                    for (String p : Files.readString(file, StandardCharsets.UTF_8).trim().split(",")) {
+                    String text = script != null ? script.get(memberId)
+                        : Files.readString(file, StandardCharsets.UTF_8);
+                    for (String p : text.trim().split(",")) {
                         p = p.trim();
                         if (p.isBlank()) continue;
                         int colon = p.lastIndexOf(':');
@@ -92,6 +102,9 @@ public class ScriptedAssignor implements ConsumerGroupPartitionAssignor {
             }
             out.put(memberId, new Assigned(partitions));
             log.append(memberId).append('=').append(wanted).append(wantedOf.isEmpty() ? "" : wantedOf.toString()).append(' ');
+        }
+        if (SCRIPT != null) {
+            return new GroupAssignment(out);
         }
         try {
             Files.writeString(dir.resolve("calls.log"), log.toString().trim() + "\n",

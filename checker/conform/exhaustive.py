@@ -1,0 +1,263 @@
+"""Conformance in every state: every transition of a spec's reachable graph, executed once on
+Kafka's own coordinator code in-process (``kcheck conform SPEC --exhaustive``).
+
+The graph is the explicit engine's (checker/graph.build_graph: the same expansion, the same
+states and edges as `kcheck check` and `kcheck graph`). It is walked depth-first from every
+initial state, with the adapter driving an in-process coordinator (checker/conform/inprocess.py)
+exactly as it drives a broker: the same ``begin`` (the setup prefix, for each initial state),
+``drive`` (an action -> requests -> observations) and ``view`` (a spec step -> the same keys).
+Each transition is executed once, from its parent's coordinator state:
+
+- a stack frame per state on the DFS path holds a snapshot of the coordinator (the shard's
+  SnapshotRegistry, plus what the harness keeps outside timeline structures: the timers, the
+  executor's tasks, the assignor's script) and a copy of the adapter's client state;
+- before each out-edge but the first, the frame's snapshot is restored (SnapshotRegistry.
+  revertToSnapshot): exact for what the consumer group protocol keeps (every ConsumerGroup and
+  offset structure is a timeline structure), as tests/test_conform_exhaustive.py checks against
+  a fresh replay of the path;
+- a transition to a state not visited yet pushes that state's frame; one to a visited state is
+  checked and undone.
+
+A transition is **client-side** when the adapter says its action sends nothing that changes the
+coordinator (``Adapter.client_side_actions``): it is driven (the adapter's client state follows
+it) and counted apart. One the adapter cannot drive (``action_reason``, or NotDrivable while
+driving) is **not mappable**: counted with its reason, and not followed (the state it leads to is
+reached by another path or left unchecked, and counted as such).
+
+A divergence is reported as the shortest trace to it: the BFS-tree path to the transition's
+parent (StateGraph.trace_to) and the transition, confirmed by replaying it in-process from a
+fresh group; when that replay conforms (Kafka's state on the DFS path differs from the one on
+the shortest path in something the spec does not model) the DFS path is reported instead, and
+the report says so. The trace is in the standard format (checker/trace.py), so
+``kcheck conform SPEC TRACE --kafka V`` replays it on a real broker."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from kcheck.conform.driver import (DIVERGES, EXPECTED, Job, NotDrivable, SpecStep, TimerFired, _said,
+                                   compare, field_values, run_trace)
+from kcheck.conform.inprocess import Harness, InProcessBroker, InProcessRun
+from kcheck.graph import build_graph
+from kcheck.layout import layout_of
+from kcheck.trace import Executor, build, to_json
+
+
+@dataclass
+class Divergence:
+    step: int                 # 1-based, in `doc`
+    detail: str
+    doc: dict                 # the trace, standard format
+    shortest: bool            # the BFS-shortest path (True) or the DFS path (False)
+    expected: bool = False    # the release record predicts it (the release runs another variant)
+
+
+@dataclass
+class ExhaustiveResult:
+    spec: str
+    variant: str
+    version: str
+    params: dict
+    states: int = 0
+    transitions: int = 0          # edges of the graph (every action instance's step)
+    checked: int = 0              # transitions executed on the coordinator and compared
+    client_side: int = 0          # of those, client-side
+    not_mappable: dict = field(default_factory=dict)     # reason -> transitions
+    timing: int = 0
+    initial_not_drivable: dict = field(default_factory=dict)   # reason -> initial states
+    unreached: int = 0            # states the walk never reached (only through unmappable steps)
+    divergences: list = field(default_factory=list)
+    expected: list = field(default_factory=list)     # divergences the release record predicts
+    expected_count: int = 0
+    seconds: float = 0.0          # the walk (after the graph)
+    graph_seconds: float = 0.0
+    harness_calls: int = 0
+
+    @property
+    def conforms(self) -> bool:
+        return not self.divergences
+
+    @property
+    def rate(self) -> float:
+        return self.checked / self.seconds if self.seconds > 0 else 0.0
+
+    def text(self) -> str:
+        head = (f"{self.spec}/{self.variant} on Kafka {self.version} in-process: "
+                f"{self.states:,} states, {self.transitions:,} transitions")
+        lines = [head]
+        if self.conforms:
+            lines.append(f"conforms in all {self.checked:,} transitions checked "
+                         f"({self.client_side:,} client-side)"
+                         + ("" if self.checked == self.transitions else
+                            f" of the graph's {self.transitions:,}"))
+        else:
+            lines.append(f"diverges: {len(self.divergences)} divergence(s) found; "
+                         f"{self.checked:,} transitions checked ({self.client_side:,} client-side)")
+            for d in self.divergences:
+                how = "shortest trace" if d.shortest else "the DFS path (the shortest trace conforms)"
+                lines.append(f"  at step {d.step} of {len(d.doc['steps'])} ({how}): {d.detail}")
+        if self.expected_count:
+            lines.append(f"diverges as the release record expects: {self.expected_count:,} "
+                         f"transitions (not followed), e.g. {self.expected[0].detail}")
+        for why, n in sorted(self.not_mappable.items(), key=lambda x: -x[1]):
+            lines.append(f"not mappable: {n:,} transitions: {why}")
+        for why, n in self.initial_not_drivable.items():
+            lines.append(f"initial states not drivable: {n}: {why}")
+        if self.unreached:
+            lines.append(f"states not reached on Kafka (only through steps not followed: not "
+                         f"mappable, or diverging as expected): {self.unreached:,}")
+        if self.timing:
+            lines.append(f"timing divergences (a timer the step did not ask for): {self.timing:,}")
+        lines.append(f"time: graph {self.graph_seconds:.1f} s, walk {self.seconds:.1f} s, "
+                     f"{self.rate:,.0f} transitions/s")
+        return "\n".join(lines)
+
+
+def _clone(state: dict) -> dict:
+    """The adapter's client state, copied one level deep (its lists and dicts are mutated in
+    place by `drive`; what they hold is replaced, never mutated)."""
+    return {k: (v.copy() if isinstance(v, (list, dict, set)) else v) for k, v in state.items()}
+
+
+class _Frame:
+    __slots__ = ("state", "snapshot", "client", "edges", "next", "dirty")
+
+    def __init__(self, state, snapshot, client, edges):
+        self.state, self.snapshot, self.client, self.edges = state, snapshot, client, edges
+        self.next, self.dirty = 0, False
+
+
+def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
+                   params: dict | None = None, max_divergences: int = 1,
+                   progress=None, graph=None) -> ExhaustiveResult:
+    """Walk the reachable graph of SPEC (VARIANT, PARAMS) on the in-process coordinator."""
+    model = spec.instantiate(variant, params or {})
+    t0 = time.perf_counter()
+    sg = graph if graph is not None else build_graph(model)
+    res = ExhaustiveResult(spec.name, model.variant, harness.version, model.params.as_dict(),
+                           states=sg.states, transitions=len(sg.src),
+                           graph_seconds=time.perf_counter() - t0)
+    ex = Executor(model, sg.compiled)
+    lay = layout_of(model)
+    client_side = set(getattr(adapter, "client_side_actions", ()))
+    broker = InProcessBroker(harness)
+    visited = bytearray(sg.states)
+    calls0 = harness.calls
+    t1 = time.perf_counter()
+    shown: dict[int, dict] = {}
+
+    def values(i: int) -> dict:
+        v = shown.get(i)
+        if v is None:
+            if len(shown) > 4096:
+                shown.clear()
+            v = shown[i] = field_values(model, sg.state_words(i))
+        return v
+
+    reasons: dict[int, str | None] = {}
+
+    def reason_of(k: int) -> str | None:
+        if k not in reasons:
+            inst = model.instances[k]
+            reasons[k] = adapter.action_reason(inst.action.name, dict(inst.args))
+        return reasons[k]
+
+    for root in range(sg.initial_count):
+        if visited[root]:
+            continue
+        initial = lay.show(lay.unpack_flat(sg.state_words(root)))
+        why = adapter.initial_reason(model.params, initial)
+        if why:
+            res.initial_not_drivable[why] = res.initial_not_drivable.get(why, 0) + 1
+            continue
+        base = harness.snapshot()
+        run = InProcessRun(broker, "x", model.params, model=model, actions=[])
+        try:
+            adapter.begin(run, initial)
+        except NotDrivable as e:
+            harness.revert(base)
+            res.initial_not_drivable[str(e)] = res.initial_not_drivable.get(str(e), 0) + 1
+            continue
+        visited[root] = 1
+        stack = [_Frame(root, harness.snapshot(), _clone(run.state), sg.out_edges(root))]
+        while stack and len(res.divergences) < max_divergences:
+            f = stack[-1]
+            if f.next == len(f.edges):
+                stack.pop()
+                continue
+            k, dst = f.edges[f.next]
+            f.next += 1
+            why = reason_of(k)
+            if why:
+                res.not_mappable[why] = res.not_mappable.get(why, 0) + 1
+                continue
+            if f.dirty:
+                harness.revert(f.snapshot)
+                run.state = _clone(f.client)
+            f.dirty = True
+            inst = model.instances[k]
+            args = dict(inst.args)
+            words = sg.state_words(f.state)
+            _, out, _ = ex.apply(words, k)
+            step = SpecStep(len(stack), inst.label, inst.action.name, args,
+                            model.show_outcome(out), values(f.state), values(dst))
+            try:
+                observed = adapter.drive(run, inst.action.name, args)
+            except NotDrivable as e:
+                res.not_mappable[str(e)] = res.not_mappable.get(str(e), 0) + 1
+                continue
+            except TimerFired:
+                res.timing += 1
+                continue
+            except Exception as e:     # a request failed outright: report it as a divergence
+                _record(res, _divergence(spec, adapter, harness, model, sg, ex, stack, k,
+                                         f"broken: {type(e).__name__}: {e}"))
+                continue
+            res.checked += 1
+            if inst.action.name in client_side:
+                res.client_side += 1
+            diff = compare(adapter.view(run, step), observed)
+            if diff:
+                _record(res, _divergence(spec, adapter, harness, model, sg, ex, stack, k,
+                                         _said(diff)))
+                continue
+            if not visited[dst]:
+                visited[dst] = 1
+                stack.append(_Frame(dst, harness.snapshot(), _clone(run.state), sg.out_edges(dst)))
+            if progress is not None and res.checked % 2000 == 0:
+                progress(res, time.perf_counter() - t1)
+        harness.revert(base)
+        if len(res.divergences) >= max_divergences:
+            break
+    res.unreached = sg.states - sum(visited) if not res.divergences else 0
+    res.seconds = time.perf_counter() - t1
+    res.harness_calls = harness.calls - calls0
+    return res
+
+
+def _record(res: ExhaustiveResult, d: Divergence) -> None:
+    if d.expected:
+        res.expected_count += 1
+        if len(res.expected) < 5:
+            res.expected.append(d)
+    else:
+        res.divergences.append(d)
+
+
+def _divergence(spec, adapter, harness, model, sg, ex, stack, k: int, detail: str) -> Divergence:
+    """The divergence at instance k from the top frame's state: the shortest trace to it if an
+    in-process replay of that trace diverges too, else the DFS path."""
+    initial, steps = sg.trace_to(stack[-1].state)
+    doc = to_json(build(model, None, None, initial, steps + [k], executor=ex))
+    snap = harness.snapshot()
+    try:
+        out = run_trace(InProcessBroker(harness), adapter, spec, Job("shortest", doc),
+                        harness.version, run_class=InProcessRun)
+    finally:
+        harness.revert(snap)
+    if out.kind in (DIVERGES, EXPECTED):
+        return Divergence(out.step, out.detail, doc, True, out.kind == EXPECTED)
+    # the DFS path: the root of the stack and the instance of each frame's last edge taken
+    path = [f.edges[f.next - 1][0] for f in stack[:-1]] + [k]
+    doc = to_json(build(model, None, None, sg.state_words(stack[0].state), path, executor=ex))
+    return Divergence(len(path), detail, doc, False)

@@ -1,0 +1,252 @@
+"""Kafka's group coordinator in-process: the other backend of `kcheck conform`.
+
+``Harness(version)`` compiles harness/InProcessCoordinator.java with the release's Compat source
+(harness/Compat_4_2.java, _4_3, _4_4: the shard's builder, timer and metadata calls differ) and
+the scripted assignor against that release's jars (the Maven cache of checker/conform/kafka.py;
+compiled once per source digest, as the broker's assignor is: broker.compile_java), and starts
+one JVM that holds a GroupCoordinatorShard. It is fed frames over a pipe (harness's header
+comment has the protocol); several frames written at once cost one round trip.
+
+The adapter does not know which backend it drives: ``InProcessBroker`` and
+``InProcessConnection`` stand where ``broker.Broker`` and ``wire.Connection`` stand. A request is
+the same kio object, encoded by the same ``wire.encode``; Kafka's generated classes read it
+(``new ConsumerGroupHeartbeatRequestData(readable, version)``) and the response comes back in the
+wire format, decoded by ``wire.decode``. The coordinator's records are read from the harness
+(``InProcessRecords``, the interface of records.CoordinatorRecords) instead of the log."""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import uuid
+from pathlib import Path
+
+from kcheck.conform import kafka
+from kcheck.conform.driver import TraceRun, version_key
+from kcheck.conform.wire import WireError, decode, encode, response_class
+
+_HERE = Path(__file__).parent
+_MAIN = _HERE / "harness" / "InProcessCoordinator.java"
+_ASSIGNOR = _HERE / "assignor" / "ScriptedAssignor.java"
+# the first release each Compat source serves, newest first
+_COMPAT = [((4, 4, 0), "Compat_4_4.java"), ((4, 3, 0), "Compat_4_3.java"),
+           ((4, 2, 0), "Compat_4_2.java")]
+
+
+class HarnessError(Exception):
+    """The in-process harness could not be built or started, or it failed (one line)."""
+
+
+def compat_source(version: str) -> Path:
+    v = version_key(version)
+    for first, name in _COMPAT:
+        if v is not None and v >= first:
+            return _HERE / "harness" / name
+    raise ValueError(f"no in-process harness for Kafka {version}: the harness serves 4.2 and "
+                     f"later ({', '.join(kafka.TESTED_VERSIONS)} are tested)")
+
+
+def coordinator_settings() -> dict[str, str]:
+    """The group coordinator's settings of the broker harness (broker.BASE_SETTINGS): the same
+    assignors, session and the target computed within the heartbeat."""
+    from kcheck.conform.broker import BASE_SETTINGS
+    return {k: v for k, v in BASE_SETTINGS.items() if k.startswith(("group.", "offsets."))}
+
+
+class Harness:
+    """One JVM holding one GroupCoordinatorShard of Kafka VERSION."""
+
+    def __init__(self, version: str, libs: Path | None = None):
+        from kcheck.conform.broker import BrokerError, compile_java
+        self.version = version
+        source = compat_source(version)
+        try:
+            self.libs = libs or kafka.fetch(version)
+            classes = compile_java(self.libs, [_MAIN, source, _ASSIGNOR],
+                                   kafka.cache_root() / version / "inprocess")
+        except (kafka.KafkaUnavailable, BrokerError) as e:
+            raise HarnessError(str(e)) from None
+        args = [f"{k}={v}" for k, v in coordinator_settings().items()]
+        self.stderr_path = kafka.cache_root() / version / "inprocess" / "harness.log"
+        self._stderr = open(self.stderr_path, "w")
+        try:
+            self.process = subprocess.Popen(
+                ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+                 kafka.classpath(self.libs) + os.pathsep + str(classes),
+                 "kcheck.InProcessCoordinator", *args],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
+        except OSError as e:
+            raise HarnessError(f"cannot start java: {e}") from None
+        self._in, self._out = self.process.stdin, self.process.stdout
+        ready = self._frame()
+        if ready[:1] != b"\0":
+            reason = ready[1:].decode(errors="replace") or "the JVM exited"
+            self.close()
+            raise HarnessError(f"the in-process coordinator of Kafka {version} did not start: "
+                               f"{reason} (log: {self.stderr_path})")
+        self.calls = 0
+
+    # -- the pipe -----------------------------------------------------------------------------
+    def _frame(self) -> bytes:
+        head = self._out.read(4)
+        if len(head) < 4:
+            self.process.poll()
+            raise HarnessError(f"the in-process coordinator exited (code {self.process.returncode}; "
+                               f"log: {self.stderr_path})")
+        n = struct.unpack(">i", head)[0]
+        data = self._out.read(n)
+        while len(data) < n:
+            more = self._out.read(n - len(data))
+            if not more:
+                raise HarnessError("the in-process coordinator closed the pipe mid-frame")
+            data += more
+        return data
+
+    def call(self, payload: bytes) -> bytes:
+        self.calls += 1
+        try:
+            self._in.write(struct.pack(">i", len(payload)) + payload)
+        except BrokenPipeError:
+            raise HarnessError(f"the in-process coordinator is gone (log: {self.stderr_path})") from None
+        reply = self._frame()
+        if reply[:1] != b"\0":
+            raise HarnessError(f"the in-process coordinator failed: {reply[1:].decode(errors='replace')}")
+        return reply[1:]
+
+    @staticmethod
+    def _str(s: str) -> bytes:
+        b = s.encode()
+        return struct.pack(">i", len(b)) + b
+
+    # -- operations ---------------------------------------------------------------------------
+    def request(self, request):
+        """One kio request through the shard; the kio response."""
+        body = encode(request)
+        reply = self.call(b"R" + struct.pack(">hh", request.__api_key__, request.__version__) + body)
+        if reply[:1] != b"\0":
+            raise WireError(reply[1:].decode(errors="replace"))
+        return decode(response_class(request), reply[1:])
+
+    def create_topic(self, name: str, partitions: int) -> uuid.UUID:
+        reply = self.call(b"T" + self._str(name) + struct.pack(">i", partitions))
+        return uuid.UUID(bytes=reply)
+
+    def script(self, member_texts: dict[str, str]) -> None:
+        payload = b"A" + struct.pack(">i", len(member_texts))
+        for member, text in member_texts.items():
+            payload += self._str(member) + self._str(text)
+        self.call(payload)
+
+    def snapshot(self) -> int:
+        return struct.unpack(">q", self.call(b"S"))[0]
+
+    def revert(self, snapshot: int) -> None:
+        self.call(b"V" + struct.pack(">q", snapshot))
+
+    def member_records(self, group: str) -> dict:
+        return json.loads(self.call(b"M" + self._str(group)))
+
+    def offsets(self, group: str) -> str:
+        return self.call(b"O" + self._str(group)).decode()
+
+    def close(self) -> None:
+        p, self.process = getattr(self, "process", None), None
+        if p is not None:
+            try:
+                p.stdin.close()
+                p.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                p.kill()
+                p.wait()
+        if getattr(self, "_stderr", None) is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def __enter__(self) -> "Harness":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# What the adapter sees: a broker and connections
+
+IN_PROCESS = ("in-process", 0)
+
+
+class InProcessRecords:
+    """records.CoordinatorRecords' interface, from the harness: the latest
+    ConsumerGroupCurrentMemberAssignmentValue of each member (reverted with the shard)."""
+
+    def __init__(self, harness: Harness):
+        self.harness = harness
+        self.latest: dict = {}
+
+    def new(self) -> list:
+        self.latest = {}
+        return []
+
+    def member_assignment(self, group: str, member_id: str) -> dict | None:
+        if group not in self.latest:
+            self.latest[group] = self.harness.member_records(group)
+        return self.latest[group].get(member_id)
+
+
+class InProcessBroker:
+    """Where the adapter expects a broker: the version, the scripted assignor, the records."""
+    host_port = IN_PROCESS
+    workdir = Path("in-process")      # not None: the adapter reads the coordinator's records
+    settings: dict = {}
+
+    def __init__(self, harness: Harness):
+        self.harness = harness
+        self.version = harness.version
+        self.coordinator_records = InProcessRecords(harness)
+
+    def script_assignment(self, member_partitions: dict) -> None:
+        """As Broker.script_assignment: each member's next target, merged into the script."""
+        for member_id in member_partitions:
+            if "/" in member_id or member_id.startswith("."):
+                raise ValueError(f"member id {member_id!r} cannot name an assignor file")
+        self.harness.script({m: ",".join(str(q) for q in sorted(parts))
+                             for m, parts in member_partitions.items()})
+
+    def describe(self) -> str:
+        return f"Kafka {self.version} in-process (GroupCoordinatorShard)"
+
+
+class InProcessConnection:
+    """Where the adapter expects a wire.Connection: `send` hands the request to the shard."""
+
+    def __init__(self, harness: Harness, log: list | None = None):
+        self.harness = harness
+        self.host, self.port = IN_PROCESS
+        self.log = log
+
+    def send(self, request, response_type=None):
+        return self.harness.request(request)
+
+    def find_coordinator(self, key: str, key_type: int = 0, wait_s: float = 0) -> tuple[str, int]:
+        return IN_PROCESS
+
+    def create_topic(self, name: str, partitions: int, wait_s: float = 0,
+                     replication_factor: int = -1) -> uuid.UUID:
+        return self.harness.create_topic(name, partitions)
+
+    def metadata(self, topics):
+        raise WireError("Metadata is not served in-process")
+
+    def close(self) -> None:
+        pass
+
+
+class InProcessRun(TraceRun):
+    """A TraceRun whose connections go to the harness."""
+
+    def connect(self, host_port=None):
+        return InProcessConnection(self.broker.harness)
+
+    def close(self):
+        pass

@@ -1,0 +1,186 @@
+"""Conformance in every state (issue 33): Kafka's group coordinator run in-process, every
+transition of consumer_group's reachable graph checked (checker/conform/exhaustive.py).
+
+These tests need Java 17 and Kafka's jars in the cache (scripts/setup.sh --test fetches them):
+when the harness cannot be built or started they fail with the reason; they never skip."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from kcheck.conform.driver import adapter_for, field_values
+from kcheck.conform.exhaustive import run_exhaustive
+from kcheck.conform.inprocess import Harness, InProcessBroker, InProcessRun
+from kcheck.conform.wire import schema
+from kcheck.graph import build_graph
+from kcheck.layout import layout_of
+from kcheck.loader import load_spec
+
+SMALL = {"members": 1, "partitions": 1, "static_members": 0, "max_epoch": 3}
+TWO = {"members": 2, "partitions": 1, "static_members": 0, "max_epoch": 3}
+
+
+@pytest.fixture(scope="module")
+def harness():
+    h = Harness("4.3.1")      # a HarnessError here fails every test with the reason
+    yield h
+    h.close()
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec("consumer_group")
+
+
+def test_exhaustive_small_graph_conforms_on_431(harness, spec):
+    # 4.3.1 runs variant kafka-20442 (KIP-1251's check without KAFKA-20442's fix): every
+    # transition of its graph conforms, each checked once
+    res = run_exhaustive(spec, adapter_for("consumer_group"), harness, "kafka-20442", SMALL)
+    assert res.states == 20 and res.transitions == 84
+    assert res.divergences == [] and res.expected_count == 0
+    assert res.checked == 84 and res.client_side == 18
+    assert res.not_mappable == {} and res.unreached == 0 and res.timing == 0
+    assert "conforms in all 84 transitions checked (18 client-side)" in res.text()
+
+
+def test_exhaustive_default_variant_diverges_only_as_the_release_record_expects(harness, spec):
+    # the default (KAFKA-20442 fixed) on 4.3.1: the last member's leave or fence leaves Kafka's
+    # target epoch behind, which the release record predicts; nothing else diverges
+    res = run_exhaustive(spec, adapter_for("consumer_group"), harness, None, SMALL)
+    assert res.divergences == []
+    assert res.expected_count == 6
+    assert all("target_epoch" in d.detail and "kafka-20442" in d.detail for d in res.expected)
+    assert res.checked == 22
+
+
+def _abstraction(harness, run) -> dict:
+    """The coordinator's state as the checks see it: the group (ConsumerGroupDescribe, members
+    and partitions sorted), every member's latest assignment record, the committed offsets."""
+    d = schema("consumer_group_describe", 0)
+    g = harness.request(d.ConsumerGroupDescribeRequest(group_ids=(run.state["group"],),
+                                                       include_authorized_operations=False)).groups[0]
+
+    def parts(a):
+        return sorted((str(tp.topic_id), sorted(int(x) for x in tp.partitions))
+                      for tp in a.topic_partitions)
+    members = sorted((m.member_id, int(m.member_epoch), m.instance_id, parts(m.assignment),
+                      parts(m.target_assignment)) for m in g.members)
+    return {"error": int(g.error_code), "state": g.group_state, "epoch": int(g.group_epoch),
+            "target": int(g.assignment_epoch), "members": members,
+            "records": harness.member_records(run.state["group"]),
+            "offsets": harness.offsets(run.state["group"])}
+
+
+def test_revert_leaves_the_shard_as_a_fresh_replay_of_the_path(harness, spec):
+    """Snapshot, take a detour of random steps, revert, take a path: the coordinator (and the
+    adapter's client state) equal a fresh replay of the path alone, for 12 random detours and
+    paths of the two-member graph."""
+    model = spec.instantiate("kafka-20442", TWO)
+    sg = build_graph(model)
+    adapter = adapter_for("consumer_group")
+    lay = layout_of(model)
+    broker = InProcessBroker(harness)
+    rng = random.Random(33)
+
+    def walk(start: int, n: int) -> list[tuple[str, dict, int]]:
+        out, i = [], start
+        for _ in range(n):
+            edges = sg.out_edges(i)
+            if not edges:
+                break
+            k, i = edges[rng.randrange(len(edges))]
+            inst = model.instances[k]
+            out.append((inst.action.name, dict(inst.args), i))
+        return out
+
+    def begin():
+        run = InProcessRun(broker, "revert", model.params, model=model, actions=[])
+        adapter.begin(run, lay.show(lay.unpack_flat(sg.state_words(0))))
+        return run
+
+    checked = 0
+    for trial in range(12):
+        base = harness.snapshot()
+        run = begin()
+        prefix = walk(0, rng.randrange(0, 6))
+        for action, args, _ in prefix:
+            adapter.drive(run, action, args)
+        at = prefix[-1][2] if prefix else 0
+        mark = harness.snapshot()
+        client = {k: (v.copy() if isinstance(v, (list, dict)) else v) for k, v in run.state.items()}
+        for action, args, _ in walk(at, rng.randrange(1, 8)):       # the detour
+            adapter.drive(run, action, args)
+        harness.revert(mark)
+        run.state = client
+        path = walk(at, rng.randrange(1, 8))
+        for action, args, _ in path:
+            adapter.drive(run, action, args)
+        reverted = _abstraction(harness, run)
+        harness.revert(base)
+
+        run = begin()                                                 # the fresh replay
+        for action, args, _ in prefix + path:
+            adapter.drive(run, action, args)
+        fresh = _abstraction(harness, run)
+        harness.revert(base)
+        assert reverted == fresh, f"trial {trial}: {prefix + path}"
+        # and both are the spec's state at the path's end, as far as the group shows it
+        end = field_values(model, sg.state_words(path[-1][2]))
+        assert reverted["epoch"] - run.state["delta"] == end["group_epoch"]
+        checked += 1
+    assert checked == 12
+
+
+def _kcheck(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "kcheck.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_cli_exhaustive_reports_counts_and_exit_code():
+    r = _kcheck("conform", "consumer_group", "--exhaustive", "--kafka", "4.3.1",
+                "--variant", "kafka-20442", "--param", "members=1", "--param", "partitions=1",
+                "--param", "static_members=0", "--param", "max_epoch=3", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["backend"], doc["kafka"], doc["variant"]) == ("in-process", "4.3.1", "kafka-20442")
+    assert (doc["transitions"], doc["checked"], doc["client_side"]) == (84, 84, 18)
+    assert doc["divergences"] == []
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--kafka", "4.1.0"], "no in-process harness for Kafka 4.1.0"),
+    (["--kafka", "3.9.0"], "unknown Kafka version"),
+    (["--walks", "2"], "--walks cannot be given with it"),
+    (["--param", "members=9"], "members"),
+    (["--param", "members"], "write NAME=VALUE"),
+])
+def test_cli_exhaustive_bad_input_is_one_line_exit_2(extra, message):
+    r = _kcheck("conform", "consumer_group", "--exhaustive", *extra)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_exhaustive_harness_that_cannot_start_is_exit_4(tmp_path):
+    # jars that are not Kafka's: the harness does not compile, said in one line
+    (tmp_path / "kafka-clients-4.3.1.jar").write_bytes(b"not a jar")
+    r = _kcheck("conform", "consumer_group", "--exhaustive", "--kafka-jars", str(tmp_path))
+    assert r.returncode == 4, r.stderr
+    assert "in-process coordinator could not be started" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_exhaustive_default_parameters_on_431(spec):
+    """The whole graph at the default parameters (677,362 states), variant kafka-20442, the
+    rules 4.3.1 runs: every transition conforms."""
+    with Harness("4.3.1") as h:
+        res = run_exhaustive(spec, adapter_for("consumer_group"), h, "kafka-20442", {})
+    assert res.divergences == [], res.text()
+    assert res.checked == res.transitions - sum(res.not_mappable.values())
+    assert res.checked > 4_000_000
