@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kcheck.conform import kafka
 from kcheck.conform.driver import TraceRun, version_key
-from kcheck.conform.wire import WireError, decode, encode, response_class
+from kcheck.conform.wire import WireError, decode, encode, response_class, schema
 
 _HERE = Path(__file__).parent
 _MAIN = _HERE / "harness" / "InProcessCoordinator.java"
@@ -32,6 +32,11 @@ _ASSIGNOR = _HERE / "assignor" / "ScriptedAssignor.java"
 # the first release each Compat source serves, newest first
 _COMPAT = [((4, 4, 0), "Compat_4_4.java"), ((4, 3, 0), "Compat_4_3.java"),
            ((4, 2, 0), "Compat_4_2.java")]
+
+
+_DESCRIBE = schema("consumer_group_describe", 0)
+_DESCRIBE_KEY = 69
+_OUTSIDE = (22, 25)     # InitProducerId, AddOffsetsToTxn: answered without the shard
 
 
 class HarnessError(Exception):
@@ -79,13 +84,18 @@ class Harness:
         except OSError as e:
             raise HarnessError(f"cannot start java: {e}") from None
         self._in, self._out = self.process.stdin, self.process.stdout
-        ready = self._frame()
-        if ready[:1] != b"\0":
-            reason = ready[1:].decode(errors="replace") or "the JVM exited"
+        self.calls, self._next_snapshot = 0, 0
+        self._outbox: list[bytes] = []
+        self._read_cache: dict[bytes, bytes] = {}
+        self._records_cache: dict[str, bytes] = {}
+        self._last_group: str | None = None
+        try:
+            self._frame()
+        except HarnessError as e:
             self.close()
             raise HarnessError(f"the in-process coordinator of Kafka {version} did not start: "
-                               f"{reason} (log: {self.stderr_path})")
-        self.calls = 0
+                               f"{str(e).removeprefix('the in-process coordinator failed: ')} "
+                               f"(log: {self.stderr_path})") from None
 
     # -- the pipe -----------------------------------------------------------------------------
     def _frame(self) -> bytes:
@@ -101,18 +111,31 @@ class Harness:
             if not more:
                 raise HarnessError("the in-process coordinator closed the pipe mid-frame")
             data += more
-        return data
+        if data[:1] != b"\0":
+            raise HarnessError(f"the in-process coordinator failed: {data[1:].decode(errors='replace')}")
+        return data[1:]
 
-    def call(self, payload: bytes) -> bytes:
-        self.calls += 1
+    def post(self, payload: bytes) -> None:
+        """A frame whose reply is read later: it is written with the next batch, no round trip
+        of its own."""
+        self._outbox.append(payload)
+
+    def batch(self, payloads: list[bytes]) -> list[bytes]:
+        """Frames written at once (after the posted ones), their replies read at once: one
+        round trip."""
+        frames, pending = self._outbox + payloads, len(self._outbox)
+        self._outbox = []
+        self.calls += len(frames)
         try:
-            self._in.write(struct.pack(">i", len(payload)) + payload)
+            self._in.write(b"".join(struct.pack(">i", len(p)) + p for p in frames))
         except BrokenPipeError:
             raise HarnessError(f"the in-process coordinator is gone (log: {self.stderr_path})") from None
-        reply = self._frame()
-        if reply[:1] != b"\0":
-            raise HarnessError(f"the in-process coordinator failed: {reply[1:].decode(errors='replace')}")
-        return reply[1:]
+        for _ in range(pending):
+            self._frame()
+        return [self._frame() for _ in payloads]
+
+    def call(self, payload: bytes) -> bytes:
+        return self.batch([payload])[0]
 
     @staticmethod
     def _str(s: str) -> bytes:
@@ -120,37 +143,79 @@ class Harness:
         return struct.pack(">i", len(b)) + b
 
     # -- operations ---------------------------------------------------------------------------
+    # A write is followed, in the same round trip, by the reads the adapter makes after every
+    # step (ConsumerGroupDescribe of the group, its member records); their answers are kept
+    # until the next write or revert.
     def request(self, request):
         """One kio request through the shard; the kio response."""
         body = encode(request)
-        reply = self.call(b"R" + struct.pack(">hh", request.__api_key__, request.__version__) + body)
+        frame = b"R" + struct.pack(">hh", request.__api_key__, request.__version__) + body
+        if request.__api_key__ in _OUTSIDE:     # the emulated transaction coordinator's
+            reply = self.call(frame)
+        elif request.__api_key__ == _DESCRIBE_KEY:
+            if frame not in self._read_cache:
+                group = request.group_ids[0] if len(request.group_ids) == 1 else None
+                self._fetch([frame], group)
+            reply = self._read_cache[frame]
+        else:
+            group = getattr(request, "group_id", None) or self._last_group
+            self._last_group = group
+            reply = self._fetch([frame], group)[0]
         if reply[:1] != b"\0":
             raise WireError(reply[1:].decode(errors="replace"))
         return decode(response_class(request), reply[1:])
 
+    def _fetch(self, frames: list[bytes], group: str | None) -> list[bytes]:
+        """Frames, then the group's describe and records, in one round trip; the reads cached."""
+        self._read_cache.clear()
+        self._records_cache.clear()
+        if group is None:
+            return self.batch(frames)
+        describe = (b"R" + struct.pack(">hh", _DESCRIBE_KEY, 0)
+                    + encode(_DESCRIBE.ConsumerGroupDescribeRequest(
+                        group_ids=(group,), include_authorized_operations=False)))
+        replies = self.batch([f for f in frames if f != describe] + [describe, b"M" + self._str(group)])
+        self._read_cache[describe] = replies[-2]
+        self._records_cache[group] = replies[-1]
+        return replies
+
     def create_topic(self, name: str, partitions: int) -> uuid.UUID:
         reply = self.call(b"T" + self._str(name) + struct.pack(">i", partitions))
+        self._read_cache.clear()
+        self._records_cache.clear()
         return uuid.UUID(bytes=reply)
 
     def script(self, member_texts: dict[str, str]) -> None:
         payload = b"A" + struct.pack(">i", len(member_texts))
         for member, text in member_texts.items():
             payload += self._str(member) + self._str(text)
-        self.call(payload)
+        self.post(payload)
 
     def snapshot(self) -> int:
-        return struct.unpack(">q", self.call(b"S"))[0]
+        """A snapshot of the coordinator (no round trip: its id is chosen here)."""
+        self._next_snapshot += 1
+        self.post(b"S" + struct.pack(">q", self._next_snapshot))
+        return self._next_snapshot
 
     def revert(self, snapshot: int) -> None:
-        self.call(b"V" + struct.pack(">q", snapshot))
+        self._read_cache.clear()
+        self._records_cache.clear()
+        self.post(b"V" + struct.pack(">q", snapshot))
 
     def member_records(self, group: str) -> dict:
-        return json.loads(self.call(b"M" + self._str(group)))
+        if group not in self._records_cache:
+            self._fetch([], group)
+        return json.loads(self._records_cache[group])
 
     def offsets(self, group: str) -> str:
         return self.call(b"O" + self._str(group)).decode()
 
     def close(self) -> None:
+        if getattr(self, "_outbox", None) and getattr(self, "process", None) is not None:
+            try:
+                self.batch([])
+            except HarnessError:
+                pass
         p, self.process = getattr(self, "process", None), None
         if p is not None:
             try:

@@ -18,7 +18,7 @@
 //       body at that version, or status 1 and a UTF-8 reason
 //   'T' topic name, partitions (int32)                      -> topic id (two int64)
 //   'A' count (int32), then member id, script text each     -> nothing (merged into the script)
-//   'S'                                                     -> snapshot id (int64)
+//   'S' snapshot id (int64, above every earlier one)        -> nothing (a snapshot taken)
 //   'V' snapshot id (int64)                                 -> nothing (reverted; later ones dropped)
 //   'M' group id                                            -> JSON: member id -> the latest
 //       ConsumerGroupCurrentMemberAssignmentValue (the form RecordDecoder writes)
@@ -117,7 +117,7 @@ public final class InProcessCoordinator {
     private final TimelineHashMap<String, String> memberRecords;
     // what is not in timeline structures, saved per snapshot and put back by a revert
     private final TreeMap<Long, Object[]> saved = new TreeMap<>();
-    private long offset = 1;            // the next record's offset; snapshot ids come from it too
+    private long offset = 1;            // the next record's offset
     private long nextProducerId = 1000;
     private final ObjectMapper json = new ObjectMapper();
 
@@ -223,12 +223,10 @@ public final class InProcessCoordinator {
     }
 
     // -- snapshots ----------------------------------------------------------------------------
-    long snapshot() {
-        long id = offset++;
+    void snapshot(long id) {
         compat.registry.idempotentCreateSnapshot(id);
         saved.put(id, new Object[] {new HashMap<>(compat.timers), new HashMap<>(script),
                                     new HashMap<>(compat.tasks)});
-        return id;
     }
 
     @SuppressWarnings("unchecked")
@@ -315,7 +313,8 @@ public final class InProcessCoordinator {
                 return new byte[0];
             }
             case 'S':
-                return ByteBuffer.allocate(8).putLong(snapshot()).array();
+                snapshot(frame.getLong());
+                return new byte[0];
             case 'V':
                 revert(frame.getLong());
                 return new byte[0];
