@@ -25,6 +25,7 @@ commit_zombie, commit_owner), which Kafka has nothing like.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 import time
@@ -49,6 +50,7 @@ HB = schema("consumer_group_heartbeat", 1)
 DESCRIBE = schema("consumer_group_describe", 0)
 
 
+@functools.lru_cache(maxsize=4096)
 def _member_id(run_name: str, m: int, incarnation: int) -> str:
     """A client-generated member id (KIP-1082) in Kafka's Uuid text form, unique per trace run,
     slot and incarnation (a static member rejoining under a new id is a new incarnation)."""
@@ -465,9 +467,22 @@ class ConsumerGroupAdapter(Adapter):
             out[f"client_owns[{m}]"] = [q for q in range(p.partitions) if post[f"client_owns[{m}][{q}]"]]
         if step.action in ("FenceMember", "StaticMemberExpires"):
             out["fence.error"] = "NONE"
-        shown = _declared(p, post)
-        out.update(self._coordinator_view(run, shown))
+        out.update(self._coordinator_view(run, self._shown(p, post)))
         return out
+
+    def _shown(self, p, post: dict) -> dict:
+        """_declared(p, post), kept for the last few thousand post states (the exhaustive check
+        views every transition into a state with the same dict of that state; the result is
+        only read)."""
+        cache = self.__dict__.setdefault("_shown_cache", {})
+        hit = cache.get(id(post))
+        if hit is not None and hit[0] is post:
+            return hit[1]
+        if len(cache) > 4096:
+            cache.clear()
+        shaped = _declared(p, post)
+        cache[id(post)] = (post, shaped)
+        return shaped
 
     def _coordinator_view(self, run, s: dict) -> dict:
         """What ConsumerGroupDescribe shows of a spec state (declared names, shown values)."""

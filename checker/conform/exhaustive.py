@@ -33,7 +33,10 @@ the report says so. The trace is in the standard format (checker/trace.py), so
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from kcheck.conform.driver import (DIVERGES, EXPECTED, Job, NotDrivable, SpecStep, TimerFired, _said,
                                    compare, field_values, run_trace)
@@ -119,12 +122,34 @@ def _clone(state: dict) -> dict:
     return {k: (v.copy() if isinstance(v, (list, dict, set)) else v) for k, v in state.items()}
 
 
+_NONE = -(1 << 63)
+
+
 class _Frame:
-    __slots__ = ("state", "snapshot", "client", "edges", "next", "dirty")
+    __slots__ = ("state", "snapshot", "client", "next", "end", "dirty")
 
     def __init__(self, state, snapshot, client, edges):
-        self.state, self.snapshot, self.client, self.edges = state, snapshot, client, edges
-        self.next, self.dirty = 0, False
+        self.state, self.snapshot, self.client = state, snapshot, client
+        self.next, self.end = edges          # the state's out-edges: indices next..end-1
+        self.dirty = False
+
+
+def _outcomes(model, sg) -> array:
+    """Every edge's outcome value (_NONE: the action answers nothing), computed per action instance over all its edges
+    at once (the compiled effect on a block of states), not one state at a time."""
+    out = np.full(len(sg.src), _NONE, dtype=np.int64)
+    if not len(sg.src):
+        return array("q")
+    order = np.argsort(sg.act, kind="stable")
+    acts = sg.act[order]
+    cuts = np.flatnonzero(np.diff(acts)) + 1
+    for part in np.split(order, cuts):
+        k = int(sg.act[part[0]])
+        for chunk in np.array_split(part, max(1, len(part) // 65536)):
+            _, o, _ = sg.compiled.effects[k](sg.words[:, sg.src[chunk]])
+            if o is not None:
+                out[chunk] = np.broadcast_to(o, (len(chunk),))
+    return array("q", out.tobytes())
 
 
 def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
@@ -139,6 +164,9 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
                            graph_seconds=time.perf_counter() - t0)
     ex = Executor(model, sg.compiled)
     lay = layout_of(model)
+    outcomes = _outcomes(model, sg)
+    acts, dsts = array("i", sg.act.astype(np.int32).tobytes()), array("q", sg.dst.astype(np.int64).tobytes())
+    starts = array("q", np.searchsorted(sg.src, np.arange(sg.states + 1)).astype(np.int64).tobytes())
     client_side = set(getattr(adapter, "client_side_actions", ()))
     broker = InProcessBroker(harness)
     visited = bytearray(sg.states)
@@ -179,13 +207,14 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
             res.initial_not_drivable[str(e)] = res.initial_not_drivable.get(str(e), 0) + 1
             continue
         visited[root] = 1
-        stack = [_Frame(root, harness.snapshot(), _clone(run.state), sg.out_edges(root))]
+        stack = [_Frame(root, harness.snapshot(), _clone(run.state), (starts[root], starts[root + 1]))]
         while stack and len(res.divergences) < max_divergences:
             f = stack[-1]
-            if f.next == len(f.edges):
+            if f.next == f.end:
                 stack.pop()
                 continue
-            k, dst = f.edges[f.next]
+            e = f.next
+            k, dst = acts[e], dsts[e]
             f.next += 1
             why = reason_of(k)
             if why:
@@ -197,10 +226,9 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
             f.dirty = True
             inst = model.instances[k]
             args = dict(inst.args)
-            words = sg.state_words(f.state)
-            _, out, _ = ex.apply(words, k)
+            out = outcomes[e]
             step = SpecStep(len(stack), inst.label, inst.action.name, args,
-                            model.show_outcome(out), values(f.state), values(dst))
+                            model.show_outcome(None if out == _NONE else out), values(f.state), values(dst))
             try:
                 observed = adapter.drive(run, inst.action.name, args)
             except NotDrivable as e:
@@ -223,7 +251,8 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
                 continue
             if not visited[dst]:
                 visited[dst] = 1
-                stack.append(_Frame(dst, harness.snapshot(), _clone(run.state), sg.out_edges(dst)))
+                stack.append(_Frame(dst, harness.snapshot(), _clone(run.state),
+                                    (starts[dst], starts[dst + 1])))
             if progress is not None and res.checked % 2000 == 0:
                 progress(res, time.perf_counter() - t1)
         harness.revert(base)
@@ -258,6 +287,6 @@ def _divergence(spec, adapter, harness, model, sg, ex, stack, k: int, detail: st
     if out.kind in (DIVERGES, EXPECTED):
         return Divergence(out.step, out.detail, doc, True, out.kind == EXPECTED)
     # the DFS path: the root of the stack and the instance of each frame's last edge taken
-    path = [f.edges[f.next - 1][0] for f in stack[:-1]] + [k]
+    path = [int(sg.act[f.next - 1]) for f in stack[:-1]] + [k]
     doc = to_json(build(model, None, None, sg.state_words(stack[0].state), path, executor=ex))
     return Divergence(len(path), detail, doc, False)

@@ -89,6 +89,7 @@ class Harness:
         self._read_cache: dict[bytes, bytes] = {}
         self._records_cache: dict[str, bytes] = {}
         self._last_group: str | None = None
+        self._describe_frames: dict[str, bytes] = {}
         try:
             self._frame()
         except HarnessError as e:
@@ -171,9 +172,12 @@ class Harness:
         self._records_cache.clear()
         if group is None:
             return self.batch(frames)
-        describe = (b"R" + struct.pack(">hh", _DESCRIBE_KEY, 0)
-                    + encode(_DESCRIBE.ConsumerGroupDescribeRequest(
-                        group_ids=(group,), include_authorized_operations=False)))
+        describe = self._describe_frames.get(group)
+        if describe is None:
+            describe = self._describe_frames[group] = (
+                b"R" + struct.pack(">hh", _DESCRIBE_KEY, 0)
+                + encode(_DESCRIBE.ConsumerGroupDescribeRequest(
+                    group_ids=(group,), include_authorized_operations=False)))
         replies = self.batch([f for f in frames if f != describe] + [describe, b"M" + self._str(group)])
         self._read_cache[describe] = replies[-2]
         self._records_cache[group] = replies[-1]
