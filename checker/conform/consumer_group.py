@@ -939,7 +939,10 @@ class ConsumerGroupAdapter(Adapter):
             out[f"member_epoch[{m}]"] = self._to_spec(run, int(mb.member_epoch))
             out[f"described[{m}]"] = sorted(self._spec_partitions(run, mb.assignment.topic_partitions))
             for q in self._spec_partitions(run, mb.target_assignment.topic_partitions):
-                owner[q] = m
+                # a partition in two members' targets is shown as both, so that it differs
+                # from any one owner the spec can name
+                owner[q] = m if owner[q] == -1 else sorted({*(owner[q] if isinstance(owner[q], list)
+                                                              else [owner[q]]), m})
         for q, m in owner.items():
             out[f"target_owner[{q}]"] = m
         return out
@@ -1064,7 +1067,11 @@ class ConsumerGroupAdapter(Adapter):
         if target == "-":
             return
         st = run.state
-        slots = {k for k in range(run.params.members) if st["in_group"][k]}
+        # a static member that left with epoch -2 is still a member of Kafka's group (until its
+        # session expires) and the assignor is asked about it too: it gets what the target
+        # names for it (nothing, since the spec's target names only members in the group), not
+        # the partitions of the last script its member id was given
+        slots = {k for k in range(run.params.members) if st["in_group"][k] or st["static_left"][k]}
         if joining is not None:
             slots.add(joining)
         slots |= {int(ch) for ch in target}
