@@ -3,7 +3,9 @@ Kafka's own coordinator code in-process (``kcheck conform SPEC --exhaustive``).
 
 The graph is the explicit engine's (checker/graph.build_graph: the same expansion, the same
 states and edges as `kcheck check` and `kcheck graph`). It is walked depth-first from every
-initial state, with the adapter driving an in-process coordinator (checker/conform/inprocess.py)
+initial state along its BFS tree (a state is entered from its BFS parent only, so the stack is
+as deep as the graph, not as long as a depth-first path, and a state's coordinator state is that
+of its shortest path), with the adapter driving an in-process coordinator (checker/conform/inprocess.py)
 exactly as it drives a broker: the same ``begin`` (the setup prefix, for each initial state),
 ``drive`` (an action -> requests -> observations) and ``view`` (a spec step -> the same keys).
 Each transition is executed once, from its parent's coordinator state:
@@ -15,8 +17,8 @@ Each transition is executed once, from its parent's coordinator state:
   revertToSnapshot): exact for what the consumer group protocol keeps (every ConsumerGroup and
   offset structure is a timeline structure), as tests/test_conform_exhaustive.py checks against
   a fresh replay of the path;
-- a transition to a state not visited yet pushes that state's frame; one to a visited state is
-  checked and undone.
+- the transition by which the BFS tree reaches a state pushes that state's frame; every other
+  one is checked and undone.
 
 A transition is **client-side** when the adapter says its action sends nothing that changes the
 coordinator (``Adapter.client_side_actions``): it is driven (the adapter's client state follows
@@ -166,6 +168,8 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
     lay = layout_of(model)
     outcomes = _outcomes(model, sg)
     acts, dsts = array("i", sg.act.astype(np.int32).tobytes()), array("q", sg.dst.astype(np.int64).tobytes())
+    parents = array("q", sg.parent.astype(np.int64).tobytes())
+    vias = array("i", sg.via.astype(np.int32).tobytes())
     starts = array("q", np.searchsorted(sg.src, np.arange(sg.states + 1)).astype(np.int64).tobytes())
     client_side = set(getattr(adapter, "client_side_actions", ()))
     broker = InProcessBroker(harness)
@@ -249,7 +253,10 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
                 _record(res, _divergence(spec, adapter, harness, model, sg, ex, stack, k,
                                          _said(diff)))
                 continue
-            if not visited[dst]:
+            # follow the BFS tree: a state is entered once, from its BFS parent by the instance
+            # that reached it first (StateGraph.parent / via), so the stack is never deeper than
+            # the graph and each state's coordinator state is that of its shortest path
+            if not visited[dst] and parents[dst] == f.state and vias[dst] == k:
                 visited[dst] = 1
                 stack.append(_Frame(dst, harness.snapshot(), _clone(run.state),
                                     (starts[dst], starts[dst + 1])))

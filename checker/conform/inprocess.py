@@ -77,7 +77,7 @@ class Harness:
         self._stderr = open(self.stderr_path, "w")
         try:
             self.process = subprocess.Popen(
-                ["java", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+                ["java", "-Xmx2g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
                  kafka.classpath(self.libs) + os.pathsep + str(classes),
                  "kcheck.InProcessCoordinator", *args],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
