@@ -267,7 +267,7 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
         model = spec.instantiate(args.variant, given)
     except SpecError as e:
         raise BadInput(str(e)) from None
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = make_console(stderr=True, soft_wrap=True)
     try:
         harness = Harness(version, libs)
     except HarnessError as e:

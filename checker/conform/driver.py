@@ -310,7 +310,7 @@ def _first_mismatch(adapter, run, prediction: list[SpecStep], observations: list
     return None, []
 
 
-def _said(diff) -> str:
+def said(diff) -> str:
     return "; ".join(f"{key}: spec said {_fmt(a)}, Kafka said {_fmt(b)}" for key, a, b in diff)
 
 
@@ -418,7 +418,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
     if k is not None and diff is None:
         out.kind, out.step, out.detail = BROKEN, k, "the spec does not enable this step"
     elif k is not None:
-        out.kind, out.step, out.detail = DIVERGES, k, _said(diff)
+        out.kind, out.step, out.detail = DIVERGES, k, said(diff)
     expected = _expected_by_record(adapter, run, spec, doc, initial, version, len(observations))
     if expected is not None:
         variant, why, pred = expected
@@ -427,7 +427,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         if k is None and variant != model.variant and k2 is not None:
             out.kind, out.step = DIVERGES, k2
             out.detail = (f"the record expects Kafka {version} to run variant {variant} ({why}), "
-                          f"which predicts " + (_said(diff2) if diff2 else
+                          f"which predicts " + (said(diff2) if diff2 else
                                                 "that this step is not enabled")
                           + f", but Kafka followed variant {model.variant}")
         elif k is not None and diff is not None and k2 is None and len(pred) >= k:

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kcheck.conform.driver import (DIVERGES, EXPECTED, Job, NotDrivable, SpecStep, TimerFired, _said,
-                                   compare, field_values, run_trace)
+from kcheck.conform.driver import (DIVERGES, EXPECTED, Job, NotDrivable, SpecStep, TimerFired,
+                                   compare, field_values, run_trace, said)
 from kcheck.conform.inprocess import Harness, InProcessBroker, InProcessRun
 from kcheck.graph import build_graph
 from kcheck.layout import layout_of
@@ -251,7 +251,7 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
             diff = compare(adapter.view(run, step), observed)
             if diff:
                 _record(res, _divergence(spec, adapter, harness, model, sg, ex, stack, k,
-                                         _said(diff)))
+                                         said(diff)))
                 continue
             # follow the BFS tree: a state is entered once, from its BFS parent by the instance
             # that reached it first (StateGraph.parent / via), so the stack is never deeper than
