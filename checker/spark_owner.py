@@ -636,7 +636,7 @@ def _owner_task(ctx: dict, it, bar=None):
             raise RuntimeError("kcheck: the owners' first synchronisation failed")
         where = Path(ctx["exchange"]) / named[0]
         where.mkdir(parents=True, exist_ok=True)
-        return where, FileSync(where, me, P)
+        return where, FileSync(where, me, P, getattr(bar, "aborted", None))
     own = _Owner(ctx, me)
     where = None
     pending = explore.Pending(ctx["props"], ctx["deadlock"])
@@ -732,8 +732,10 @@ class FileSync:
     sleeps a whole second before it looks at the coordinator's answer again (measured: the
     wait phases of barrier mode came in steps of 1.00 s), which made every level cost 2 s."""
 
-    def __init__(self, where: Path, me: int, parts: int):
+    def __init__(self, where: Path, me: int, parts: int, aborted: threading.Event | None = None):
         self.where, self.me, self.parts, self.round = where, me, parts, 0
+        # owners as threads (tests): another owner's failure ends the wait (it waited for ever)
+        self.aborted = aborted
 
     def allGather(self, message: str = "") -> list[str]:
         r = self.round
@@ -745,6 +747,8 @@ class FileSync:
         paths = [self.where / f"sync-{r}-{p}" for p in range(self.parts)]
         pause = 0.0005
         while not all(p.exists() for p in paths):
+            if self.aborted is not None and self.aborted.is_set():
+                raise RuntimeError("kcheck: another owner failed; this one stops waiting for it")
             time.sleep(pause)
             pause = min(0.01, pause * 2)
         got = [p.read_text() for p in paths]
@@ -764,11 +768,14 @@ class Threads:
     def __init__(self, parts: int):
         self._barrier = threading.Barrier(parts)
         self._messages = [""] * parts
+        self.aborted = threading.Event()
 
     def view(self, me: int):
         outer = self
 
         class _View:
+            aborted = outer.aborted
+
             def barrier(self):
                 outer._barrier.wait()
 
@@ -792,6 +799,7 @@ def run_owners_in_threads(ctx: dict, shares: list[dict]) -> list[dict]:
             outs[i] = next(_owner_task(ctx, iter([shares[i]]), sync.view(i)))
         except BaseException as e:        # noqa: BLE001 (reported to the caller)
             errors.append(e)
+            sync.aborted.set()
             sync._barrier.abort()
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(shares))]
     for t in threads:
