@@ -6,6 +6,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -139,7 +140,22 @@ def load_spec(name_or_path: str) -> Spec:
     return spec
 
 
+_PRECEDENCE_LOCK = threading.Lock()
+_PRECEDENCE_CHECKED: set = set()
+
+
 def _check_precedence(path: str | None) -> None:
+    """Once per file and process, under a lock: Spark's owners as threads load specs at once, and
+    CPython 3.11's ast.parse run in two threads together fails ("AST constructor recursion depth
+    mismatch")."""
+    with _PRECEDENCE_LOCK:
+        if path in _PRECEDENCE_CHECKED:
+            return
+        _check_precedence_of(path)
+        _PRECEDENCE_CHECKED.add(path)
+
+
+def _check_precedence_of(path: str | None) -> None:
     """In the spec language & and | are And and Or, and Python binds them tighter than ==, != and
     the orderings: `a == b & c` is `a == (b & c)`, a different condition from the one it reads
     as. At run time the parentheses are gone, so the spec's source is read: a comparison whose

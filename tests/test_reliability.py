@@ -402,9 +402,13 @@ def _interrupted_solver(monkeypatch, command: str):
     # between slices of conflicts, where Ctrl-C arrives as a KeyboardInterrupt
     # (what SIGINT's handler does first, symbolic_cli.SolverStop._on_sigint: the flag tells an
     # interruption from a solver that gave up on its own, whose reason may read the same)
+    import threading
     import z3
     from kcheck import cnf
     from kcheck.cnf import Cnf
+    # a flag of this test's own: the module's would stay set after it, and every later solver
+    # call of this worker would read "interrupted from keyboard"
+    monkeypatch.setattr(cnf, "INTERRUPTED", threading.Event())
     if command == "prove":
         def stopped(self, *a):
             cnf.INTERRUPTED.set()
