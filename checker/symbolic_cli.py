@@ -214,10 +214,11 @@ class SolverStop:
             return      # our own SIGINT, landing between two solver calls
         self._quiet_unraisable()
         from kcheck import cnf
-        # run inside a SAT slice (cnf's terminator), the KeyboardInterrupt below may be raised
-        # where nothing catches it: the flag alone stops the slice
+        # the flag alone: every solver call from now on gives up, and the watcher stops the one
+        # in progress. A KeyboardInterrupt raised here landed wherever the main thread was, for
+        # instance just after the stopped call had returned its partial answer, outside every
+        # handler: the command then exited 130 having printed nothing
         cnf.INTERRUPTED.set()
-        raise KeyboardInterrupt
 
     def _watch(self, r: int):
         import select
