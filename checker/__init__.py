@@ -21,7 +21,7 @@ def cache_dir(name: str):
 # names are looked up on first use (PEP 562), so importing kcheck (its pytest plugin, loaded into
 # every pytest run of a user who has kcheck installed) loads nothing but this file.
 __all__ = ["Spec", "SpecError", "Epoch", "Int", "Bool", "Enum", "Array", "Record", "If", "Case", "And", "Or",
-           "Not", "Implies", "Min", "Max", "Count", "Exists", "Forall", "TRUE", "FALSE", "const",
+           "Not", "Implies", "Min", "Max", "Sum", "Count", "Exists", "Forall", "TRUE", "FALSE", "const",
            "Expr", "cache_dir"]
 
 

@@ -242,7 +242,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
         if (max_states is not None and visited.n + level.upper >= max_states
                 and visited.n + level.distinct() >= max_states):
             return "max-states"
-        if memory is not None and memory.exceeded():
+        if memory is not None and memory.exceeded(2 * level.nbytes):
             memory_detail.append(memory.message())
             return "memory"
         return None

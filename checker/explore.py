@@ -687,6 +687,13 @@ class Level:
             self.fp, self.parent, self.action = [fp], [parent], [action]
         self._sorted = True
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes the level holds now: its end (the runs joined, sorted and filtered) takes
+        about as much again, all at once (the memory watch's forecast, bfs)."""
+        return sum(a.nbytes for part in (self.fp, self.words, self.parent, self.action)
+                   for a in part)
+
     def distinct(self) -> int:
         """The level's distinct new states so far (a sort: called only near a bound)."""
         self._collapse()
@@ -877,6 +884,15 @@ class Explorer:
                 if reason:
                     self.stop_reason = reason
                     break
+        if self.stop_reason == "memory":
+            # the level's end would take the memory there is not: its states are let go, and
+            # the search ends at the level before, with the violations this level's steps found
+            del level
+            for name, (parent, k) in sorted(tviol.items()):
+                self._record(name, "transition", self.depth, parent, k)
+            if deadlocked is not None:
+                self._record(DEADLOCK, "deadlock", self.depth, deadlocked)
+            return None
         for name, (parent, k) in sorted(tviol.items()):
             self._record(name, "transition", self.depth, parent, k)
         if deadlocked is not None:

@@ -228,7 +228,7 @@ class Expr:
     condition or where a leaf's range is unknown (a field built without one). It is computed
     once, as the node is built, and a node whose interval leaves the 64-bit integers is refused
     there, naming the spec's line: no engine then meets a value it would wrap."""
-    __slots__ = ("op", "args", "kind", "enum", "bounds", "epoch")
+    __slots__ = ("op", "args", "kind", "enum", "bounds", "epoch", "depth")
 
     def __init__(self, op: str, args: tuple, kind: str, enum: Enum | None = None,
                  bounds: tuple[int, int] | None = None, epoch: tuple | None = None):
@@ -237,6 +237,11 @@ class Expr:
             raise SpecError(f"{_user_frame()}: '{op}' is not an operation of the language; "
                             f"operations: {', '.join(OPERATIONS)}")
         self.op, self.args, self.kind, self.enum = op, args, kind, enum
+        # the longest path to a leaf: every engine walks the tree recursively, so a deep one
+        # (an invariant summing 600 terms in a loop) raises Python's recursion limit first
+        self.depth = 1 + max((a.depth for a in args if isinstance(a, Expr)), default=0)
+        if self.depth > _recursion_room[0]:
+            _make_room(self)
         if kind == "int" and bounds is None:
             bounds = _bounds(op, args)
         if bounds is not None and (bounds[0] < INT64_MIN or bounds[1] > INT64_MAX):
@@ -305,6 +310,25 @@ def _shown(lo: int, hi: int) -> str:
             return f"{'-' if v < 0 else ''}2^{a.bit_length() - 1}"
         return str(v)
     return f"{one(lo)}..{one(hi)}"
+
+
+# An expression may nest this many operations deep. Each engine's walk takes a few Python frames
+# per level (the numpy compiler, Z3's translation, the reference interpreter, the interval
+# analysis), so the recursion limit is raised to match as deeper trees are built; past this the
+# spec is refused at the line that built it rather than risk the interpreter's own stack.
+MAX_NESTING = 5_000
+_FRAMES_PER_LEVEL = 8
+_recursion_room = [(sys.getrecursionlimit() - 200) // _FRAMES_PER_LEVEL]
+
+
+def _make_room(e: Expr):
+    if e.depth > MAX_NESTING:
+        raise SpecError(f"{_user_frame()}: an expression nested {e.depth} operations deep (more "
+                        f"than {MAX_NESTING}); write a long sum as Sum(...) and a long conjunction as "
+                        f"And(...), which do not nest term by term")
+    _recursion_room[0] = min(max(_recursion_room[0] * 2, e.depth), MAX_NESTING)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(),
+                              _recursion_room[0] * _FRAMES_PER_LEVEL + 200))
 
 
 def _too_wide(e: Expr, bounds: tuple[int, int]):
@@ -568,12 +592,20 @@ def Max(a, b) -> Expr:
     return Expr("max", (a, b), "int", epoch=epoch)
 
 
+def Sum(*terms) -> Expr:
+    """The sum of the terms, nested by halves: a sum of n terms is log2(n) additions deep, where
+    a loop of ``total = total + t`` is n deep (see MAX_NESTING)."""
+    if not terms:
+        return const(0)
+    if len(terms) == 1:
+        return const(terms[0])
+    half = len(terms) // 2
+    return Sum(*terms[:half]) + Sum(*terms[half:])
+
+
 def Count(*conds) -> Expr:
     """The number of the conditions that hold."""
-    total: Expr = const(0)
-    for c in conds:
-        total = total + If(c, 1, 0)
-    return total
+    return Sum(*[If(c, 1, 0) for c in conds])
 
 
 def Exists(items, pred: Callable) -> Expr:
