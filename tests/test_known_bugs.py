@@ -76,3 +76,39 @@ def test_every_shipped_bug_has_its_saved_trace_and_a_default_that_holds(name, bu
 def test_the_specs_record_at_least_fifteen_rediscoverable_bugs():
     # issue 15's bar: at least 15 known bugs of the modelled code with a pre-fix variant
     assert len(SHIPPED_BUGS) >= 15, [b.jira for _, b in SHIPPED_BUGS]
+
+
+def test_a_bounded_search_leaves_a_bug_undecided_not_missed():
+    """--max-depth 1 stops the pre-fix search before its 4-step trace: the bug is neither
+    rediscovered nor missed, and the command exits 3 (undecided), not 1."""
+    p = kcheck("bugs", str(TOY), "--json", "--max-depth", "1")
+    assert p.returncode == 3, p.stderr
+    [bug] = [b for b in json.loads(p.stdout)["bugs"] if b["variant"]]
+    assert (bug["pre_fix"], bug["rediscovered"]) == ("bounded", False)
+    p = kcheck("bugs", str(TOY), "--max-depth", "1")
+    assert "0 of 1 expressible bugs rediscovered" in p.stdout and "1 undecided" in p.stdout
+
+
+def test_a_signal_prints_the_bugs_finished_and_exits_143(tmp_path, monkeypatch, capsys):
+    """SIGTERM during the second bug's search: the first bug's row is printed, the second is not
+    counted as missed (it printed "6 of 7 rediscovered" and exited 1), and the exit is 143."""
+    from kcheck import bugs_cli, cli
+    from kcheck.bfs import Terminated
+    text = TOY.read_text() + ('spec.known_bug("TOY-3", broke="again", fix="none", '
+                              'code="Counter.write", variant="no-cas", property="no-lost-update")\n')
+    path = tmp_path / "two_bugs.py"
+    path.write_text(text)
+    measured, calls = bugs_cli._measure, []
+
+    def stopped_at_the_third_search(*a, **k):
+        calls.append(a)
+        if len(calls) == 3:
+            raise Terminated()
+        return measured(*a, **k)
+    monkeypatch.setattr(bugs_cli, "_measure", stopped_at_the_third_search)
+    assert cli.main(["bugs", str(path), "--json"]) == 143
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert [b["jira"] for b in doc["bugs"]] == ["TOY-1", "TOY-2"]   # TOY-3 was being searched
+    assert doc["rediscovered"] == 1
+    assert "bugs terminated (SIGTERM) after 2 of 3 recorded bugs" in err
