@@ -21,7 +21,7 @@ from kcheck.spec.lang import SpecError
 
 from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: F401
                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
-                            SaveFailed, json_option, model_options, out_dir, params,
+                            PartFailed, SaveFailed, json_option, model_options, out_dir, params,
                             make_console, positive, property_option, quotient_option,
                             save_options, symmetry_option)
 from kcheck.trace import traces_of
@@ -146,6 +146,9 @@ def main(argv=None) -> int:
     except SaveFailed as e:
         err.print(f"kcheck: error: {e}", markup=False)
         return SAVE_FAILED
+    except PartFailed as e:
+        err.print(f"kcheck: error: {e}", markup=False)
+        return BROKER_FAILED
     except KeyboardInterrupt:
         err.print("kcheck: interrupted")
         return INTERRUPTED

@@ -56,6 +56,11 @@ class BadInput(Exception):
     """Something the user gave is wrong: one line on stderr, exit BAD_INPUT."""
 
 
+class PartFailed(Exception):
+    """A part kcheck runs failed during the run (Spark's JVM, e.g. out of heap): one line naming
+    the cause and where its log is, exit BROKER_FAILED (the code of a part that cannot run)."""
+
+
 class SaveFailed(Exception):
     """Writing results failed after they were printed (exit SAVE_FAILED, one line)."""
 

@@ -295,6 +295,11 @@ def _session(master: str, verbose: bool, wait_s: float):
                  f"-Dlog4j2.configurationFile=file:{_log4j_file(verbose)}")
             .set("spark.executor.extraJavaOptions", JVM_OPTIONS)
             .set("spark.python.worker.reuse", "true"))
+    if _local_master(master) and master.startswith("local") and "SPARK_DRIVER_MEMORY" not in os.environ:
+        # local mode runs the executors inside the driver's JVM, whose heap is 1 GiB unless set:
+        # two_phase N=10's shuffle ended in "OutOfMemoryError: Java heap space". A quarter of
+        # the memory available, 1 to 16 GiB (SPARK_DRIVER_MEMORY overrides it)
+        conf.set("spark.driver.memory", f"{_driver_heap_mb()}m")
     if _local_master(master):
         # everything on this machine: never depend on what the host name resolves to
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -323,6 +328,84 @@ def _session(master: str, verbose: bool, wait_s: float):
             time.sleep(0.2)
     _SESSION.update(sc=sc, master=master)
     return sc
+
+
+class stop_on_signal:
+    """Ctrl-C or SIGTERM while Spark jobs run: the jobs are cancelled and the command stops
+    cleanly, raising KeyboardInterrupt or bfs.Terminated once the driver is back in plain Python.
+
+    Raised from the signal handler itself, the exception landed inside a Py4J socket read: the
+    connection to the JVM was left mid-answer, the job ran on to its end (58.7 s on two_phase
+    N=10), and the next Py4J call (pyspark's call-site reset) failed with a Py4JJavaError
+    traceback in place of the verdicts. Here the handler only notes the signal and cancels the
+    jobs from a thread of its own; the driver's pending call then returns (the job failed as
+    cancelled) and the exception is raised where it is safe. A second signal is ignored."""
+
+    def __init__(self):
+        self.signal = None
+
+    def _handler(self, signum, frame):
+        if self.signal is not None:
+            return
+        self.signal = signum
+        sc = _SESSION.get("sc")
+        if sc is not None:
+            threading.Thread(target=self._cancel, args=(sc,), daemon=True).start()
+
+    @staticmethod
+    def _cancel(sc):
+        try:
+            sc.cancelAllJobs()
+        except Exception:       # the JVM already gone: the driver's call fails on its own
+            pass
+
+    def __enter__(self):
+        import signal
+        try:
+            self._old = {s: signal.signal(s, self._handler) for s in (signal.SIGTERM, signal.SIGINT)}
+        except ValueError:      # not the main thread (an embedding program): signals left alone
+            self._old = None
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        import signal
+        if self._old is not None:
+            for s, h in self._old.items():
+                signal.signal(s, h)
+        if self.signal is None:
+            return False
+        # the jobs' failure (cancelled) is the signal's doing: the signal is what is reported
+        if self.signal == signal.SIGTERM:
+            raise bfs.Terminated() from None
+        raise KeyboardInterrupt from None
+
+
+def _driver_heap_mb() -> int:
+    available = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return min(max(available // 4, 1024), 16 * 1024)
+
+
+def job_failure(e: BaseException) -> str | None:
+    """The one line a failed Spark job (a Py4J error from the JVM) is reported by, or None when
+    ``e`` is not one: the Java exception's own first line, e.g. 'Job 0 cancelled because
+    SparkContext was shut down' or 'java.lang.OutOfMemoryError: Java heap space'."""
+    if type(e).__module__.split(".")[0] != "py4j":
+        return None
+    text = str(e)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("at ")]
+    # Py4J's own line ("An error occurred while calling ...") first, then ": " and the Java
+    # exception the JVM raised, which is the cause
+    cause = next((ln.lstrip(": ") for ln in lines if ln.startswith(":")), None)
+    why = (cause or (lines[0] if lines else type(e).__name__))[:300]
+    if "OutOfMemoryError" in text:
+        why += "; the JVM ran out of heap: set SPARK_DRIVER_MEMORY (e.g. 8g) or use a cluster"
+    return why
 
 
 def stop_session():

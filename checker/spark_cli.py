@@ -8,7 +8,7 @@ import re
 from rich.console import Console
 from rich.table import Table
 
-from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED,  # noqa: F401
+from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED, PartFailed,  # noqa: F401
                             VIOLATED, BadInput, json_option, make_console, positive,
                             property_option, save_options, spec_option, variant_option)
 from kcheck.spark import SparkError
@@ -140,11 +140,23 @@ def check_on_spark(model, props, args, console, engine_name: str = "spark-slices
     else:
         live, update = _progress(console, args.verbose, "slices")
         run = lambda: spark.check(model, slices=args.slices, progress=update, **kw)
-    if live:
-        with live:
-            res = run()
-    else:
-        res = run()
+    # the session first: pyspark's SparkContext installs a SIGINT handler of its own (a Py4J call
+    # from inside the handler, then KeyboardInterrupt wherever the driver was), which the run's
+    # own handler must replace, not be replaced by
+    spark.session(kw["master"], args.verbose)
+    with spark.stop_on_signal():
+        try:
+            if live:
+                with live:
+                    res = run()
+            else:
+                res = run()
+        except Exception as e:
+            why = spark.job_failure(e)
+            if why is None:
+                raise
+            # a signal's cancellation is reported as the signal (stop_on_signal), not here
+            raise PartFailed(f"the Spark job failed: {why} (Spark's log: {spark.LOG})") from None
     from kcheck.quotient import domains_of
     if domains_of(model):
         res.quotient = "off"      # Spark searches the order-only domains up to their caps
