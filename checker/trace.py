@@ -205,7 +205,13 @@ def traces_of(res) -> dict:
     """The readable traces of a run's counterexamples (res.found), by property; a lasso keeps
     its loop."""
     model = getattr(res, "trace_model", None) or res.model
-    return {name: build(model, f.property, f.kind, f.initial, f.steps, loop_index=f.loop_index)
+    if not res.found:
+        return {}
+    # one executor for every trace, on the run's own compiled code when it is this model's
+    comp = getattr(res, "compiled", None)
+    ex = Executor(model, comp if comp is not None and comp.model is model else None)
+    return {name: build(model, f.property, f.kind, f.initial, f.steps, executor=ex,
+                        loop_index=f.loop_index)
             for name, f in res.found.items()}
 
 
