@@ -21,7 +21,8 @@ from kcheck.spec.lang import SpecError
 
 from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: F401
                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
-                            PartFailed, SaveFailed, json_option, model_options, out_dir, params,
+                            PartFailed, SaveFailed, add_engine_options, engine, json_option,
+                            model_options, out_dir, params, spark_progress,
                             make_console, positive, property_option, quotient_option,
                             save_options, symmetry_option)
 from kcheck.trace import traces_of
@@ -80,7 +81,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def register(sub) -> dict:
     """list, check, replay."""
-    from kcheck import spark_cli
     sub.add_parser("list", help="specs, parameters, variants, properties", parents=[json_option()])
 
     ck = sub.add_parser("check", help="explore a spec breadth-first and check its properties",
@@ -101,7 +101,7 @@ def register(sub) -> dict:
     ck.add_argument("--por", action="store_true",
                     help="partial-order reduction: expand ample sets of steps that commute with "
                          "the rest (same verdicts; a trace may be longer than the shortest)")
-    spark_cli.add_engine_options(ck)
+    add_engine_options(ck)
     ci_outputs.add_options(ck)
 
     rp = sub.add_parser("replay", help="re-execute a saved trace or a scenario", parents=[json_option()])
@@ -220,8 +220,7 @@ def result_json(res, traces) -> dict:
 
 
 def _run_one(spec, variant, params_, args, console):
-    from kcheck import spark_cli
-    from kcheck.bfs import search
+    from kcheck import run
     model = spec.instantiate(variant, params_)
     props = args.property
     if props:
@@ -231,22 +230,29 @@ def _run_one(spec, variant, params_, args, console):
                         if p in spec.progress else "")
                 raise BadInput(f"unknown property '{p}' for spec {spec.name}{hint}; properties: "
                                f"{', '.join(spec.properties)}")
-    engine = spark_cli.engine(args)
-    if engine != "bfs" and getattr(args, "checkpoint", None):
-        raise BadInput("--checkpoint is for the single-process search: leave out --spark")
-    if engine != "bfs" and getattr(args, "por", False):
-        raise BadInput("--por is for the single-process search: leave out --spark")
-    if engine != "bfs":
-        res = spark_cli.check_on_spark(model, props, args, console, engine)
-    else:
+    chosen = engine(args)
+    options = run.Options(properties=props, max_depth=args.max_depth, max_states=args.max_states,
+                          deadlock=args.deadlock or None,
+                          symmetry=not getattr(args, "no_symmetry", False),
+                          quotient=not getattr(args, "no_quotient", False),
+                          checkpoint=getattr(args, "checkpoint", None),
+                          por=getattr(args, "por", False), master=args.spark or "local[*]",
+                          slices=args.slices, verbose=args.verbose)
+    if chosen == "bfs":
         label = f"{spec.name}/{model.variant} ({', '.join(props) if props else 'every property'})"
         with Progress(label) as update:
-            res = search(model, props, args.max_depth, args.max_states, args.deadlock or None, update,
-                         checkpoint=getattr(args, "checkpoint", None),
-                         symmetry=not getattr(args, "no_symmetry", False),
-                         por=getattr(args, "por", False),
-                         quotient=not getattr(args, "no_quotient", False))
-    res.engine = engine
+            res = run.search(model, chosen, options, update)
+    else:
+        live, update = spark_progress(args.verbose,
+                                      None if chosen == "spark-ownership" else "slices")
+        if live is not None:
+            with live:
+                res = run.search(model, chosen, options, update)
+        else:
+            res = run.search(model, chosen, options, update)
+        # how the work was spread: on stderr beside a JSON document, else with the verdicts
+        line = res.distribution.line()
+        (make_console(stderr=True, soft_wrap=True) if args.json else console).print(line, markup=False)
     return res, traces_of(res)
 
 

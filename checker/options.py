@@ -6,13 +6,14 @@ Exit codes (one table for every command, README "Exit codes"): 0 every property 
 exhaustively / the trace reproduces / every verdict matches its record; 1 a property is violated /
 the trace does not reproduce / a verdict differs from its record; 2 bad input; 3 no violation
 found but the search was bounded (a limit, the memory watch, or a verdict that a search_bound cut
-could hide); 4 the broker could not be started (conform); 5 the results were printed but saving
+could hide); 4 a part kcheck runs failed (conform's broker, a Spark job); 5 the results were printed but saving
 them failed; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM): both after printing what was
 found."""
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import time
 
 from rich.console import Console
@@ -211,6 +212,89 @@ def model_options(all_variants: bool = False) -> list[argparse.ArgumentParser]:
 
 # Seconds between two plain progress lines when stderr is not a terminal (a CI log)
 PROGRESS_EVERY = 10.0
+
+
+# `kcheck check --engine`: the engines that answer check's question (every verdict, the same
+# shortest traces); --spark [MASTER] and --partition are the older spellings, kept as aliases
+ENGINES = ("bfs", "spark-slices", "spark-ownership")
+# the masters Spark accepts: a local one, a standalone cluster (host:port, or several for a
+# master with standbys), or a cluster manager's URL
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                     r"|spark://[^\s:/,]+:\d+(,[^\s:/,]+:\d+)*|yarn|(k8s|mesos)://\S+")
+
+
+def master(text: str) -> str:
+    """An argparse type: a Spark master URL. A wrong one is refused before anything starts (a
+    search small enough for the driver's prefix never reaches Spark, and would else succeed
+    with a master that cannot)."""
+    if not _MASTER.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Spark master; one of local[*], local[N], "
+            f"spark://HOST:PORT, yarn, k8s://..., mesos://...")
+    return text
+
+
+def add_engine_options(ck) -> None:
+    """check's options that choose the engine and configure Spark."""
+    ck.add_argument("--engine", choices=ENGINES, default=None,
+                    help="bfs: the single-process search (the default); spark-slices: Spark, "
+                         "slices of the initial states or of a frontier, each searched whole; "
+                         "spark-ownership: Spark, each state explored once by the owner of its "
+                         "fingerprint, level by level")
+    ck.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER", type=master,
+                    help="explore on Spark: local[*] by default, spark://host:port for a cluster "
+                         "(alone: --engine spark-slices)")
+    ck.add_argument("--slices", type=positive("--slices"), metavar="N",
+                    help="with a Spark engine: slices of the state space, or owners with "
+                         "spark-ownership (default: Spark's cores)")
+    ck.add_argument("--partition", choices=["slices", "ownership"], default=None,
+                    help="with --spark: the same as --engine spark-slices / spark-ownership")
+    ck.add_argument("--verbose", action="store_true", help="with a Spark engine: Spark's own log")
+
+
+def engine(args) -> str:
+    """The engine that check's options choose: --engine, or its aliases --spark/--partition."""
+    chosen = getattr(args, "engine", None)
+    partition = getattr(args, "partition", None)
+    if chosen is None:
+        if not getattr(args, "spark", None):
+            if partition or getattr(args, "slices", None):
+                raise BadInput("--partition needs --spark" if partition else "--slices needs --spark")
+            return "bfs"
+        return f"spark-{partition or 'slices'}"
+    if chosen == "bfs":
+        for flag in ("spark", "slices", "partition"):
+            if getattr(args, flag, None):
+                raise BadInput(f"--{flag} is for a Spark engine, not --engine bfs")
+        return chosen
+    if partition and f"spark-{partition}" != chosen:
+        raise BadInput(f"--partition {partition} contradicts --engine {chosen}; give one of them")
+    return chosen
+
+
+
+def spark_progress(verbose: bool, what: str | None):
+    """The progress of a Spark run: a status line on a terminal, lines on stderr with --verbose,
+    else nothing -> (a rich Live to enter or None, update function or None). ``what``: the unit
+    of work counted (slices, configurations); None for the ownership engine's levels."""
+    err = make_console(stderr=True)
+    live = None
+    if err.is_terminal:
+        from rich.live import Live
+        live = Live(console=err, transient=True, refresh_per_second=4)
+    elif not verbose:
+        return None, None
+
+    def say(msg: str):
+        live.update(msg) if live is not None else err.print(msg, markup=False)
+    if what is None:
+        def update(depth, distinct, frontier):
+            say(f"level {depth}: {distinct:,} distinct states, {frontier:,} new")
+    else:
+        def update(done, total, states):
+            say(f"{what} done {done}/{total}, {states:,} states so far"
+                + (" (duplicates included)" if live is not None else ""))
+    return live, update
 
 
 class Progress:

@@ -30,6 +30,67 @@ class Options:
     # the search stores order-only domains renumbered by rank, as check does unless --no-quotient
     # (checker/quotient.py): a verdict then covers every value of the domain, not up to its cap
     quotient: bool = True
+    # the single process only: a folder of checkpoints, the partial-order reduction
+    checkpoint: str | None = None
+    por: bool = False
+    # the Spark engines: the master, the slices (or owners), Spark's own log on stderr
+    master: str = "local[*]"
+    slices: int | None = None
+    verbose: bool = False
+
+
+ENGINES = ("bfs", "spark-slices", "spark-ownership")
+
+
+def search(model, engine: str = "bfs", options: Options | None = None, progress=None):
+    """The safety search of ``model`` by ``engine`` (one of ENGINES): the same SearchResult, the
+    same verdicts and shortest traces, whichever answers. ``progress``: the engine's progress
+    callback (bfs: depth, states, left in the level; Spark: see options.spark_progress)."""
+    from kcheck.options import BadInput
+    options = options or Options()
+    if engine == "bfs":
+        from kcheck.bfs import search as bfs_search
+        res = bfs_search(model, options.properties, options.max_depth, options.max_states,
+                         options.deadlock, progress, checkpoint=options.checkpoint,
+                         symmetry=options.symmetry, por=options.por, quotient=options.quotient)
+        res.engine = engine
+        return res
+    if engine not in ENGINES:
+        raise BadInput(f"unknown engine '{engine}'; engines: {', '.join(ENGINES)}")
+    for given, why in ((options.max_states, "--max-states bounds the single-process search; "
+                                            "with --spark use --max-depth"),
+                       (options.checkpoint, "--checkpoint is for the single-process search: "
+                                            "leave out --spark"),
+                       (options.por, "--por is for the single-process search: leave out --spark")):
+        if given:
+            raise BadInput(why)
+    from kcheck import spark
+    from kcheck.options import PartFailed
+    kw = dict(properties=options.properties, max_depth=options.max_depth,
+              deadlock=options.deadlock, master=options.master, verbose=options.verbose,
+              symmetry=options.symmetry, progress=progress)
+    # the session first: pyspark's SparkContext installs a SIGINT handler of its own (a Py4J call
+    # from inside the handler, then KeyboardInterrupt wherever the driver was), which the run's
+    # own handler must replace, not be replaced by
+    spark.session(options.master, options.verbose)
+    with spark.stop_on_signal():
+        try:
+            if engine == "spark-ownership":
+                from kcheck import spark_owner
+                res = spark_owner.check(model, owners=options.slices, **kw)
+            else:
+                res = spark.check(model, slices=options.slices, **kw)
+        except Exception as e:
+            why = spark.job_failure(e)
+            if why is None:
+                raise
+            # a signal's cancellation is reported as the signal (stop_on_signal), not here
+            raise PartFailed(f"the Spark job failed: {why} (Spark's log: {spark.LOG})") from None
+    from kcheck.quotient import domains_of
+    if domains_of(model):
+        res.quotient = "off"      # Spark searches the order-only domains up to their caps
+    res.engine = engine
+    return res
 
 
 @dataclass

@@ -5,73 +5,13 @@ from __future__ import annotations
 import itertools
 import re
 
-from rich.console import Console
 from rich.table import Table
 
-from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED, PartFailed,  # noqa: F401
-                            VIOLATED, BadInput, json_option, make_console, positive,
+from kcheck.options import (BAD_INPUT, BOUNDED, INTERRUPTED, OK, TERMINATED,  # noqa: F401
+                            VIOLATED, BadInput, json_option, make_console, master, positive, spark_progress,
                             property_option, save_options, spec_option, variant_option)
 from kcheck.spark import SparkError
 from kcheck.verdict import cell, exit_code, print_json
-
-# `kcheck check --engine`: the engines that answer check's question (every verdict, the same
-# shortest traces); --spark [MASTER] and --partition are the older spellings, kept as aliases
-ENGINES = ("bfs", "spark-slices", "spark-ownership")
-# the masters Spark accepts: a local one, a standalone cluster (host:port, or several for a
-# master with standbys), or a cluster manager's URL
-_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
-                     r"|spark://[^\s:/,]+:\d+(,[^\s:/,]+:\d+)*|yarn|(k8s|mesos)://\S+")
-
-
-def master(text: str) -> str:
-    """An argparse type: a Spark master URL. A wrong one is refused before anything starts (a
-    search small enough for the driver's prefix never reaches Spark, and would else succeed
-    with a master that cannot)."""
-    if not _MASTER.fullmatch(text):
-        import argparse
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a Spark master; one of local[*], local[N], "
-            f"spark://HOST:PORT, yarn, k8s://..., mesos://...")
-    return text
-
-
-def add_engine_options(ck) -> None:
-    """check's options that choose the engine and configure Spark."""
-    ck.add_argument("--engine", choices=ENGINES, default=None,
-                    help="bfs: the single-process search (the default); spark-slices: Spark, "
-                         "slices of the initial states or of a frontier, each searched whole; "
-                         "spark-ownership: Spark, each state explored once by the owner of its "
-                         "fingerprint, level by level")
-    ck.add_argument("--spark", nargs="?", const="local[*]", metavar="MASTER", type=master,
-                    help="explore on Spark: local[*] by default, spark://host:port for a cluster "
-                         "(alone: --engine spark-slices)")
-    ck.add_argument("--slices", type=positive("--slices"), metavar="N",
-                    help="with a Spark engine: slices of the state space, or owners with "
-                         "spark-ownership (default: Spark's cores)")
-    ck.add_argument("--partition", choices=["slices", "ownership"], default=None,
-                    help="with --spark: the same as --engine spark-slices / spark-ownership")
-    ck.add_argument("--verbose", action="store_true", help="with a Spark engine: Spark's own log")
-
-
-def engine(args) -> str:
-    """The engine that check's options choose: --engine, or its aliases --spark/--partition."""
-    chosen = getattr(args, "engine", None)
-    partition = getattr(args, "partition", None)
-    if chosen is None:
-        if not getattr(args, "spark", None):
-            if partition or getattr(args, "slices", None):
-                raise SparkError("--partition needs --spark" if partition else "--slices needs --spark")
-            return "bfs"
-        return f"spark-{partition or 'slices'}"
-    if chosen == "bfs":
-        for flag in ("spark", "slices", "partition"):
-            if getattr(args, flag, None):
-                raise BadInput(f"--{flag} is for a Spark engine, not --engine bfs")
-        return chosen
-    if partition and f"spark-{partition}" != chosen:
-        raise BadInput(f"--partition {partition} contradicts --engine {chosen}; give one of them")
-    return chosen
-
 
 def register(subparsers) -> dict:
     sw = subparsers.add_parser("sweep", help="check a spec over a range of parameters, on Spark "
@@ -90,82 +30,6 @@ def register(subparsers) -> dict:
                     help="every configuration a Spark task: local[*] by default, spark://host:port")
     sw.add_argument("--verbose", action="store_true", help="with --spark: Spark's own log")
     return {"sweep": cmd_sweep}
-
-
-def _progress(console: Console, verbose: bool, what: str):
-    """A status line on a terminal, lines on stderr with --verbose, else nothing."""
-    err = make_console(stderr=True)
-    if err.is_terminal:
-        from rich.live import Live
-        live = Live(console=err, transient=True, refresh_per_second=4)
-
-        def update(done, total, states):
-            live.update(f"{what} done {done}/{total}, {states:,} states so far (duplicates included)")
-        return live, update
-    if verbose:
-        def update(done, total, states):
-            err.print(f"{what} done {done}/{total}, {states:,} states so far", markup=False)
-        return None, update
-    return None, None
-
-
-def _level_progress(verbose: bool):
-    """Like _progress, per level of the ownership mode."""
-    err = make_console(stderr=True)
-    if err.is_terminal or verbose:
-        live = None
-        if err.is_terminal:
-            from rich.live import Live
-            live = Live(console=err, transient=True, refresh_per_second=4)
-
-        def update(depth, distinct, frontier):
-            msg = f"level {depth}: {distinct:,} distinct states, {frontier:,} new"
-            live.update(msg) if live else err.print(msg, markup=False)
-        return live, update
-    return None, None
-
-
-def check_on_spark(model, props, args, console, engine_name: str = "spark-slices"):
-    """`kcheck check --engine spark-*`: the SearchResult the single-process search would give."""
-    from kcheck import spark
-    if getattr(args, "max_states", None):
-        raise SparkError("--max-states bounds the single-process search; with --spark use --max-depth")
-    kw = dict(properties=props, max_depth=args.max_depth, deadlock=args.deadlock or None,
-              master=args.spark or "local[*]", verbose=args.verbose,
-              symmetry=not getattr(args, "no_symmetry", False))
-    if engine_name == "spark-ownership":
-        from kcheck import spark_owner
-        live, update = _level_progress(args.verbose)
-        run = lambda: spark_owner.check(model, owners=args.slices, progress=update, **kw)
-    else:
-        live, update = _progress(console, args.verbose, "slices")
-        run = lambda: spark.check(model, slices=args.slices, progress=update, **kw)
-    # the session first: pyspark's SparkContext installs a SIGINT handler of its own (a Py4J call
-    # from inside the handler, then KeyboardInterrupt wherever the driver was), which the run's
-    # own handler must replace, not be replaced by
-    spark.session(kw["master"], args.verbose)
-    with spark.stop_on_signal():
-        try:
-            if live:
-                with live:
-                    res = run()
-            else:
-                res = run()
-        except Exception as e:
-            why = spark.job_failure(e)
-            if why is None:
-                raise
-            # a signal's cancellation is reported as the signal (stop_on_signal), not here
-            raise PartFailed(f"the Spark job failed: {why} (Spark's log: {spark.LOG})") from None
-    from kcheck.quotient import domains_of
-    if domains_of(model):
-        res.quotient = "off"      # Spark searches the order-only domains up to their caps
-    line = res.distribution.line()
-    if args.json:
-        make_console(stderr=True, soft_wrap=True).print(line, markup=False)
-    else:
-        console.print(line, markup=False)
-    return res
 
 
 def _values(name: str, text: str) -> range | list[int]:
@@ -234,7 +98,7 @@ def cmd_sweep(args, console) -> int:
             raise SparkError(f"unknown property '{p}' for spec {spec.name}; properties: "
                              f"{', '.join(spec.properties)}")
     swept, configs = configurations(spec, args.param)
-    live, update = _progress(console, args.verbose, "configurations")
+    live, update = spark_progress(args.verbose, "configurations")
     kw = dict(properties=args.property, max_depth=args.max_depth, deadlock=args.deadlock or None,
               master=args.spark, verbose=args.verbose, progress=update)
     stopped = None

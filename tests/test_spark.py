@@ -283,7 +283,7 @@ def test_a_string_that_is_no_master_is_refused_before_the_search():
         p = kcheck(*argv)
         assert p.returncode == 2, argv
         assert "is not a Spark master" in p.stderr and len(p.stderr.strip().splitlines()) == 1
-    from kcheck.spark_cli import master
+    from kcheck.options import master
     for ok in ("local", "local[*]", "local[2]", "local[2,3]", "spark://h:7077",
                "spark://a:7077,b:7077", "yarn", "k8s://https://k:443", "mesos://m:5050"):
         assert master(ok) == ok
