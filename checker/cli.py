@@ -219,41 +219,43 @@ def result_json(res, traces) -> dict:
     return from_search(res, traces, getattr(res, "engine", None) or "bfs").to_json()
 
 
+def _known_properties(spec, props) -> None:
+    for p in props or ():
+        if p not in spec.properties:
+            hint = (f" ('{p}' is a progress property: use 'kcheck progress')"
+                    if p in spec.progress else "")
+            raise BadInput(f"unknown property '{p}' for spec {spec.name}{hint}; properties: "
+                           f"{', '.join(spec.properties)}")
+
+
 def _run_one(spec, variant, params_, args, console):
+    """One variant checked as check's options say (run.run_variant) -> run.VariantRun."""
     from kcheck import run
-    model = spec.instantiate(variant, params_)
-    props = args.property
-    if props:
-        for p in props:
-            if p not in spec.properties:
-                hint = (f" ('{p}' is a progress property: use 'kcheck progress')"
-                        if p in spec.progress else "")
-                raise BadInput(f"unknown property '{p}' for spec {spec.name}{hint}; properties: "
-                               f"{', '.join(spec.properties)}")
+    _known_properties(spec, args.property)
     chosen = engine(args)
-    options = run.Options(properties=props, max_depth=args.max_depth, max_states=args.max_states,
-                          deadlock=args.deadlock or None,
+    options = run.Options(properties=args.property, max_depth=args.max_depth,
+                          max_states=args.max_states, deadlock=args.deadlock or None,
                           symmetry=not getattr(args, "no_symmetry", False),
                           quotient=not getattr(args, "no_quotient", False),
                           checkpoint=getattr(args, "checkpoint", None),
                           por=getattr(args, "por", False), master=args.spark or "local[*]",
                           slices=args.slices, verbose=args.verbose)
     if chosen == "bfs":
-        label = f"{spec.name}/{model.variant} ({', '.join(props) if props else 'every property'})"
+        label = (f"{spec.name}/{spec.instantiate(variant, params_).variant} "
+                 f"({', '.join(args.property) if args.property else 'every property'})")
         with Progress(label) as update:
-            res = run.search(model, chosen, options, update)
+            return run.run_variant(spec, variant, params_, options, engine=chosen,
+                                   search_progress=update)
+    live, update = spark_progress(args.verbose, None if chosen == "spark-ownership" else "slices")
+    if live is not None:
+        with live:
+            vr = run.run_variant(spec, variant, params_, options, engine=chosen, search_progress=update)
     else:
-        live, update = spark_progress(args.verbose,
-                                      None if chosen == "spark-ownership" else "slices")
-        if live is not None:
-            with live:
-                res = run.search(model, chosen, options, update)
-        else:
-            res = run.search(model, chosen, options, update)
-        # how the work was spread: on stderr beside a JSON document, else with the verdicts
-        line = res.distribution.line()
-        (make_console(stderr=True, soft_wrap=True) if args.json else console).print(line, markup=False)
-    return res, traces_of(res)
+        vr = run.run_variant(spec, variant, params_, options, engine=chosen, search_progress=update)
+    # how the work was spread: on stderr beside a JSON document, else with the verdicts
+    line = vr.search.distribution.line()
+    (make_console(stderr=True, soft_wrap=True) if args.json else console).print(line, markup=False)
+    return vr
 
 
 def _writable_folder(folder: str) -> None:
@@ -308,7 +310,8 @@ def cmd_check(args, console) -> int:
     for name in names:
         spec = load_spec(name)
         if not all_variants:
-            res, traces = _run_one(spec, args.variant, params_, args, console)
+            vr = _run_one(spec, args.variant, params_, args, console)
+            res, traces = vr.search, vr.traces
             run = from_search(res, traces, res.engine)
             ci_outputs.record_check(args, res, traces, against_record=False)
             # results first: a failed save must not lose them
@@ -328,12 +331,12 @@ def cmd_check(args, console) -> int:
             return _exit_for(res)
         results, all_traces, diffs = [], {}, []
         for v in spec.variants:
-            res, traces = _run_one(spec, v, params_, args, console)
+            vr = _run_one(spec, v, params_, args, console)
+            res, traces, d = vr.search, vr.traces, vr.diffs
             run = from_search(res, traces, res.engine)
             ci_outputs.record_check(args, res, traces, against_record=True)
             results.append(res)
             all_traces[v] = traces
-            d = run.record_differences()
             diffs += d
             if args.json_lines:
                 print_json({**run.to_json(), "record": {"matches": not d, "differences": d}},

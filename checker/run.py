@@ -141,34 +141,44 @@ def progress_of(spec, variant: str | None, params: dict | None, options: Options
     return res, traces_of(res)
 
 
-def run_variants(spec, variants: list[str | None] | None = None, params: dict | None = None,
-                 options: Options | None = None, progress: bool = True, prove: bool = False,
-                 on_variant=None) -> list[VariantRun]:
-    """Each variant (every one by default) searched, its progress checked (unless ``progress``
-    is false, or the spec has nothing to check there), optionally its safety properties proved,
-    and its verdicts compared with the spec's record."""
-    from kcheck.bfs import search
+def run_variant(spec, variant: str | None, params: dict | None = None,
+                options: Options | None = None, progress: bool = False, prove: bool = False,
+                engine: str = "bfs", search_progress=None) -> VariantRun:
+    """One variant searched by ``engine``, its progress checked when ``progress`` (and the spec
+    has something to check there), optionally its safety properties proved, and its verdicts
+    compared with the spec's record: the one place a front end's "variant x engine x record"
+    step is done. ``search_progress``: the engine's progress callback."""
     from kcheck.trace import traces_of
     from kcheck.verdict import record_differences
     options = options or Options()
+    model = spec.instantiate(variant, params)
+    res = search(model, engine, options, search_progress)
+    run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
+                     model.params.as_dict(), res, traces_of(res))
+    if progress and (spec.progress or spec.check_deadlock) and not res.interrupted:
+        run.progress, run.progress_traces = progress_of(spec, model.variant, params, options)
+        run.graph = run.progress.graph
+    # once per property (deadlock is both the search's and the graph's: the search's counts)
+    run.diffs = record_differences(spec, model.variant, run.verdicts)
+    if prove and not res.interrupted:
+        from kcheck.symbolic import prove as prove_one
+        from kcheck.verdict import Verdict
+        for p in spec.properties:
+            if not spec.properties[p].lemma and res.status(p) != Verdict.VIOLATED:
+                run.proofs.append(prove_one(model, p))
+    return run
+
+
+def run_variants(spec, variants: list[str | None] | None = None, params: dict | None = None,
+                 options: Options | None = None, progress: bool = True, prove: bool = False,
+                 on_variant=None) -> list[VariantRun]:
+    """Each variant (every one by default) through run_variant, in order, until one is stopped
+    by a signal."""
     runs = []
     for variant in (variants or list(spec.variants) or [None]):
-        model = spec.instantiate(variant, params)
         if on_variant:
-            on_variant(model.variant)
-        res = search(model, options.properties, options.max_depth, options.max_states,
-                     options.deadlock, symmetry=options.symmetry, quotient=options.quotient)
-        run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
-                         model.params.as_dict(), res, traces_of(res))
-        if progress and (spec.progress or spec.check_deadlock):
-            run.progress, run.progress_traces = progress_of(spec, model.variant, params, options)
-            run.graph = run.progress.graph
-        # once per property (deadlock is both the search's and the graph's: the search's counts)
-        run.diffs = record_differences(spec, model.variant, run.verdicts)
-        if prove:
-            from kcheck.symbolic import prove as prove_one
-            for p in spec.properties:
-                if not spec.properties[p].lemma and res.status(p) != "violated":
-                    run.proofs.append(prove_one(model, p))
-        runs.append(run)
+            on_variant(spec.instantiate(variant, params).variant)
+        runs.append(run_variant(spec, variant, params, options, progress, prove))
+        if runs[-1].search.interrupted:
+            break
     return runs
