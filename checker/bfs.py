@@ -33,7 +33,7 @@ from kcheck.compile import Compiled
 from kcheck.quotient import covers as quotient_covers
 from kcheck.explore import DEADLOCK, storage_kind  # noqa: F401  (public names of this module)
 from kcheck.layout import initial_words, layout_of
-from kcheck.verdict import Counterexample, RunResult, sometimes_status
+from kcheck.verdict import Counterexample, RunResult, Verdict, sometimes_status
 from kcheck.spec.lang import Model
 
 
@@ -107,19 +107,19 @@ class SearchResult(RunResult):
         """The actions with no instance for these parameters (every guard is false)."""
         return explore.disabled_actions(self.model)
 
-    def status(self, prop: str) -> str:
+    def status(self, prop: str) -> Verdict:
         if prop in self.found:
-            st = "violated"
+            st = Verdict.VIOLATED
         elif prop == DEADLOCK and self.cut_only_states:
-            st = "bounded"
+            st = Verdict.BOUNDED
         else:
-            st = "holds" if self.exhaustive else "bounded"
+            st = Verdict.HOLDS if self.exhaustive else Verdict.BOUNDED
         return sometimes_status(self.model.spec, prop, st)   # a witness of a sometimes: reached
 
     def reason(self, prop: str) -> str | None:
         """Why a property not violated is 'bounded', in one sentence (None when it holds or is
         violated)."""
-        if self.status(prop) != "bounded":
+        if self.status(prop) is not Verdict.BOUNDED:
             return None
         if prop == DEADLOCK and self.exhaustive:
             return (f"{self.cut_only_states:,} states have no step but ones that leave a search "

@@ -26,7 +26,7 @@ from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK, 
                             make_console, positive, property_option, quotient_option,
                             save_options, symmetry_option)
 from kcheck.trace import traces_of
-from kcheck.verdict import exit_code, from_search, print_json
+from kcheck.verdict import Verdict, exit_code, from_search, print_json
 from kcheck.verdict import search_differences as compare_record  # noqa: F401
 
 # The one registry of commands: each module has register(subparsers) -> {command: handler},
@@ -360,7 +360,7 @@ def cmd_check(args, console) -> int:
             break
         codes.append(VIOLATED if diffs else
                      BOUNDED if any((not r.exhaustive and r.stop_reason != "all-violated") or
-                                    any(r.status(p) == "bounded" for p in r.properties)
+                                    any(r.status(p) is Verdict.BOUNDED for p in r.properties)
                                     for r in results)
                      else OK)
     if args.json:

@@ -472,12 +472,12 @@ def _decide(sg: StateGraph, prop: Progress):
     finds a fair cycle, the verdict is 'bounded' (with the reason), not 'holds'."""
     lasso = _find_lasso(sg, prop, relaxed=False)
     if lasso is not None:
-        return "violated", lasso, None
+        return Verdict.VIOLATED, lasso, None
     if sg.cut_bits is None or not sg.cut_bits.any():
-        return "holds", None, None
+        return Verdict.HOLDS, None, None
     alt = _find_lasso(sg, prop, relaxed=True)
     if alt is None:
-        return "holds", None, None
+        return Verdict.HOLDS, None, None
     fair = fair_mask(sg.model, prop)
     nbytes = sg.cut_bits.shape[1]
     fair_bytes = _mask_bytes(fair, nbytes)
@@ -485,7 +485,7 @@ def _decide(sg: StateGraph, prop: Progress):
                               "little")
     names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
     bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
-    return "bounded", None, (
+    return Verdict.BOUNDED, None, (
         f"holds only because fair steps of {', '.join(names) or 'some action'} that leave the "
         f"search bound ({', '.join(bounds)}) count as enabled: counted as disabled, a fair cycle "
         f"violates it ({len(alt.steps)} steps); the protocol beyond the bound was not examined")

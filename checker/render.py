@@ -12,7 +12,7 @@ from rich.text import Text
 
 from kcheck.layout import layout_of
 from kcheck.trace import Trace, relative_spec_ref, to_json as trace_json
-from kcheck.verdict import cell, differs_from_record
+from kcheck.verdict import Verdict, cell, differs_from_record
 
 if TYPE_CHECKING:     # a type only: the search imports nothing of this module
     from kcheck.bfs import SearchResult
@@ -77,7 +77,7 @@ def stats_line(r: SearchResult) -> str:
 
 def verdict_cell(r: SearchResult, prop: str, traces: dict) -> str:
     st = r.status(prop)
-    return cell(st, len(traces[prop]) if st in ("violated", "reached") else None)
+    return cell(st, len(traces[prop]) if st in (Verdict.VIOLATED, Verdict.REACHED) else None)
 
 
 def loop_sentence(tr: Trace) -> str:
@@ -118,7 +118,7 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
             if why:
                 console.print(f"{p}: no violation (bounded): {why}", markup=False)
     for p, tr in traces.items():
-        what = "witness" if r.status(p) == "reached" else "counterexample"
+        what = "witness" if r.status(p) is Verdict.REACHED else "counterexample"
         console.print(trace_table(tr, f"Shortest {what} for {p} ({len(tr)} steps)"))
         if p in saved:
             console.print(f"saved: {saved[p]}")
@@ -155,12 +155,12 @@ def print_matrix(console: Console, spec, results: list[SearchResult], traces: di
                 text += " (≠ record)"
             cells.append(text)
         if lemmas:
-            broken = [p for p in lemmas if r.status(p) == "violated"]
+            broken = [p for p in lemmas if r.status(p) is Verdict.VIOLATED]
             cells.append("all hold" if not broken and r.exhaustive else
                          "no violation (bounded)" if not broken else
                          "VIOLATED: " + ", ".join(
                              f"{p} ({len(traces.get(v, {})[p])} steps)"
-                             + (" (≠ record)" if differs_from_record(spec, v, p, "violated") else "")
+                             + (" (≠ record)" if differs_from_record(spec, v, p, Verdict.VIOLATED) else "")
                              for p in broken))
         note = "" if r.exhaustive else " (stopped: all violated)" if r.stop_reason == "all-violated" \
             else f" ({r.stop_reason})"

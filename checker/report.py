@@ -23,6 +23,7 @@ from kcheck.render import asset
 from kcheck.run import VariantRun
 from kcheck.trace import Trace
 from kcheck.spec.lang import Spec, SpecError
+from kcheck.verdict import Verdict
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,16 +106,16 @@ def _steps(n: int) -> str:
 
 def _cell(status: str, trace: Trace | None, spec, variant: str, prop: str,
           note: str | None = None) -> str:
-    from kcheck.verdict import cell, differs_from_record
+    from kcheck.verdict import Verdict, cell, differs_from_record
     expected = bool(spec.variants) and prop in spec.variants[variant].expected_violations
     differs = differs_from_record(spec, variant, prop, status) is not None
     text = cell(status, len(trace) if trace is not None else None,
                 lasso=trace is not None and trace.loop_index is not None)
-    if status == "violated":
+    if status == Verdict.VIOLATED:
         text = f'<a href="#{_anchor(variant, prop)}">{text}</a>'
     cls = f"verdict {status}" + (" differs" if differs else "")
     rec = ' <span class="record">≠ record</span>' if differs else \
-        (' <span class="recorded">recorded</span>' if expected and status == "violated" else "")
+        (' <span class="recorded">recorded</span>' if expected and status == Verdict.VIOLATED else "")
     title = f' title="{_e(note)}"' if note else ""
     return (f'<td class="{cls}" data-variant="{_e(variant)}" data-property="{_e(prop)}"{title} '
             f'data-status="{_e(status)}" data-matches-record="{str(not differs).lower()}">{text}{rec}</td>')
@@ -141,7 +142,7 @@ def _matrix(rep: SpecReport) -> str:
         cells += [_cell(r.progress.status(p), r.progress_traces.get(p), spec, r.variant, p,
                         r.progress.reason(p)) for p in prog]
         if lemmas:
-            broken = [p for p in lemmas if r.search.status(p) == "violated"]
+            broken = [p for p in lemmas if r.search.status(p) is Verdict.VIOLATED]
             bad = [p for p in broken if p not in exp]
             text = ("all hold" if not broken and r.search.exhaustive else
                     "no violation (bounded)" if not broken else
@@ -280,7 +281,7 @@ def _counterexample(spec: Spec, variant: str, prop: str, tr: Trace, progress=Non
     v = spec.variants.get(variant)
     finding = v.findings.get(prop) if v else None
     # a sometimes property's trace is its witness: reached, which the record may expect
-    status = sometimes_status(spec, prop, "violated")
+    status = sometimes_status(spec, prop, Verdict.VIOLATED)
     recorded = differs_from_record(spec, variant, prop, status) is None
     kind = "lasso" if tr.loop_index is not None else tr.kind or ""
     loop = ""
@@ -522,7 +523,7 @@ def _undecided(rep: SpecReport) -> str | None:
         res, where = r.search, f"{rep.spec.name}/{r.variant}"
         if not res.exhaustive and res.stop_reason != "all-violated":
             return f"the search of {where} stopped early ({res.reason(next(iter(res.properties)))})"
-        bounded = [p for p in res.properties if res.status(p) == "bounded"]
+        bounded = [p for p in res.properties if res.status(p) is Verdict.BOUNDED]
         if bounded:
             return f"{where}: {bounded[0]} {res.reason(bounded[0])}"
         if r.progress is not None and unrecorded_bounded(rep.spec, r.variant, r.progress.verdicts):

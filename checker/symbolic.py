@@ -710,17 +710,17 @@ class BmcResult(RunResult):
     search_bounds_kept: bool = False
     lemmas_assumed: list[str] = field(default_factory=list)   # inductive lemmas asserted per state
 
-    def status(self, prop: str) -> str:
+    def status(self, prop: str) -> Verdict:
         if prop in self.found:
-            st = "violated"
+            st = Verdict.VIOLATED
         elif self.inconclusive:
-            st = "unknown"
+            st = Verdict.UNKNOWN
         else:
-            st = "holds" if self.exhaustive else "bounded"
+            st = Verdict.HOLDS if self.exhaustive else Verdict.BOUNDED
         return sometimes_status(self.model.spec, prop, st)   # a witness of a sometimes: reached
 
     def reason(self, prop: str) -> str | None:
-        return self.inconclusive if self.status(prop) == "unknown" else None
+        return self.inconclusive if self.status(prop) is Verdict.UNKNOWN else None
 
     def kind(self, prop: str) -> str:
         return self.found[prop].kind if prop in self.found else super().kind(prop)

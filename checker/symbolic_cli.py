@@ -407,7 +407,7 @@ def cmd_bmc(args, console) -> int:
         t.add_column("meaning")
         for p in res.properties:
             st = res.status(p)
-            text = cell(st, len(res.found[p].path.steps) if st in ("violated", "reached") else None,
+            text = cell(st, len(res.found[p].path.steps) if st in (Verdict.VIOLATED, Verdict.REACHED) else None,
                         bounded=f"no violation up to depth {res.depth}")
             doc = spec.properties[p].doc if p in spec.properties else "no reachable state without a successor"
             t.add_row(p, text, Text(doc))

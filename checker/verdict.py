@@ -85,14 +85,15 @@ def cell(status: str, length: int | None = None, lasso: bool = False,
             Verdict.NOT_DRIVABLE: "not drivable", Verdict.NOT_REACHED: "NOT REACHED"}[status]
 
 
-def sometimes_status(spec, prop: str, status: str) -> str:
+def sometimes_status(spec, prop: str, status: str) -> Verdict:
     """A property's verdict from an engine's status. The engines check a ``sometimes`` property
     as the invariant "never P" (spec.lang), so for one their "violated" is "reached" (the
     counterexample is the witness) and their "holds" is "not reached"."""
+    status = Verdict(status)
     p = spec.properties.get(prop)
     if p is None or p.kind != "sometimes":
         return status
-    return {"violated": Verdict.REACHED.value, "holds": Verdict.NOT_REACHED.value}.get(str(status), status)
+    return {Verdict.VIOLATED: Verdict.REACHED, Verdict.HOLDS: Verdict.NOT_REACHED}.get(status, status)
 
 
 # ---------------------------------------------------------------------------------------------
