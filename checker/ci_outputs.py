@@ -45,7 +45,12 @@ class Case:
 
 def _writable(opt):
     def conv(s):
-        parent = Path(s).resolve().parent
+        try:
+            parent = Path(s).resolve().parent
+            parent.is_dir() and Path(s).is_dir()
+        except (OSError, ValueError) as e:     # a name too long, a NUL byte
+            raise argparse.ArgumentTypeError(f"{opt} {s[:60]}...: not a file name kcheck can "
+                                             f"write ({getattr(e, 'strerror', None) or e})") from None
         if not parent.is_dir():
             # refused before the search runs, not after it
             raise argparse.ArgumentTypeError(f"{opt} {s}: directory {parent} does not exist")

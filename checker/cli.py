@@ -19,7 +19,7 @@ from kcheck import ci_outputs
 from kcheck.spec import SHIPPED
 from kcheck.spec.lang import SpecError
 
-from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK,  # noqa: F401
+from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK, path_value,  # noqa: F401
                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
                             PartFailed, SaveFailed, add_engine_options, engine, json_option,
                             model_options, out_dir, params, spark_progress,
@@ -95,7 +95,7 @@ def register(sub) -> dict:
     ck.add_argument("--json-lines", action="store_true",
                     help="one JSON object per variant, printed as each finishes (a killed run "
                          "keeps what it finished)")
-    ck.add_argument("--checkpoint", metavar="DIR",
+    ck.add_argument("--checkpoint", metavar="DIR", type=path_value("--checkpoint"),
                     help="write the search's state to DIR at level ends (at most once a minute) "
                          "and resume from DIR's checkpoint when there is one")
     ck.add_argument("--por", action="store_true",

@@ -14,7 +14,7 @@ from rich.text import Text
 from kcheck import ci_outputs
 from kcheck.layout import layout_of
 from kcheck.bfs import Terminated
-from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput,
+from kcheck.options import (BOUNDED, INTERRUPTED, OK, TERMINATED, VIOLATED, BadInput, path_value,
                             SaveFailed, json_option, make_console, model_options, out_dir, params,
                             positive,
                             property_option, save_options, symmetry_option)
@@ -30,7 +30,7 @@ def register(sub) -> dict:
                    help="the graph's file format (default dot)")
     g.add_argument("--max-nodes", type=positive("--max-nodes"), default=100_000,
                    help="refuse graphs with more states than this (default 100,000)")
-    g.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    g.add_argument("-o", "--output", metavar="FILE", type=path_value("-o"), help="write here instead of standard output")
 
     p = sub.add_parser("progress", help="check progress properties under weak fairness, and "
                                         "deadlocks, on the reachable state graph",

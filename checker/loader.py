@@ -58,6 +58,14 @@ def _old_import(e: ModuleNotFoundError, path: Path) -> str | None:
 MAX_SPEC_BYTES = 16 << 20
 
 
+def _is_file(path: str) -> bool:
+    """Path.is_file, False for a name the system refuses to look up (too long, a NUL byte)."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def load_spec(name_or_path: str) -> Spec:
     if name_or_path in SHIPPED:
         try:
@@ -72,11 +80,14 @@ def load_spec(name_or_path: str) -> Spec:
         except Exception as e:
             raise SpecError(f"{user_line(e)}: loading spec {name_or_path} raised "
                             f"{type(e).__name__}: {e}") from None
-    elif name_or_path.endswith(".py") or "/" in name_or_path or Path(name_or_path).is_file() \
-            or Path(name_or_path + ".py").is_file():
+    elif name_or_path.endswith(".py") or "/" in name_or_path or _is_file(name_or_path) \
+            or _is_file(name_or_path + ".py"):
         path = Path(name_or_path)
-        if not path.is_file() and not name_or_path.endswith(".py") and Path(name_or_path + ".py").is_file():
+        if not _is_file(name_or_path) and not name_or_path.endswith(".py") and _is_file(name_or_path + ".py"):
             path = Path(name_or_path + ".py")
+        if len(name_or_path.encode()) > 4096 or any(len(part.encode()) > 255 for part in path.parts):
+            raise SpecError(f"spec path {name_or_path[:60]}... is longer than a file name can be; "
+                            f"give the path of a spec module or a shipped spec: {', '.join(SHIPPED)}")
         if path.is_dir():
             raise SpecError(f"{name_or_path} is a folder; give the path of a spec module (a .py "
                             f"file) or a shipped spec: {', '.join(SHIPPED)}")

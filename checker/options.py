@@ -74,6 +74,20 @@ class Parser(argparse.ArgumentParser):
                        if " " in self.prog else f"{message} (see 'kcheck --help')")
 
 
+def path_value(opt: str):
+    """An argparse type: a file or folder name the system can look up. One longer than it allows
+    (a name over 255 bytes, a path over 4096) made pathlib raise 'File name too long' from inside
+    an existence check, a traceback; a NUL byte made it raise ValueError."""
+    def conv(s):
+        raw = s.encode("utf-8", "surrogateescape")
+        if b"\0" in raw or len(raw) > 4096 or any(len(part) > 255 for part in raw.split(b"/")):
+            raise argparse.ArgumentTypeError(
+                f"{opt} {s[:40]}{'...' if len(s) > 40 else ''}: not a path the system accepts "
+                f"(a name is at most 255 bytes, a path 4096, with no NUL byte)")
+        return s
+    return conv
+
+
 def positive(name: str, most: int | None = None, least: int = 1):
     """An argparse type: an integer from ``least`` (a positive integer by default) up to
     ``most`` when given, named in the error with the range that is valid."""
@@ -180,7 +194,7 @@ def save_options(what: str = "counterexamples under counterexamples/<spec>/<vari
     """--save and --out DIR (an --out without --save is refused by out_dir)."""
     p = _parent()
     p.add_argument("--save", action="store_true", help=f"save {what}")
-    p.add_argument("--out", default=default_out,
+    p.add_argument("--out", default=default_out, type=path_value("--out"),
                    help=f"where --save writes (default {default_out or 'counterexamples'})")
     return p
 

@@ -388,8 +388,15 @@ def _conformance(rep: SpecReport) -> str:
 def load_conformance(path: str) -> dict:
     """The JSON that `kcheck conform --json` prints."""
     from kcheck.options import BadInput
+    from kcheck.trace import MAX_TRACE_BYTES
     try:
-        doc = json.loads(Path(path).read_text())
+        # capped as a trace is: /dev/zero or /dev/full would be read for ever
+        with open(path, "rb") as f:
+            raw = f.read(MAX_TRACE_BYTES + 1)
+        if len(raw) > MAX_TRACE_BYTES:
+            raise BadInput(f"--conformance {path}: larger than {MAX_TRACE_BYTES >> 20} MB; give the "
+                           f"output of 'kcheck conform SPEC --json'")
+        doc = json.loads(raw.decode("utf-8", errors="replace"))
     except OSError as e:
         raise BadInput(f"--conformance {path}: cannot read it ({e.strerror})") from None
     except json.JSONDecodeError as e:
@@ -447,20 +454,20 @@ def render_index(pages: list[tuple[str, str, bool]]) -> str:
 # The command
 
 def register(sub) -> dict:
-    from kcheck.options import param_option, positive
+    from kcheck.options import param_option, path_value, positive
     r = sub.add_parser("report", help="write a self-contained HTML report per spec (verdict matrix, "
                                       "counterexamples with diagrams, proofs, known bugs, statistics)",
                        parents=[param_option()])
     r.add_argument("spec", nargs="?", default="all",
                    help="a shipped spec name, 'all' (the default), or the path of a spec module")
-    r.add_argument("-o", "--output", required=True, metavar="DIR", help="directory to write the pages to")
+    r.add_argument("-o", "--output", required=True, metavar="DIR", type=path_value("-o"), help="directory to write the pages to")
     r.add_argument("--max-states", type=positive("--max-states"), metavar="N",
                    help="stop each search after N distinct states (the page then says bounded)")
     r.add_argument("--no-progress", action="store_true", help="skip the progress properties (state graph)")
     r.add_argument("--prove", action="store_true", help="also run k-induction on every property not violated")
-    r.add_argument("--conformance", metavar="FILE",
+    r.add_argument("--conformance", metavar="FILE", type=path_value("--conformance"),
                    help="also show these conformance results (the output of 'kcheck conform SPEC --json')")
-    r.add_argument("--saved", default="counterexamples", metavar="DIR",
+    r.add_argument("--saved", default="counterexamples", metavar="DIR", type=path_value("--saved"),
                    help="where saved counterexamples are read from (default counterexamples)")
     return {"report": cmd_report}
 
@@ -473,8 +480,13 @@ def cmd_report(args, console) -> int:
     params = parse_params(args.param)
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"-o {args.output}: exists and is not a directory; give a directory to write the pages to")
+    try:
+        if out.exists() and not out.is_dir():
+            raise BadInput(f"-o {args.output}: exists and is not a directory; give a directory to "
+                           f"write the pages to")
+    except OSError as e:      # a name the system refuses (too long)
+        raise BadInput(f"-o {args.output[:60]}...: not a directory name kcheck can use "
+                       f"({e.strerror})") from None
     specs = [load_spec(n) for n in names]
     conformance = load_conformance(args.conformance) if args.conformance else None
     if conformance is not None and len(specs) > 1:

@@ -150,9 +150,10 @@ def write(name: str, directory: Path) -> list[Path]:
 
 
 def register(sub) -> dict:
+    from kcheck.options import path_value
     n = sub.add_parser("new", help="write a small, checkable spec to start from, with its test and a scenario")
     n.add_argument("name", help="the spec's name: a Python identifier, e.g. my_protocol")
-    n.add_argument("--dir", default=".", help="where to write the files (default: here)")
+    n.add_argument("--dir", default=".", type=path_value("--dir"), help="where to write the files (default: here)")
     n.add_argument("--force", action="store_true", help="overwrite files that exist")
     return {"new": cmd_new}
 

@@ -14,7 +14,7 @@ from kcheck.trace import random_walk
 
 
 def register(sub) -> dict:
-    from kcheck.options import json_option, model_options, positive
+    from kcheck.options import json_option, model_options, path_value, positive
     w = sub.add_parser("walk", help="a seeded random walk over a spec, saved as a trace",
                        parents=model_options() + [json_option("print the walk as a trace file "
                                                               "(JSON) instead of a table")])
@@ -22,7 +22,7 @@ def register(sub) -> dict:
                    help="steps of the walk (default 20; it stops early where nothing is enabled)")
     w.add_argument("--seed", type=int, default=0,
                    help="the random seed (default 0): the same seed gives the same walk")
-    w.add_argument("-o", "--output", metavar="FILE", help="save the trace here (JSON)")
+    w.add_argument("-o", "--output", metavar="FILE", type=path_value("-o"), help="save the trace here (JSON)")
     return {"walk": cmd_walk}
 
 
