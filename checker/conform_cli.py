@@ -160,6 +160,20 @@ def cmd_conform(args, console) -> int:
         jobs += _walk_jobs(args, spec, adapter)
     if not jobs:
         raise BadInput(f"no traces to replay for {spec.name}")
+    # a saved trace the spec no longer replays is the spec's failure: said before any broker
+    # starts, and nothing else is run (Kafka cannot be judged by a spec that broke its traces)
+    from kcheck.trace import TraceError
+    try:
+        regressions = driver.spec_regressions(spec, jobs)
+    except TraceError as e:
+        raise BadInput(str(e)) from None
+    if regressions:
+        if args.json:
+            print_json(conform_document(spec, regressions, "not started", False), "conform")
+        else:
+            _print_table(console, spec, "(not started: the spec no longer replays its traces)",
+                         regressions)
+        return driver.exit_code(regressions)
 
     err = make_console(stderr=True, soft_wrap=True)
     # traces that need replicas run on a cluster of three, started when the first needs it
