@@ -48,7 +48,8 @@ def register(sub) -> dict:
                                                          "(a locally built Kafka)")
     src.add_argument("--bootstrap", metavar="HOST:PORT", help="use a broker you started")
     c.add_argument("--walks", type=positive("--walks"), default=0, metavar="N",
-                   help="also replay N seeded random walks of the spec")
+                   help="also replay N seeded random walks of the spec (of --variant, with "
+                        "--param); prints how often each action and response code was driven")
     c.add_argument("--depth", type=positive("--depth"), default=12, metavar="D",
                    help="steps per walk (default 12)")
     c.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the first walk")
@@ -67,7 +68,7 @@ def register(sub) -> dict:
                    help="check every transition of the spec's reachable graph on Kafka's own "
                         "coordinator code, run in-process (no broker): consumer_group")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a spec parameter of the graph --exhaustive walks")
+                   help="a spec parameter of the graph --exhaustive walks, or of the --walks")
     c.add_argument("--max-divergences", type=positive("--max-divergences"), default=1,
                    metavar="N", help="--exhaustive stops after N divergences (default 1)")
     c.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -99,8 +100,13 @@ def walk_filter(adapter):
 
 
 def _walk_jobs(args, spec, adapter) -> list[driver.Job]:
+    from kcheck.options import params
+    from kcheck.spec.lang import SpecError
     from kcheck.trace import random_walk
-    model = spec.instantiate(args.variant, {})
+    try:
+        model = spec.instantiate(args.variant, params(args.param))
+    except SpecError as e:
+        raise BadInput(str(e)) from None
     jobs = []
     for i in range(args.walks):
         seed = args.seed + i
@@ -153,8 +159,9 @@ def cmd_conform(args, console) -> int:
         adapter.coordinator_moves = tuple(int(k) for k in steps)
     if args.exhaustive:
         return cmd_exhaustive(args, spec, adapter, console)
-    if args.param:
-        raise BadInput("--param is for --exhaustive (a trace carries its own parameters)")
+    if args.param and not args.walks:
+        raise BadInput("--param is for --exhaustive or --walks (a trace carries its own "
+                       "parameters)")
     jobs = _jobs(args, spec)
     if args.walks:
         jobs += _walk_jobs(args, spec, adapter)
@@ -233,13 +240,32 @@ def cmd_conform(args, console) -> int:
         if cluster is not None:
             cluster.stop()
 
+    walks = [o for o, job in zip(outcomes, jobs) if job.path is None]
     if args.json:
-        print_json(conform_document(spec, outcomes, version, args.which_variant), "conform")
+        doc = conform_document(spec, outcomes, version, args.which_variant)
+        if args.walks:
+            doc["walk_coverage"] = [{"action": a, "steps": n, "outcomes": codes}
+                                    for a, n, codes in driver.coverage(spec, walks)]
+        print_json(doc, "conform")
     else:
         _print_table(console, spec, version, outcomes)
         if args.which_variant:
             _print_variants(console, spec, version, outcomes)
+        if args.walks:
+            _print_coverage(console, spec, walks)
     return driver.exit_code(outcomes)
+
+
+def _print_coverage(console, spec, walks) -> None:
+    """How often the walks drove each action, and with which response codes of Kafka's."""
+    t = Table(title=f"What {len(walks)} walks exercised ({spec.name}; - : a step without a "
+                    f"response code)")
+    t.add_column("action")
+    t.add_column("steps", justify="right")
+    t.add_column("Kafka's response codes")
+    for action, n, codes in driver.coverage(spec, walks):
+        t.add_row(action, str(n), ", ".join(f"{c} {k}" for c, k in codes.items()) or "never driven")
+    console.print(t)
 
 
 class _Null:

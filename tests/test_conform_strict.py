@@ -192,6 +192,7 @@ def _every_drop_is_caught(broker, spec_name: str, traces, keys: set[str]) -> Non
 
 
 CG = ROOT / "counterexamples" / "consumer_group" / "kip1251" / "no-zombie-commit.json"
+ZOMBIE_NAME = str(CG)
 # every key the consumer_group adapter reads from Kafka (ConsumerGroupHeartbeat, OffsetCommit,
 # ConsumerGroupDescribe, the coordinator's records of 4.3 and later, the held response)
 CONSUMER_GROUP_KAFKA = GROUP | RESPONSE | {"fence.error", "client_epoch[m]", "client_owns[m]"}
@@ -368,3 +369,76 @@ def test_the_kafka_20785_mutation_is_caught_on_a_real_broker(monkeypatch):
     o = _judged(K20785, None, broker=broker, unpinned=10)
     assert (o.kind, o.step) == (driver.DIVERGES, 10) and o.unexpected, o.text()
     assert "the record for Kafka 4.3.1 expects outcome: spec said PRODUCER_FENCED" in o.detail
+
+
+# ---------------------------------------------------------------------------------------------
+# Walks that cover
+
+def test_a_walk_picks_an_action_type_first_then_an_instance():
+    """From consumer_group's initial state AdminCommit has several instances (one per request
+    kind) and Join one per target: picked by instance they crowded out the rest; picked by type,
+    each type enabled there takes its share of 200 seeded first steps."""
+    from collections import Counter
+    from kcheck.trace import Executor, random_walk
+    from kcheck.layout import initial_words, layout_of
+    model = load_spec("consumer_group").instantiate(None, {})
+    words = initial_words(model)[0]
+    ex = Executor(model)
+    enabled = [k for k in range(len(model.instances)) if ex.enabled(words, k)]
+    types = Counter(model.instances[k].action.name for k in enabled)
+    assert max(types.values()) >= 3      # the skew the old pick had: some type has many instances
+    lay = layout_of(model)
+    shown = lay.show(lay.unpack_flat(words))
+    first = Counter(random_walk(model, 1, seed, start=lambda s: s == shown, executor=ex)["steps"][0]["action"]
+                    for seed in range(200))
+    assert set(first) == set(types)
+    # each type near 200 / types; by instance, the largest type alone took its instances' share
+    for name in types:
+        assert first[name] >= 200 / len(types) / 2, (name, first)
+    biggest = max(types, key=types.get)
+    assert first[biggest] < 200 * types[biggest] / len(enabled)
+
+
+def test_coverage_counts_each_action_and_response_code():
+    spec = load_spec("producer")
+    walks = [driver.Outcome("w1", "kip360", 3, driver.CONFORMS,
+                            exercised=[("InitProducerId", "NONE"), ("Send", None),
+                                       ("InitProducerId", "CONCURRENT_TRANSACTIONS")]),
+             driver.Outcome("w2", "kip360", 1, driver.CONFORMS, exercised=[("InitProducerId", "NONE")])]
+    rows = {a: (n, codes) for a, n, codes in driver.coverage(spec, walks)}
+    assert rows["InitProducerId"] == (3, {"CONCURRENT_TRANSACTIONS": 1, "NONE": 2})
+    assert rows["Send"] == (1, {"-": 1})
+    assert rows["EndTxn"] == (0, {})          # never driven: said, not left out
+    assert set(rows) == {a.name for a in spec.actions}
+
+
+def _kcheck(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-c", "from kcheck.cli import run; run()", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_walk_parameters_are_checked_in_one_line():
+    r = _kcheck("conform", "consumer_group", "--walks", "1", "--param", "nosuch=1",
+                "--bootstrap", "127.0.0.1:1")
+    assert r.returncode == 2 and "nosuch" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = _kcheck("conform", "consumer_group", "--param", "members=2", "--bootstrap", "127.0.0.1:1")
+    assert r.returncode == 2 and "--walks" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.kafka
+def test_walks_with_parameters_report_what_they_exercised(tmp_path):
+    import json
+    r = _kcheck("conform", "consumer_group", ZOMBIE_NAME, "--kafka", "4.3.1", "--walks", "2",
+                "--depth", "8", "--seed", "5", "--variant", "kafka-20442", "--param", "members=3",
+                "--json", "--out", str(tmp_path))
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    walks = [t for t in doc["traces"] if t["trace"].startswith("walk")]
+    assert len(walks) == 2 and all("members=3" not in t["trace"] for t in walks)
+    cover = {row["action"]: row for row in doc["walk_coverage"]}
+    assert sum(row["steps"] for row in cover.values()) == sum(
+        min(t["steps"], t["step"] or t["steps"]) if t["outcome"] != "conforms" else t["steps"]
+        for t in walks)
+    assert set(cover) == {a.name for a in load_spec("consumer_group").actions}

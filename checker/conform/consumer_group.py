@@ -34,7 +34,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
 from kcheck.conform.driver import (NOT_GIVEN, Absent, Adapter, NotDrivable, RecordedDivergence,
-                                   SpecStep, TimerFired, TraceRun, version_key, register_adapter)
+                                   SpecStep, TimerFired, TraceRun, compare, said, version_key,
+                                   register_adapter)
 from kcheck.conform.wire import WireError, error_name, ms, schema
 
 LEFT, STATIC_LEFT = -1, -2
@@ -326,12 +327,10 @@ class ConsumerGroupAdapter(Adapter):
             if req.startswith("TXN"):
                 st["commits"][c]["producer"] = self._begin_transaction(run, f"c{c}")
         # the prefix must have reached the trace's initial state, as far as Kafka shows it
-        seen = {**self._describe(run), **self._records(run)}
-        want = self._coordinator_view(run, s)
-        wrong = [(k, want[k], v) for k, v in seen.items() if k in want and want[k] != v]
+        # (compared as a step is, strictly: a key one side lacks is a difference too)
+        wrong = compare(self._coordinator_view(run, s), {**self._describe(run), **self._records(run)})
         if wrong:
-            raise RuntimeError("the setup prefix did not reach the initial state: " + "; ".join(
-                f"{k}: spec {a}, Kafka {b}" for k, a, b in wrong))
+            raise RuntimeError("the setup prefix did not reach the initial state: " + said(wrong))
 
     # -- one action ----------------------------------------------------------------------------
     def drive(self, run: TraceRun, action: str, args: dict) -> dict:

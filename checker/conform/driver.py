@@ -301,6 +301,8 @@ class Outcome:
     # at a divergence: (key, spec said, Kafka said) of each key that differs at that step, the
     # form an expected-divergence record takes (RecordedDivergence.diffs)
     diff: list = field(default_factory=list, repr=False)
+    # (action, Kafka's response code or None) of each step driven: what a walk exercised
+    exercised: list = field(default_factory=list, repr=False)
 
     @property
     def unexpected(self) -> bool:
@@ -514,6 +516,8 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         run.close()
 
     out = Outcome(job.name, model.variant, n, CONFORMS)
+    out.exercised = [(st["action"], obs.get("outcome") if isinstance(obs.get("outcome"), str) else None)
+                     for st, obs in zip(doc["steps"], observations)]
     k, diff = _first_mismatch(adapter, run, prediction, observations)
     _count_keys(out, adapter, run, prediction, observations[:k] if k else observations)
     if all_variants:
@@ -578,8 +582,9 @@ def _judge(out: Outcome, adapter, run, spec, doc, model, initial, version, recor
     out.kind = EXPECTED
     out.detail += f" (recorded for Kafka {version}: {record.why})"
     if record.then is None:
-        if k < len(observations) or k < out.steps:
-            out.detail += f"; no variant predicts steps {k + 1}-{out.steps}: not compared"
+        if k < out.steps:
+            rest = f"step {out.steps}" if out.steps == k + 1 else f"steps {k + 1}-{out.steps}"
+            out.detail += f"; no variant predicts {rest}: not compared"
         return
     then = model_of(spec, record.then, doc.get("params", {}))
     pred = predict(then, initial_words(then, doc), doc["steps"])
@@ -699,6 +704,19 @@ def summary(outcomes: list[Outcome]) -> dict[str, int]:
     for o in outcomes:
         counts[o.kind] = counts.get(o.kind, 0) + 1
     return counts
+
+
+def coverage(spec, outcomes: list[Outcome]) -> list[tuple[str, int, dict[str, int]]]:
+    """Per action of the spec: how many steps of these runs drove it, and per response code
+    Kafka gave how often ("-" for a step without one); actions never driven count 0."""
+    steps = {a.name: 0 for a in spec.actions}
+    codes: dict[str, dict[str, int]] = {a.name: {} for a in spec.actions}
+    for o in outcomes:
+        for action, code in o.exercised:
+            steps[action] = steps.get(action, 0) + 1
+            by = codes.setdefault(action, {})
+            by[code or "-"] = by.get(code or "-", 0) + 1
+    return [(a, steps[a], dict(sorted(codes[a].items()))) for a in steps]
 
 
 def exit_code(outcomes: list[Outcome]) -> int:
