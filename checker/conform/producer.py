@@ -176,6 +176,9 @@ KAFKA_9144_FIXED = ("KAFKA-9144's fix (PR #7687, long before 4.0) is in this rel
                     "so a producer whose marker is seconds old does not expire with "
                     "producer.id.expiration.ms at 5 minutes, where variant kafka-9144 (timestamp -1 "
                     "after the marker) expires it at the next check")
+KAFKA_20785_UNFIXED = ("KAFKA-20785's fix (PR #23204) is not in this release: a commit after the "
+                       "coordinator's own abort gets INVALID_TXN_STATE (TransactionCoordinator."
+                       "handleEndTransaction), as variant kafka-20785 predicts")
 # What 4.x shows where those variants have dropped or expired the producer's entry (measured
 # on 4.3.1): the entry kept with the transaction open after the first write, or with epoch 1 and
 # last sequence -1 after the marker that bumped it (ProducerAppendInfo.appendEndTxnMarker)
@@ -492,19 +495,13 @@ class ProducerAdapter(Adapter):
     # does not enable their diverging step (DeleteRecords of a producer kip360 keeps, an expiry
     # of a producer with a write in flight), so their steps after it are not compared.
     expected_divergences = [
-        RecordedDivergence(
-            "producer/kafka-20785-kip360.json", "4.0.0", "4.4.99", 10,
-            (("outcome", "PRODUCER_FENCED", "INVALID_TXN_STATE"),),
-            "KAFKA-20785's fix (PR #23204) is not in this release: a commit after the "
-            "coordinator's own abort gets INVALID_TXN_STATE (TransactionCoordinator."
-            "handleEndTransaction), as variant kafka-20785 predicts", then="kafka-20785"),
-        # the same commit, sent while the abort is held in PrepareAbort and retried after it
-        RecordedDivergence(
-            "producer/kafka-20785-prepare-abort.json", "4.0.0", "4.4.99", 11,
-            (("outcome", "PRODUCER_FENCED", "INVALID_TXN_STATE"),),
-            "KAFKA-20785's fix (PR #23204) is not in this release: the commit retried after the "
-            "coordinator's own abort completed gets INVALID_TXN_STATE, as variant kafka-20785 "
-            "predicts", then="kafka-20785"),
+        RecordedDivergence(f"producer/{name}.json", "4.0.0", "4.4.99", step,
+                           (("outcome", "PRODUCER_FENCED", "INVALID_TXN_STATE"),),
+                           KAFKA_20785_UNFIXED, then="kafka-20785")
+        # the second: the same commit, sent while the abort is held in PrepareAbort and retried
+        # after it completed
+        for name, step in (("kafka-20785-kip360", 10), ("kafka-20785-prepare-abort", 11))
+    ] + [
         # a trace of the variant before KAFKA-18464's fix: every 4.x release has it
         RecordedDivergence(
             "producer/kafka-18464/fenced-only-when-overtaken.json", "4.0.0", None, 13,
