@@ -225,10 +225,10 @@ def test_every_producer_read_dropped_is_caught():
 def test_every_producer_replica_read_dropped_is_caught():
     """On the cluster of three: which spec replica Kafka's metadata names the leader, and the
     follower's entry (DescribeProducers at its node), along a walk that moves the leader and
-    expires the producer at each replica (test_conform_producer.cluster_walk, seed 33)."""
-    from test_conform_producer import cluster_walk
+    expires the producer at each replica (test_conform_producer.cluster_walk)."""
+    from test_conform_producer import CLUSTER_SEED, cluster_walk
     cluster = cluster_for("4.3.1")
-    walk = [driver.Job("walk-kip360-33", cluster_walk(33))]
+    walk = [driver.Job(f"walk-kip360-{CLUSTER_SEED}", cluster_walk(CLUSTER_SEED))]
     keys = _kafka_keys(cluster, "producer", walk)
     assert keys == PRODUCER_KAFKA | {"leader", "follower.producer_epoch", "follower.txn_open",
                                      "follower.last_seq"}
