@@ -1,9 +1,11 @@
 """``kcheck conform``: replay a spec's traces on a real Kafka broker and print, per trace, whether
 Kafka conforms, where it diverges (spec said X, Kafka said Y), or why the trace is not drivable.
 
-Exit codes: 0 every drivable trace conforms (or diverges as the release record expects); 1 an
-unexpected divergence (or a broken replay); 2 bad input; 4 the broker could not be started (the
-reason in one line: no Java, Maven cannot resolve the version, the broker exited: its log)."""
+Exit codes: 0 every drivable trace conforms (or diverges as the release record or a recorded
+divergence expects); 1 an unexpected divergence, a broken replay, or a spec regression (a saved
+trace the spec no longer replays: said before any broker starts); 2 bad input; 4 the broker
+could not be started (the reason in one line: no Java, Maven cannot resolve the version, the
+broker exited: its log)."""
 from __future__ import annotations
 
 import json
@@ -176,7 +178,8 @@ def cmd_conform(args, console) -> int:
         raise BadInput(str(e)) from None
     if regressions:
         if args.json:
-            print_json(conform_document(spec, regressions, "not started", False), "conform")
+            print_json(conform_document(spec, regressions, "not started", args.which_variant),
+                       "conform")
         else:
             _print_table(console, spec, "(not started: the spec no longer replays its traces)",
                          regressions)
@@ -402,7 +405,8 @@ def variant_verdicts(spec, outcomes) -> list[tuple[str, str, int, int, str]]:
     that tell the default and the variant apart (Kafka matched one and not the other), how many
     side with the default's rule and how many with the variant's change."""
     default = spec.default_variant
-    drivable = [o for o in outcomes if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN)]
+    drivable = [o for o in outcomes
+                if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN, driver.SPEC_REGRESSION)]
     rows = []
     for name, v in spec.variants.items():
         if name == default:

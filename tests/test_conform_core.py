@@ -166,6 +166,12 @@ def test_a_spec_regression_exits_1_before_any_broker_starts(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "spec regression at step 1" in r.stdout and "cannot reach" not in r.stderr
     assert "Traceback" not in r.stderr
+    # the JSON a script reads (scripts/conformance_table.py asks --which-variant --json)
+    r = _kcheck("conform", "consumer_group", str(_regressed(tmp_path, "not enabled")),
+                "--bootstrap", "127.0.0.1:1", "--which-variant", "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert [t["outcome"] for t in doc["traces"]] == ["spec regression"] and doc["variants"]
 
 
 def test_the_adapters_view_of_the_zombie_trace():
