@@ -1,9 +1,11 @@
 """``kcheck conform``: replay a spec's traces on a real Kafka broker and print, per trace, whether
 Kafka conforms, where it diverges (spec said X, Kafka said Y), or why the trace is not drivable.
 
-Exit codes: 0 every drivable trace conforms (or diverges as the release record expects); 1 an
-unexpected divergence (or a broken replay); 2 bad input; 4 the broker could not be started (the
-reason in one line: no Java, Maven cannot resolve the version, the broker exited: its log)."""
+Exit codes: 0 every drivable trace conforms (or diverges as the release record or a recorded
+divergence expects); 1 an unexpected divergence, a broken replay, or a spec regression (a saved
+trace the spec no longer replays: said before any broker starts); 2 bad input; 4 the broker
+could not be started (the reason in one line: no Java, Maven cannot resolve the version, the
+broker exited: its log)."""
 from __future__ import annotations
 
 import json
@@ -48,7 +50,8 @@ def register(sub) -> dict:
                                                          "(a locally built Kafka)")
     src.add_argument("--bootstrap", metavar="HOST:PORT", help="use a broker you started")
     c.add_argument("--walks", type=positive("--walks"), default=0, metavar="N",
-                   help="also replay N seeded random walks of the spec")
+                   help="also replay N seeded random walks of the spec (of --variant, with "
+                        "--param); prints how often each action and response code was driven")
     c.add_argument("--depth", type=positive("--depth"), default=12, metavar="D",
                    help="steps per walk (default 12)")
     c.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the first walk")
@@ -67,7 +70,7 @@ def register(sub) -> dict:
                    help="check every transition of the spec's reachable graph on Kafka's own "
                         "coordinator code, run in-process (no broker): consumer_group")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a spec parameter of the graph --exhaustive walks")
+                   help="a spec parameter of the graph --exhaustive walks, or of the --walks")
     c.add_argument("--max-divergences", type=positive("--max-divergences"), default=1,
                    metavar="N", help="--exhaustive stops after N divergences (default 1)")
     c.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -99,8 +102,13 @@ def walk_filter(adapter):
 
 
 def _walk_jobs(args, spec, adapter) -> list[driver.Job]:
+    from kcheck.options import params
+    from kcheck.spec.lang import SpecError
     from kcheck.trace import random_walk
-    model = spec.instantiate(args.variant, {})
+    try:
+        model = spec.instantiate(args.variant, params(args.param))
+    except SpecError as e:
+        raise BadInput(str(e)) from None
     jobs = []
     for i in range(args.walks):
         seed = args.seed + i
@@ -153,13 +161,29 @@ def cmd_conform(args, console) -> int:
         adapter.coordinator_moves = tuple(int(k) for k in steps)
     if args.exhaustive:
         return cmd_exhaustive(args, spec, adapter, console)
-    if args.param:
-        raise BadInput("--param is for --exhaustive (a trace carries its own parameters)")
+    if args.param and not args.walks:
+        raise BadInput("--param is for --exhaustive or --walks (a trace carries its own "
+                       "parameters)")
     jobs = _jobs(args, spec)
     if args.walks:
         jobs += _walk_jobs(args, spec, adapter)
     if not jobs:
         raise BadInput(f"no traces to replay for {spec.name}")
+    # a saved trace the spec no longer replays is the spec's failure: said before any broker
+    # starts, and nothing else is run (Kafka cannot be judged by a spec that broke its traces)
+    from kcheck.trace import TraceError
+    try:
+        regressions = driver.spec_regressions(spec, jobs)
+    except TraceError as e:
+        raise BadInput(str(e)) from None
+    if regressions:
+        if args.json:
+            print_json(conform_document(spec, regressions, "not started", args.which_variant),
+                       "conform")
+        else:
+            _print_table(console, spec, "(not started: the spec no longer replays its traces)",
+                         regressions)
+        return driver.exit_code(regressions)
 
     err = make_console(stderr=True, soft_wrap=True)
     # traces that need replicas run on a cluster of three, started when the first needs it
@@ -219,13 +243,32 @@ def cmd_conform(args, console) -> int:
         if cluster is not None:
             cluster.stop()
 
+    walks = [o for o, job in zip(outcomes, jobs) if job.path is None]
     if args.json:
-        print_json(conform_document(spec, outcomes, version, args.which_variant), "conform")
+        doc = conform_document(spec, outcomes, version, args.which_variant)
+        if args.walks:
+            doc["walk_coverage"] = [{"action": a, "steps": n, "outcomes": codes}
+                                    for a, n, codes in driver.coverage(spec, walks)]
+        print_json(doc, "conform")
     else:
         _print_table(console, spec, version, outcomes)
         if args.which_variant:
             _print_variants(console, spec, version, outcomes)
+        if args.walks:
+            _print_coverage(console, spec, walks)
     return driver.exit_code(outcomes)
+
+
+def _print_coverage(console, spec, walks) -> None:
+    """How often the walks drove each action, and with which response codes of Kafka's."""
+    t = Table(title=f"What {len(walks)} walks exercised ({spec.name}; - : a step without a "
+                    f"response code)")
+    t.add_column("action")
+    t.add_column("steps", justify="right")
+    t.add_column("Kafka's response codes")
+    for action, n, codes in driver.coverage(spec, walks):
+        t.add_row(action, str(n), ", ".join(f"{c} {k}" for c, k in codes.items()) or "never driven")
+    console.print(t)
 
 
 class _Null:
@@ -362,7 +405,8 @@ def variant_verdicts(spec, outcomes) -> list[tuple[str, str, int, int, str]]:
     that tell the default and the variant apart (Kafka matched one and not the other), how many
     side with the default's rule and how many with the variant's change."""
     default = spec.default_variant
-    drivable = [o for o in outcomes if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN)]
+    drivable = [o for o in outcomes
+                if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN, driver.SPEC_REGRESSION)]
     rows = []
     for name, v in spec.variants.items():
         if name == default:

@@ -1,5 +1,6 @@
-"""Seeded random walks over a spec: from an initial state, each step takes one enabled action
-instance, every enabled instance equally likely; the walk is a trace in the usual format
+"""Seeded random walks over a spec: from an initial state, each step picks an action type with an
+enabled instance, every type equally likely, then one of its enabled instances (trace.random_walk
+says why); the walk is a trace in the usual format
 (checker/trace.py), so `kcheck replay` and `kcheck conform` re-run it.
 
 `kcheck walk SPEC --steps N --seed S` prints it and saves it with -o. A step that would leave

@@ -13,8 +13,9 @@ import pytest
 
 from kcheck.conform import driver
 from kcheck.conform.consumer_group import ConsumerGroupAdapter
-from kcheck.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, Job,
-                                   TraceRun, compare, predict, run_trace)
+from kcheck.conform.driver import (CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, NOT_GIVEN,
+                                   SPEC_REGRESSION, Absent, Job, TraceRun, compare, predict,
+                                   run_trace, said)
 from kcheck.conform.kafka import check_version
 from kcheck.layout import layout_of
 from kcheck.loader import load_spec
@@ -111,9 +112,66 @@ def test_the_zombie_commit_trace_is_the_same_in_kip1251_and_strict():
     assert before_19974.kind == DIVERGES and before_19974.step == 9
 
 
-def test_compare_reports_only_keys_both_sides_give():
-    assert compare({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 4}) == [("b", 2, 3)]
-    assert compare({"a": [0, 1]}, {"a": [0, 1]}) == []
+def test_compare_a_key_one_side_does_not_give_is_a_divergence():
+    assert compare({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 4}) == [("b", 2, 3), ("c", NOT_GIVEN, 4)]
+    assert compare({"a": [0, 1], "e": 5}, {"a": [0, 1]}) == [("e", 5, NOT_GIVEN)]
+    assert said([("e", 5, NOT_GIVEN)]) == "e: spec said 5, Kafka gave no e"
+    assert said([("c", NOT_GIVEN, 4)]) == "c: Kafka said 4, the spec gives no c"
+    # a key a side cannot give at this step says why, and is not compared there
+    assert compare({"a": 1, "b": Absent("why")}, {"a": 1}) == []
+    assert compare({"a": 1}, {"a": 1, "b": Absent("why")}) == []
+
+
+def test_a_kafka_side_key_dropped_is_caught_not_skipped():
+    """The audit's miss: the Kafka-side member_epoch read dropped from ConsumerGroupDescribe
+    was compared nowhere. Dropped here from what the simulated Kafka shows, one member at a
+    time, the trace diverges at its first step, naming the key."""
+    for m in (0, 1):
+        class Dropping(SimulatedKafka):
+            def drive(self, run, action, args, m=m):
+                obs = super().drive(run, action, args)
+                obs.pop(f"member_epoch[{m}]", None)
+                return obs
+        o = _simulate(ZOMBIE, "kip1251", "4.3.1", Dropping)
+        assert (o.kind, o.step) == (DIVERGES, 1) and o.unexpected
+        assert f"Kafka gave no member_epoch[{m}]" in o.detail
+
+
+def _regressed(tmp_path, how: str) -> Path:
+    """The zombie trace, made a regression of the spec: a step's saved outcome changed, or a
+    step that the spec does not enable (member 1 joins twice)."""
+    doc = json.loads(ZOMBIE.read_text())
+    if how == "outcome":
+        doc["steps"][0]["expect"]["outcome"] = "FENCED_MEMBER_EPOCH"
+    else:
+        doc["steps"].insert(1, {"action": "Join", "args": {"m": 1, "target": "01"}})
+    path = tmp_path / f"regressed-{how}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("how,step", [("outcome", 1), ("not enabled", 2)])
+def test_a_saved_trace_that_no_longer_replays_is_a_spec_regression(tmp_path, how, step):
+    o = run_trace(_NoBroker(), SimulatedKafka("kip1251", {}), SPEC, _job(_regressed(tmp_path, how)),
+                  "4.3.1")
+    assert (o.kind, o.step) == (SPEC_REGRESSION, step) and o.unexpected
+    assert "no longer replays in the spec" in o.detail
+    assert driver.exit_code([o]) == 1
+
+
+def test_a_spec_regression_exits_1_before_any_broker_starts(tmp_path):
+    # the bootstrap address has no broker: reaching for it would exit 4 ("cannot reach")
+    r = _kcheck("conform", "consumer_group", str(ZOMBIE), str(_regressed(tmp_path, "outcome")),
+                "--bootstrap", "127.0.0.1:1")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "spec regression at step 1" in r.stdout and "cannot reach" not in r.stderr
+    assert "Traceback" not in r.stderr
+    # the JSON a script reads (scripts/conformance_table.py asks --which-variant --json)
+    r = _kcheck("conform", "consumer_group", str(_regressed(tmp_path, "not enabled")),
+                "--bootstrap", "127.0.0.1:1", "--which-variant", "--json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert [t["outcome"] for t in doc["traces"]] == ["spec regression"] and doc["variants"]
 
 
 def test_the_adapters_view_of_the_zombie_trace():

@@ -42,7 +42,7 @@ import io
 import socket
 import time
 
-from kcheck.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
+from kcheck.conform.driver import (Absent, Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
                                    register_adapter)
 from kcheck.conform.broker import generous
 from kcheck.conform.wire import error_name, ms
@@ -498,11 +498,14 @@ class ClassicGroupAdapter(Adapter):
         if step.outcome is not None:
             v["outcome"] = step.outcome
         in_group = [post[f"in_group[{j}]"] for j in range(M)]
-        v["in_group"] = in_group
-        join_due = post["group_state"] == "PreparingRebalance" and \
-            all(post[f"awaiting_join[{j}]"] for j in range(M) if in_group[j]) and any(in_group)
-        if not join_due:
-            v["group_state"] = post["group_state"]
+        if step.action in REQUESTS:
+            # DescribeGroups after every request (drive); a client-side step asks Kafka nothing
+            v["in_group"] = in_group
+            join_due = post["group_state"] == "PreparingRebalance" and \
+                all(post[f"awaiting_join[{j}]"] for j in range(M) if in_group[j]) and any(in_group)
+            v["group_state"] = post["group_state"] if not join_due else Absent(
+                "the spec's CompleteJoin is due: in a new group's first join phase Kafka's "
+                "initial delay, a timer, may have ended it")
         if step.action == "CompleteJoin":
             v["join_error"] = "none"
             v["generation"] = post["generation"]
@@ -513,8 +516,13 @@ class ClassicGroupAdapter(Adapter):
             v["member_generation"] = post[f"member_generation[{m}]"]
         # the leader's answer lists the subscriptions of the join phase it ended; the spec's stored
         # ones are those while that generation is still completing (any change starts a new phase)
-        if step.action == "JoinGroupResponse" and post["group_state"] == "CompletingRebalance" \
-                and post["generation"] == post[f"member_generation[{m}]"]:
+        if step.action != "JoinGroupResponse" or post["leader"] != m:
+            pass
+        elif post["group_state"] != "CompletingRebalance" \
+                or post["generation"] != post[f"member_generation[{m}]"]:
+            v["subscriptions"] = Absent("a new join phase began since the leader's answer: the "
+                                        "spec keeps the subscriptions of the latest one only")
+        else:
             v["subscriptions"] = sorted(
                 [j, [q for q in range(P) if post[f"subscription_owned[{j * P + q}]"]]] +
                 ([post[f"subscription_generation[{j}]"]] if self._with_generation(run) else [])

@@ -33,8 +33,9 @@ import time
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
-from kcheck.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
-                                   version_key, register_adapter)
+from kcheck.conform.driver import (NOT_GIVEN, Absent, Adapter, NotDrivable, RecordedDivergence,
+                                   SpecStep, TimerFired, TraceRun, compare, said, version_key,
+                                   register_adapter)
 from kcheck.conform.wire import WireError, error_name, ms, schema
 
 LEFT, STATIC_LEFT = -1, -2
@@ -75,9 +76,15 @@ class ConsumerGroupAdapter(Adapter):
     # -- what cannot be driven ---------------------------------------------------------------
     # measured on 4.2.2, 4.3.1 and 4.4.0
     expected_divergences = [
-        ("kafka-19233/join-accepted.json", "4.2.2", None, 5,
-         "KAFKA-19233's fix is in this release: a known member rejoining with epoch 0 is accepted "
-         "as a join; the trace's JoinFenced is the answer of a coordinator without the fix"),
+        # measured on 4.2.2, 4.3.1 and 4.4.0: the last step, so nothing is left to compare
+        RecordedDivergence(
+            "kafka-19233/join-accepted.json", "4.2.2", None, 5,
+            (("outcome", "FENCED_MEMBER_EPOCH", "NONE"),
+             ("response.member_epoch", NOT_GIVEN, 2), ("response.assigned", NOT_GIVEN, [])),
+            "KAFKA-19233's fix (PR #21305) is in this release: a known member rejoining with "
+            "epoch 0 is accepted as a join (GroupMetadataManager."
+            "throwIfConsumerGroupMemberEpochIsInvalid returns early for epoch 0); the trace's "
+            "JoinFenced is the answer of a coordinator without the fix"),
     ]
 
     # actions that send nothing which changes the coordinator: the client reads a response it
@@ -320,12 +327,10 @@ class ConsumerGroupAdapter(Adapter):
             if req.startswith("TXN"):
                 st["commits"][c]["producer"] = self._begin_transaction(run, f"c{c}")
         # the prefix must have reached the trace's initial state, as far as Kafka shows it
-        seen = {**self._describe(run), **self._records(run)}
-        want = self._coordinator_view(run, s)
-        wrong = [(k, want[k], v) for k, v in seen.items() if k in want and want[k] != v]
+        # (compared as a step is, strictly: a key one side lacks is a difference too)
+        wrong = compare(self._coordinator_view(run, s), {**self._describe(run), **self._records(run)})
         if wrong:
-            raise RuntimeError("the setup prefix did not reach the initial state: " + "; ".join(
-                f"{k}: spec {a}, Kafka {b}" for k, a, b in wrong))
+            raise RuntimeError("the setup prefix did not reach the initial state: " + said(wrong))
 
     # -- one action ----------------------------------------------------------------------------
     def drive(self, run: TraceRun, action: str, args: dict) -> dict:
@@ -883,13 +888,19 @@ class ConsumerGroupAdapter(Adapter):
         from 4.3 on (KIP-1251), the assignment epochs."""
         broker, p, st = run.broker, run.params, run.state
         if getattr(broker, "workdir", None) is None or not st.get("records", True):
-            return {}
+            # a broker the user started (--bootstrap): its log is not ours to read
+            gone = Absent("the coordinator's records are read from the log of a broker kcheck "
+                          "started")
+            return {f"{key}[{m}]": gone for m in range(p.members)
+                    for key in ("member_state", "pending", "assignment_epochs")}
         if getattr(broker, "coordinator_records", None) is None:
             from kcheck.conform.records import CoordinatorRecords
             broker.coordinator_records = CoordinatorRecords(broker)
         records = broker.coordinator_records
         records.new()
         out = {}
+        release = version_key(getattr(broker, "version", ""))
+        before_kip1251 = release is not None and release < (4, 3, 0)
         for m in range(p.members):
             value = records.member_assignment(st["group"], self._mid(run, m))
             if value is None:
@@ -904,6 +915,11 @@ class ConsumerGroupAdapter(Adapter):
                     for q, e in self._record_partitions(run, tp, tp["assignmentEpochs"]):
                         epochs[q] = self._to_spec(run, e)
                 out[f"assignment_epochs[{m}]"] = epochs
+            elif before_kip1251:
+                # ConsumerGroupCurrentMemberAssignmentValue has AssignmentEpochs from 4.3 on
+                # (KIP-1251); on a later release a record without them is a divergence
+                out[f"assignment_epochs[{m}]"] = Absent("the release's records carry no "
+                                                        "assignment epochs (KIP-1251 came in 4.3)")
         return out
 
     def _record_partitions(self, run, tp: dict, values=None):
@@ -927,7 +943,10 @@ class ConsumerGroupAdapter(Adapter):
         out = {}
         if g is None:
             return out
-        if not st.get("group_epoch_pending"):
+        if st.get("group_epoch_pending"):
+            out["group_epoch"] = Absent("partitions were added: Kafka bumps the group epoch at "
+                                        "the next heartbeat, the spec at once")
+        else:
             out["group_epoch"] = self._to_spec(run, int(g.group_epoch))
         out["target_epoch"] = self._to_spec(run, int(g.assignment_epoch))
         owner = {q: -1 for q in range(p.partitions)}

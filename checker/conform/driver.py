@@ -6,12 +6,18 @@ outcome and the state after it) in the trace's variant and in every other varian
 then lets the adapter drive Kafka through the trace's actions. The adapter never sees a
 prediction while it drives: it turns an action into requests from its own client-side state
 (what Kafka's responses told it), and returns what Kafka showed in the adapter's observation
-vocabulary (``observe``); ``view`` maps a predicted step into the same vocabulary. A key that
-both give and that differs is a divergence.
+vocabulary (``observe``); ``view`` maps a predicted step into the same vocabulary.
 
-Outcomes of one trace: conforms; diverges at step k (spec said X, Kafka said Y); diverges as the
-record expects (the release runs another variant's rule, which predicts exactly what Kafka
-said); not drivable (why); or broken (a request failed outright: the reason).
+The comparison is strict (issue 34): the view is the step's declaration of the keys it compares,
+and every key either side gives is compared. A key one side does not give is a divergence
+("Kafka gave no member_epoch[0]"), never a skip: an observation lost on the Kafka side cannot
+weaken a comparison unnoticed. A key that one side cannot give at a step says so explicitly,
+as ``Absent(why)``: not compared there, and counted.
+
+Outcomes of one trace: conforms; diverges at step k (spec said X, Kafka said Y); diverges as
+expected (the release runs another variant's rule, which predicts exactly what Kafka said, or
+a recorded divergence: the key and both values); not drivable (why); broken (a request failed
+outright: the reason); spec regression (a saved trace that no longer replays in its spec).
 """
 from __future__ import annotations
 
@@ -171,10 +177,9 @@ class Adapter:
     # which variant's rules each Kafka release runs: (first release, last release or None,
     # variant, why); the expected-divergence record is derived from it (see expected_variants)
     releases: list[tuple[str, str | None, str, str]] = []
-    # divergences the variants cannot predict (a trace of a pre-fix variant whose step the fixed
-    # release answers as another action would): (trace path suffix, first release, last release
-    # or None, step, why)
-    expected_divergences: list[tuple[str, str, str | None, int, str]] = []
+    # divergences the release record cannot predict (a trace of a pre-fix variant whose step the
+    # fixed release answers otherwise), each with the keys and both values (RecordedDivergence)
+    expected_divergences: list["RecordedDivergence"] = []
     # spec actions that need replicas (a leader change, a coordinator move): a trace that takes
     # one runs on a cluster of three (broker.Cluster), the others on the single broker;
     # action -> what it is on the cluster
@@ -254,8 +259,28 @@ def adapter_for(spec_name: str) -> Adapter:
 # ---------------------------------------------------------------------------------------------
 # Outcomes
 
-CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, BROKEN, TIMING = (
-    "conforms", "diverges", "diverges as expected", "not drivable", "broken", "timing divergence")
+CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, BROKEN, TIMING, SPEC_REGRESSION = (
+    "conforms", "diverges", "diverges as expected", "not drivable", "broken", "timing divergence",
+    "spec regression")
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A key a step compares that one side cannot give at this step, and why (records of a
+    release before the field existed, a follower on a single broker, a marker Kafka may have
+    written already): said explicitly by the adapter, never by leaving the key out. Not compared
+    at that step; counted in ``Outcome.absent``."""
+    why: str
+
+
+class _NotGiven:
+    """The value of a key one side did not give (a divergence, see ``compare``)."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN = _NotGiven()
 
 
 @dataclass
@@ -271,10 +296,17 @@ class Outcome:
     seconds: float = 0.0
     wire_log: str | None = None
     wire: list = field(default_factory=list, repr=False)   # (request, response) lines
+    compared: int = 0               # key comparisons made against the trace's variant
+    absent: dict = field(default_factory=dict)   # why a key was not compared -> how often
+    # at a divergence: (key, spec said, Kafka said) of each key that differs at that step, the
+    # form an expected-divergence record takes (RecordedDivergence.diffs)
+    diff: list = field(default_factory=list, repr=False)
+    # (action, Kafka's response code or None) of each step driven: what a walk exercised
+    exercised: list = field(default_factory=list, repr=False)
 
     @property
     def unexpected(self) -> bool:
-        return self.kind in (DIVERGES, BROKEN)
+        return self.kind in (DIVERGES, BROKEN, SPEC_REGRESSION)
 
     def text(self) -> str:
         if self.kind == CONFORMS:
@@ -294,24 +326,73 @@ def _fmt(v) -> str:
 
 
 def compare(expected: dict, observed: dict) -> list[tuple[str, Any, Any]]:
-    """(key, spec said, Kafka said) for every key both give that differs."""
-    return [(k, expected[k], observed[k]) for k in observed if k in expected and expected[k] != observed[k]]
+    """(key, spec said, Kafka said) for every key either side gives that differs, NOT_GIVEN for
+    the side that does not give it. The spec's view declares what a step compares; a key only
+    Kafka gives is compared too, so neither side can drop an observation unnoticed. A key either
+    side gives as ``Absent(why)`` is not compared."""
+    out = []
+    for k in list(expected) + [k for k in observed if k not in expected]:
+        a, b = expected.get(k, NOT_GIVEN), observed.get(k, NOT_GIVEN)
+        if isinstance(a, Absent) or isinstance(b, Absent):
+            continue
+        if a is NOT_GIVEN or b is NOT_GIVEN or a != b:
+            out.append((k, a, b))
+    return out
 
 
-def _first_mismatch(adapter, run, prediction: list[SpecStep], observations: list[dict]):
-    """(step index, mismatches) of the first step whose observations differ from the prediction;
-    (None, []) if none differs; (k, None) if the prediction ends (not enabled) at step k."""
-    for k, obs in enumerate(observations):
+def _first_mismatch(adapter, run, prediction: list[SpecStep], observations: list[dict], start=0):
+    """(step index, mismatches) of the first step from ``start`` (0-based) whose observations
+    differ from the prediction; (None, []) if none differs; (k, None) if the prediction ends
+    (not enabled) at step k."""
+    for k in range(start, len(observations)):
         if k >= len(prediction):
             return k + 1, None
-        diff = compare(adapter.view(run, prediction[k]), obs)
+        diff = compare(adapter.view(run, prediction[k]), observations[k])
         if diff:
             return k + 1, diff
     return None, []
 
 
 def said(diff) -> str:
-    return "; ".join(f"{key}: spec said {_fmt(a)}, Kafka said {_fmt(b)}" for key, a, b in diff)
+    def one(key, a, b):
+        if b is NOT_GIVEN:
+            return f"{key}: spec said {_fmt(a)}, Kafka gave no {key}"
+        if a is NOT_GIVEN:
+            return f"{key}: Kafka said {_fmt(b)}, the spec gives no {key}"
+        return f"{key}: spec said {_fmt(a)}, Kafka said {_fmt(b)}"
+    return "; ".join(one(*d) for d in diff)
+
+
+@dataclass(frozen=True)
+class RecordedDivergence:
+    """A divergence the release record cannot predict, recorded as exactly what it is: the trace
+    (a path suffix), the releases (first, last or None), the step, every key that differs there
+    with the spec's value and Kafka's (NOT_GIVEN for a side that gives none), and the citation.
+    A divergence at that step on another key or with other values is unexpected, and so is no
+    divergence there (the record is stale). ``then``: the variant that predicts Kafka past the
+    step (the rule the release runs); the rest of the trace is compared with it. None when no
+    variant enables the rest (the outcome says it was not compared)."""
+    trace: str
+    first: str
+    last: str | None
+    step: int
+    diffs: tuple          # ((key, spec said, Kafka said), ...)
+    why: str
+    then: str | None = None
+
+    def applies(self, name: str, version: str | None) -> bool:
+        v = version_key(version or "")
+        return (v is not None and Path(name).as_posix().endswith(self.trace)
+                and version_key(self.first) <= v
+                and (self.last is None or v <= version_key(self.last)))
+
+    def matches(self, diff) -> bool:
+        return sorted(map(_canonical, diff)) == sorted(map(_canonical, self.diffs))
+
+
+def _canonical(d) -> tuple:
+    key, a, b = d
+    return key, _fmt(a) if a is not NOT_GIVEN else NOT_GIVEN, _fmt(b) if b is not NOT_GIVEN else NOT_GIVEN
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,6 +413,49 @@ def load_job(path: str | Path, spec_name: str) -> Job:
     return Job(str(path), doc, Path(path))
 
 
+def spec_prediction(spec, job: Job):
+    """(model, initial words, prediction, regression): the spec's prediction of every step in
+    the trace's variant, and an Outcome of kind SPEC_REGRESSION when the trace no longer replays
+    in its spec (a step not enabled, or an outcome other than the one the trace saved): the spec
+    changed under its own trace, a failure that needs no broker to find."""
+    doc = job.doc
+    try:
+        model = model_of(spec, doc.get("variant"), doc.get("params", {}))
+        n = len(doc["steps"])
+        initial = (tuple(layout_of(model).pack(doc["state"])) if doc.get("state")
+                   else model_initial_words(model)[0])
+        prediction = predict(model, initial, doc["steps"])
+    except SpecError as e:
+        raise TraceError(f"{job.name}: {e}") from None
+    regression = None
+    if len(prediction) < n:
+        k = len(prediction) + 1
+        regression = Outcome(job.name, model.variant, n, SPEC_REGRESSION, k,
+                             f"the trace no longer replays in the spec: step {k} "
+                             f"({doc['steps'][k - 1]['action']}) is not enabled")
+    else:
+        for st, pred in zip(doc["steps"], prediction):
+            want = st.get("expect", {}).get("outcome")
+            if "outcome" in st.get("expect", {}) and pred.outcome != want:
+                regression = Outcome(job.name, model.variant, n, SPEC_REGRESSION, pred.index,
+                                     f"the trace no longer replays in the spec: step "
+                                     f"{pred.index}'s outcome is {pred.outcome}, the trace "
+                                     f"saved {want}")
+                break
+    return model, initial, prediction, regression
+
+
+def spec_regressions(spec, jobs: list[Job]) -> list[Outcome]:
+    """The saved traces among ``jobs`` that no longer replay in the spec (checked before any
+    broker starts)."""
+    out = []
+    for job in jobs:
+        regression = spec_prediction(spec, job)[3]
+        if regression is not None:
+            out.append(regression)
+    return out
+
+
 def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
               all_variants: bool = False, progress=None, run_class=None) -> Outcome:
     """Replay one trace on the broker and judge it. ``run_class`` (a TraceRun) decides where
@@ -339,27 +463,10 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
     coordinator (inprocess.InProcessRun, with an inprocess.InProcessBroker)."""
     t0 = time.monotonic()
     doc = job.doc
-    try:
-        model = model_of(spec, doc.get("variant"), doc.get("params", {}))
-    except SpecError as e:
-        raise TraceError(f"{job.name}: {e}") from None
+    model, initial, prediction, regression = spec_prediction(spec, job)
+    if regression is not None:
+        return regression
     n = len(doc["steps"])
-    try:
-        initial = (tuple(layout_of(model).pack(doc["state"])) if doc.get("state")
-                   else model_initial_words(model)[0])
-        prediction = predict(model, initial, doc["steps"])
-    except SpecError as e:
-        raise TraceError(f"{job.name}: {e}") from None
-    if len(prediction) < n:
-        k = len(prediction) + 1
-        return Outcome(job.name, model.variant, n, NOT_DRIVABLE, k,
-                       f"the trace does not replay in the spec (step {k} is not enabled)")
-    for st, pred in zip(doc["steps"], prediction):
-        want = st.get("expect", {}).get("outcome")
-        if "outcome" in st.get("expect", {}) and pred.outcome != want:
-            return Outcome(job.name, model.variant, n, NOT_DRIVABLE, pred.index,
-                           f"the trace does not replay in the spec (step {pred.index}: outcome "
-                           f"{pred.outcome}, the trace expects {want})")
     initial_state = layout_of(model).show(layout_of(model).unpack_flat(initial))
     why = adapter.initial_reason(model.params, initial_state)
     if why:
@@ -369,6 +476,10 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
         if why:
             return Outcome(job.name, model.variant, n, NOT_DRIVABLE, i, why)
 
+    records = [r for r in adapter.expected_divergences if r.applies(job.name, version)]
+    # past a divergence the run drives on where an expectation may explain it (the release
+    # record or a recorded divergence), so that the steps after it are compared too
+    drive_on = all_variants or bool(records) or bool(adapter.expected_variants(version or ""))
     run = (run_class or TraceRun)(broker, f"{slug(job.name)}-{secrets.token_hex(3)}", model.params,
                                   model=model, actions=[(st["action"], dict(st.get("args", {})))
                                                         for st in doc["steps"]])
@@ -388,8 +499,7 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
             except TimerFired as e:
                 stopped = (i, str(e), TIMING)
                 break
-            # after a divergence, keep driving only when every variant's verdict is wanted
-            if not all_variants and compare(adapter.view(run, prediction[i - 1]), observations[-1]):
+            if not drive_on and compare(adapter.view(run, prediction[i - 1]), observations[-1]):
                 break
     except NotDrivable as e:
         stopped = (0, str(e), NOT_DRIVABLE)
@@ -405,44 +515,113 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
             pass
         run.close()
 
-    out = Outcome(job.name, model.variant, n, CONFORMS, seconds=time.monotonic() - t0)
+    out = Outcome(job.name, model.variant, n, CONFORMS)
+    out.exercised = [(st["action"], obs.get("outcome") if isinstance(obs.get("outcome"), str) else None)
+                     for st, obs in zip(doc["steps"], observations)]
     k, diff = _first_mismatch(adapter, run, prediction, observations)
+    _count_keys(out, adapter, run, prediction, observations[:k] if k else observations)
     if all_variants:
         out.matches, out.undecided = _matching_variants(adapter, run, spec, model, initial, doc,
                                                         observations)
+    out.wire = run.wire_log
     if k is None and stopped is not None:
         out.kind, out.step, out.detail = stopped[2], stopped[0] or None, stopped[1]
-        out.seconds = time.monotonic() - t0
-        out.wire = run.wire_log
-        return out
+    else:
+        _judge(out, adapter, run, spec, doc, model, initial, version, records, observations,
+               k, diff, stopped)
+    out.seconds = time.monotonic() - t0
+    return out
+
+
+def _judge(out: Outcome, adapter, run, spec, doc, model, initial, version, records,
+           observations, k, diff, stopped) -> None:
+    """The verdict of a trace driven to its end (or to where driving stopped) whose first
+    mismatch with its own variant is at step k (None: none): conforms, diverges, or diverges
+    as the release record or a recorded divergence expects, the steps after the expected one
+    compared with the variant that predicts them."""
     if k is not None and diff is None:
         out.kind, out.step, out.detail = BROKEN, k, "the spec does not enable this step"
-    elif k is not None:
-        out.kind, out.step, out.detail = DIVERGES, k, said(diff)
+        return
+    if k is not None:
+        out.kind, out.step, out.detail, out.diff = DIVERGES, k, said(diff), list(diff)
     expected = _expected_by_record(adapter, run, spec, doc, initial, version, len(observations))
     if expected is not None:
         variant, why, pred = expected
-        seen = observations if k is None else observations[:k]
-        k2, diff2 = _first_mismatch(adapter, run, pred, seen)
+        k2, diff2 = _first_mismatch(adapter, run, pred, observations)
         if k is None and variant != model.variant and k2 is not None:
             out.kind, out.step = DIVERGES, k2
             out.detail = (f"the record expects Kafka {version} to run variant {variant} ({why}), "
                           f"which predicts " + (said(diff2) if diff2 else
                                                 "that this step is not enabled")
                           + f", but Kafka followed variant {model.variant}")
-        elif k is not None and diff is not None and k2 is None and len(pred) >= k:
-            out.kind = EXPECTED
+            return
+        if k is not None and len(pred) >= k and (k2 is None or diff2 is None or k2 > k):
             out.detail += f" (Kafka {version} runs variant {variant}: {why})"
-    if out.kind == DIVERGES and version:
-        v = version_key(version)
-        for suffix, lo, hi, step, why in adapter.expected_divergences:
-            if (Path(job.name).as_posix().endswith(suffix) and out.step == step and v is not None
-                    and version_key(lo) <= v and (hi is None or v <= version_key(hi))):
-                out.kind = EXPECTED
-                out.detail += f" (recorded for Kafka {version}: {why})"
-    out.seconds = time.monotonic() - t0
-    out.wire = run.wire_log
-    return out
+            if k2 is not None and diff2 is not None:
+                out.step = k2
+                out.detail = (f"past the divergence the release record expects at step {k} "
+                              f"({out.detail}), variant {variant} predicts {said(diff2)}")
+                return
+            out.kind = EXPECTED
+            out.detail += _rest(k, len(observations), variant,
+                                k2 - 1 if k2 is not None else len(observations), stopped)
+            return
+    record = next((r for r in records if r.step == (k or r.step)), None)
+    if record is None:
+        return
+    if k is None:
+        if len(observations) >= record.step:
+            out.kind, out.step = DIVERGES, record.step
+            out.detail = (f"the record expects a divergence here ({said(record.diffs)}: "
+                          f"{record.why}), but Kafka answered as the spec says: the record is "
+                          f"stale")
+        return
+    if not record.matches(diff):
+        out.detail += f" (the record for Kafka {version} expects {said(record.diffs)})"
+        return
+    out.kind = EXPECTED
+    out.detail += f" (recorded for Kafka {version}: {record.why})"
+    if record.then is None:
+        if k < out.steps:
+            rest = f"step {out.steps}" if out.steps == k + 1 else f"steps {k + 1}-{out.steps}"
+            out.detail += f"; no variant predicts {rest}: not compared"
+        return
+    then = model_of(spec, record.then, doc.get("params", {}))
+    pred = predict(then, initial_words(then, doc), doc["steps"])
+    k3, diff3 = _first_mismatch(adapter, run, pred, observations, start=k - 1)
+    if k3 is not None and diff3 is not None:
+        out.kind, out.step = DIVERGES, k3
+        out.detail = (f"past the divergence recorded at step {k} ({record.why}), the release's "
+                      f"rule (variant {record.then}) predicts {said(diff3)}")
+        return
+    out.detail += _rest(k, len(observations), record.then,
+                        k3 - 1 if k3 is not None else len(observations), stopped)
+
+
+def _rest(k: int, driven: int, variant: str, predicted: int, stopped) -> str:
+    """What the detail says of the steps after an expected divergence at step k."""
+    text = ""
+    if predicted > k:
+        steps = f"step {predicted}" if predicted == k + 1 else f"steps {k + 1}-{predicted}"
+        text += f"; {steps} compared with variant {variant}: conform"
+    if predicted < driven:
+        text += f"; variant {variant} does not enable step {predicted + 1}: not compared from there"
+    if stopped is not None and stopped[0] > k:
+        text += f"; driving stopped at step {stopped[0]} ({stopped[2]}: {stopped[1]})"
+    return text
+
+
+def _count_keys(out: Outcome, adapter, run, prediction, observations) -> None:
+    """How many keys the driven steps compared, and why the others were not (Absent)."""
+    for pred, obs in zip(prediction, observations):
+        want = adapter.view(run, pred)
+        for key in set(want) | set(obs):
+            a, b = want.get(key), obs.get(key)
+            gone = a if isinstance(a, Absent) else b if isinstance(b, Absent) else None
+            if gone is None:
+                out.compared += 1
+            else:
+                out.absent[gone.why] = out.absent.get(gone.why, 0) + 1
 
 
 def _expected_by_record(adapter, run, spec, doc, initial, version, driven: int):
@@ -527,6 +706,19 @@ def summary(outcomes: list[Outcome]) -> dict[str, int]:
     return counts
 
 
+def coverage(spec, outcomes: list[Outcome]) -> list[tuple[str, int, dict[str, int]]]:
+    """Per action of the spec: how many steps of these runs drove it, and per response code
+    Kafka gave how often ("-" for a step without one); actions never driven count 0."""
+    steps = {a.name: 0 for a in spec.actions}
+    codes: dict[str, dict[str, int]] = {a.name: {} for a in spec.actions}
+    for o in outcomes:
+        for action, code in o.exercised:
+            steps[action] = steps.get(action, 0) + 1
+            by = codes.setdefault(action, {})
+            by[code or "-"] = by.get(code or "-", 0) + 1
+    return [(a, steps[a], dict(sorted(codes[a].items()))) for a in steps]
+
+
 def exit_code(outcomes: list[Outcome]) -> int:
     return DIVERGED if any(o.unexpected for o in outcomes) else OK
 
@@ -535,4 +727,5 @@ def to_json(outcomes: list[Outcome], version: str) -> str:
     return json.dumps({"kafka": version, "traces": [
         {"trace": o.trace, "variant": o.variant, "steps": o.steps, "outcome": o.kind,
          "step": o.step, "detail": o.detail, "matches": o.matches, "seconds": round(o.seconds, 3),
+         "compared": o.compared, "absent": o.absent,
          "wire_log": o.wire_log} for o in outcomes]}, indent=2)

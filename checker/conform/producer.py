@@ -54,7 +54,8 @@ import io
 import time
 from dataclasses import dataclass, field
 
-from kcheck.conform.driver import (Adapter, NotDrivable, SpecStep, TimerFired, TraceRun,
+from kcheck.conform.driver import (NOT_GIVEN, Absent, Adapter, NotDrivable, RecordedDivergence,
+                                   SpecStep, TimerFired, TraceRun,
                                    register_adapter)
 
 # ---------------------------------------------------------------------------------------------
@@ -122,6 +123,11 @@ TIMERS = {
                       "follower -> ProducerStateManager.removeExpiredProducers, which spares an "
                       "open transaction)",
 }
+# the steps after which Kafka is asked what it shows (_observe; a held CoordinatorFailover too)
+OBSERVED = frozenset(REQUESTS) | frozenset(TIMERS) | {"LeaderFailover"}
+# the requests whose answer carries the producer's epoch (InitProducerIdResponse.ProducerEpoch;
+# EndTxn's too from transaction version 2, EndTxnResponse v5)
+EPOCH_ANSWERS = ("InitProducerId", "SecondInstanceInitProducerId", "EpochBump")
 # The spec's two replicas of a partition on the cluster of three (REPLICAS): replica 0 is the
 # partition's first leader, replica 1 the follower the adapter picks at the trace's start (the
 # coordinator's node when it is a follower, so that the third node, which the spec does not
@@ -170,6 +176,14 @@ KAFKA_9144_FIXED = ("KAFKA-9144's fix (PR #7687, long before 4.0) is in this rel
                     "so a producer whose marker is seconds old does not expire with "
                     "producer.id.expiration.ms at 5 minutes, where variant kafka-9144 (timestamp -1 "
                     "after the marker) expires it at the next check")
+KAFKA_20785_UNFIXED = ("KAFKA-20785's fix (PR #23204) is not in this release: a commit after the "
+                       "coordinator's own abort gets INVALID_TXN_STATE (TransactionCoordinator."
+                       "handleEndTransaction), as variant kafka-20785 predicts")
+# What 4.x shows where those variants have dropped or expired the producer's entry (measured
+# on 4.3.1): the entry kept with the transaction open after the first write, or with epoch 1 and
+# last sequence -1 after the marker that bumped it (ProducerAppendInfo.appendEndTxnMarker)
+KEPT_OPEN = (("producer_epoch", -1, 0), ("txn_open", False, True), ("last_seq", NOT_GIVEN, 0))
+KEPT_BUMPED = (("producer_epoch", -1, 1), ("last_seq", NOT_GIVEN, -1))
 UNKNOWN_PRODUCER_ID = ("has a partition leader that answers UNKNOWN_PRODUCER_ID (Kafka 2.3's "
                        "ProducerAppendInfo.checkSequence), which no 4.x broker does: since "
                        "KAFKA-7190 checkSequence accepts any sequence from a producer it has no "
@@ -475,31 +489,47 @@ class ProducerAdapter(Adapter):
     # KAFKA-20785's fix (PR #23204: a commit overtaken by the coordinator's own abort is
     # PRODUCER_FENCED) is in no release tested: 4.2.2, 4.3.1 and 4.4.0 answer INVALID_TXN_STATE,
     # as the kafka-20785 variant says (measured). A release record would also judge the version-1
-    # traces by kip360's rules, so the divergence is recorded per trace.
+    # traces by kip360's rules, so the divergence is recorded per trace, with the key and both
+    # values measured on 4.3.1. ``then`` names the variant of the rule the release runs, which
+    # predicts the rest of the trace; the kafka-7190 and kafka-9144 traces have none: kip360
+    # does not enable their diverging step (DeleteRecords of a producer kip360 keeps, an expiry
+    # of a producer with a write in flight), so their steps after it are not compared.
     expected_divergences = [
-        ("producer/kafka-20785-kip360.json", "4.0.0", "4.4.99", 10,
-         "KAFKA-20785's fix (PR #23204) is not in this release: a commit after the coordinator's "
-         "own abort gets INVALID_TXN_STATE (TransactionCoordinator.handleEndTransaction), as "
-         "variant kafka-20785 predicts"),
-        # the same commit, sent while the abort is held in PrepareAbort and retried after it
-        ("producer/kafka-20785-prepare-abort.json", "4.0.0", "4.4.99", 11,
-         "KAFKA-20785's fix (PR #23204) is not in this release: the commit retried after the "
-         "coordinator's own abort completed gets INVALID_TXN_STATE, as variant kafka-20785 "
-         "predicts"),
+        RecordedDivergence(f"producer/{name}.json", "4.0.0", "4.4.99", step,
+                           (("outcome", "PRODUCER_FENCED", "INVALID_TXN_STATE"),),
+                           KAFKA_20785_UNFIXED, then="kafka-20785")
+        # the second: the same commit, sent while the abort is held in PrepareAbort and retried
+        # after it completed
+        for name, step in (("kafka-20785-kip360", 10), ("kafka-20785-prepare-abort", 11))
+    ] + [
         # a trace of the variant before KAFKA-18464's fix: every 4.x release has it
-        ("producer/kafka-18464/fenced-only-when-overtaken.json", "4.0.0", None, 13,
-         "KAFKA-18464's fix (PR #18467, Kafka 4.0) is in this release: an EndTxn that finds the "
-         "transaction in PrepareAbort with its completion pending is CONCURRENT_TRANSACTIONS "
-         "before any epoch check (TransactionCoordinator.endTransaction), where variant "
-         "kafka-18464 says PRODUCER_FENCED"),
-    ] + [(f"producer/kafka-7190/{name}.json", "4.0.0", None, step, KAFKA_7190_FIXED)
-         for name, step in (("appended-retry-is-rejected", 6), ("no-duplicate", 6),
-                            ("out-of-order-only-after-a-gap", 6), ("marker-epoch-monotonic", 11),
-                            ("stale-markers-are-fenced", 11))] \
-      + [(f"producer/kafka-9144/{name}.json", "4.0.0", None, step, KAFKA_9144_FIXED)
-         for name, step in (("appended-retry-is-rejected", 9), ("marker-epoch-monotonic", 11),
-                            # at replica 1 alone: the follower keeps its entry (REPLICAS)
-                            ("stale-markers-are-fenced", 11))]
+        RecordedDivergence(
+            "producer/kafka-18464/fenced-only-when-overtaken.json", "4.0.0", None, 13,
+            (("outcome", "PRODUCER_FENCED", "CONCURRENT_TRANSACTIONS"),),
+            "KAFKA-18464's fix (PR #18467, Kafka 4.0) is in this release: an EndTxn that finds "
+            "the transaction in PrepareAbort with its completion pending is "
+            "CONCURRENT_TRANSACTIONS before any epoch check (TransactionCoordinator."
+            "endTransaction), where variant kafka-18464 says PRODUCER_FENCED", then="kip360"),
+    ] + [RecordedDivergence(f"producer/kafka-7190/{name}.json", "4.0.0", None, step, diffs,
+                            KAFKA_7190_FIXED)
+         for name, step, diffs in (
+             # the producer's entry kept through DeleteRecords: the transaction still open, its
+             # last sequence 0 (the spec's variant has no entry, so no last sequence)
+             ("appended-retry-is-rejected", 6, KEPT_OPEN),
+             ("no-duplicate", 6, KEPT_OPEN),
+             ("out-of-order-only-after-a-gap", 6, KEPT_OPEN),
+             # kept after the marker that bumped the epoch: sequence -1 (Kafka's entry after a
+             # marker), epoch 1
+             ("marker-epoch-monotonic", 11, KEPT_BUMPED),
+             ("stale-markers-are-fenced", 11, KEPT_BUMPED))] \
+      + [RecordedDivergence(f"producer/kafka-9144/{name}.json", "4.0.0", None, step, diffs,
+                            KAFKA_9144_FIXED)
+         for name, step, diffs in (
+             ("appended-retry-is-rejected", 9, KEPT_BUMPED),
+             ("marker-epoch-monotonic", 11, KEPT_BUMPED),
+             # at replica 1 alone: the follower keeps its entry (REPLICAS)
+             ("stale-markers-are-fenced", 11,
+              tuple(("follower." + key, a, b) for key, a, b in KEPT_BUMPED)))]
 
     def __init__(self, tv1_without_verification: bool = True, settle_timeout: float = 15.0):
         self.tv1_without_verification = tv1_without_verification
@@ -746,7 +776,11 @@ class ProducerAdapter(Adapter):
             run.state.get("markers", {}).pop((args.get("c", 0), tp), None)
             if c.held_by is not None:
                 self._release(run, c)      # the retried marker is written: the spec's arrival
-        if action in REQUESTS or action in TIMERS or action == "LeaderFailover":
+            # the marker is the coordinator's own WriteTxnMarkers: its answer goes to the
+            # coordinator (TransactionMarkerRequestCompletionHandler), not to the driver
+            obs["outcome"] = Absent("Kafka's coordinator sends this marker itself and reads its "
+                                    "answer")
+        if action in OBSERVED:
             if not c.transactional:
                 obs.update(self._observe(run, c, None))
                 return obs
@@ -769,38 +803,55 @@ class ProducerAdapter(Adapter):
         return obs
 
     def view(self, run: TraceRun, step: SpecStep) -> dict:
-        """The spec's step in the observation keys. The partition's producer state and the
-        coordinator's state name are compared when the spec has no marker in flight, or when
-        Kafka was held in PrepareX at this step (HOLD); otherwise Kafka may have written its
-        marker already. The response epoch is the coordinator's epoch after the step."""
+        """The spec's step in the observation keys. A step that sends nothing (CLIENT_SIDE, a
+        coordinator failover that was not held) compares nothing: Kafka is not asked. The
+        partition's producer state and the coordinator's state name are compared when the spec
+        has no marker in flight, or when Kafka was held in PrepareX at this step (HOLD);
+        otherwise Kafka may have written its marker already. The response epoch is the
+        coordinator's epoch after the step, compared where Kafka's answer carries one."""
         post, v = step.post, {}
         if step.outcome is not None:
             v["outcome"] = step.outcome
-        for tp in range(getattr(run.params, "partitions", 1)):
+        held = step.index in run.state.get("held_steps", ())
+        if step.action not in OBSERVED and not (step.action == "CoordinatorFailover" and held):
+            if "outcome" in v:
+                v["outcome"] = Absent(f"{step.action} is the client's own step: nothing is sent")
+            return v
+        transactional = bool(getattr(run.params, "transactional", 1))
+        if step.outcome == "NONE" and (step.action in EPOCH_ANSWERS or (
+                step.action == "EndTxn" and tv2(getattr(run, "variant", None) or "kip360"))):
+            # the idempotent producer's only InitProducerId answer is its epoch; no coordinator
+            # keeps it
+            v["response_epoch"] = post["txn_epoch"] if transactional else post["epoch"]
+        partitions = range(getattr(run.params, "partitions", 1))
+        for tp in partitions:
             # which spec replica leads (observed on the cluster of three only)
             v["leader" + ("" if tp == 0 else f"@{tp}")] = post[f"leader[{tp}]"]
-        self._describe = describe_transactions_response()
-        transactional = bool(getattr(run.params, "transactional", 1))
-        # the idempotent producer's only InitProducerId answer is its epoch; no coordinator keeps it
-        v["response_epoch"] = post["txn_epoch"] if transactional else post["epoch"]
         if transactional:
             v["txn_epoch"] = post["txn_epoch"]
-        if post["txn_state"] not in PREPARE or step.index in run.state.get("held_steps", ()):
+        settled = post["txn_state"] not in PREPARE or held
+        in_flight = Absent("the spec's markers are on their way and Kafka was not held: it may "
+                           "have written them already")
+        if transactional:
+            v["txn_state"] = post["txn_state"] if settled else in_flight
+        for tp in partitions:
+            at = "" if tp == 0 else f"@{tp}"
             if transactional:
-                v["txn_state"] = post["txn_state"]
-            for tp in range(getattr(run.params, "partitions", 1)):
-                at = "" if tp == 0 else f"@{tp}"
-                if transactional:
-                    v["txn_partition" + at] = post[f"txn_partition[{tp}]"]
-                # the leader's entry and the follower's (replica r of partition t at t * 2 + r in
-                # the spec's arrays); the follower's is observed on the cluster of three only
-                lead = post[f"leader[{tp}]"]
-                for who, x in (("", 2 * tp + lead), ("follower.", 2 * tp + 1 - lead)):
-                    v[who + "producer_epoch" + at] = post[f"producer_epoch[{x}]"]
-                    v[who + "txn_open" + at] = post[f"txn_open[{x}]"]
-                    if post[f"producer_epoch[{x}]"] != -1:
-                        v[who + "last_seq" + at] = post[f"last_seq[{x}]"]
-            v["appended"] = [post[f"appended[{k}]"] for k in range(run.params.records)]
+                v["txn_partition" + at] = post[f"txn_partition[{tp}]"] if settled else in_flight
+            # the leader's entry and the follower's (replica r of partition t at t * 2 + r in
+            # the spec's arrays); the follower's is observed on the cluster of three only
+            lead = post[f"leader[{tp}]"]
+            for who, x in (("", 2 * tp + lead), ("follower.", 2 * tp + 1 - lead)):
+                if not settled:
+                    for key in ("producer_epoch", "txn_open", "last_seq"):
+                        v[who + key + at] = in_flight
+                    continue
+                v[who + "producer_epoch" + at] = post[f"producer_epoch[{x}]"]
+                v[who + "txn_open" + at] = post[f"txn_open[{x}]"]
+                if post[f"producer_epoch[{x}]"] != -1:
+                    v[who + "last_seq" + at] = post[f"last_seq[{x}]"]
+        v["appended"] = ([post[f"appended[{k}]"] for k in range(run.params.records)] if settled
+                         else in_flight)
         return v
 
     # the spec's replicas (REPLICAS) ------------------------------------------------------------
@@ -891,6 +942,12 @@ class ProducerAdapter(Adapter):
                 # the spec replica whose node Kafka's metadata names the leader (-1: neither)
                 now = run.broker.partition(run.name, tp)["leader"]
                 obs["leader" + at] = replicas[tp].index(now) if now in replicas[tp] else -1
+            else:
+                one = Absent("a single broker: the partition's one replica is the spec's "
+                             "replica 0 and leads throughout")
+                obs["leader" + at] = one
+                for key in ("producer_epoch", "txn_open", "last_seq"):
+                    obs["follower." + key + at] = one
             for who, where in places:
                 entry = self._describe_producer(run, c, tp, where) if c.producer_id != -1 else None
                 obs[who + "producer_epoch" + at] = entry["epoch"] if entry else -1
