@@ -269,7 +269,7 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
         raise BadInput(str(e)) from None
     err = make_console(stderr=True, soft_wrap=True)
     try:
-        harness = Harness(version, libs)
+        harness = Harness(version, libs, settings=adapter.broker_settings)
     except HarnessError as e:
         err.print(f"error: the in-process coordinator could not be started: {e}", markup=False)
         return BROKER_UNAVAILABLE

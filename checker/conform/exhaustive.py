@@ -12,11 +12,18 @@ Each transition is executed once, from its parent's coordinator state:
 
 - a stack frame per state on the DFS path holds a snapshot of the coordinator (the shard's
   SnapshotRegistry, plus what the harness keeps outside timeline structures: the timers, the
-  executor's tasks, the assignor's script) and a copy of the adapter's client state;
+  executor's tasks, the assignor's script) and a copy of the adapter's client state
+  (``adapter.clone_state`` where the adapter has one);
 - before each out-edge but the first, the frame's snapshot is restored (SnapshotRegistry.
   revertToSnapshot): exact for what the consumer group protocol keeps (every ConsumerGroup and
   offset structure is a timeline structure), as tests/test_conform_exhaustive.py checks against
   a fresh replay of the path;
+- an adapter whose coordinator state a revert does not restore says so (``revert_is_exact =
+  False``: the classic protocol's ClassicGroup keeps plain fields): its frames hold a mark in
+  the harness's journal instead, and a state is rebuilt (``Harness.rebuild``: reverted to the
+  root's snapshot, taken before the group existed, and the path's requests replayed from there,
+  as on a fresh shard; tests/test_conform_classic_exhaustive.py checks it against a fresh
+  replay);
 - the transition by which the BFS tree reaches a state pushes that state's frame; every other
   one is checked and undone.
 
@@ -42,7 +49,8 @@ import numpy as np
 
 from kcheck.conform.driver import (DIVERGES, EXPECTED, Job, NotDrivable, SpecStep, TimerFired,
                                    compare, field_values, run_trace, said)
-from kcheck.conform.inprocess import Harness, InProcessBroker, InProcessRun
+from kcheck.conform.inprocess import (Harness, InProcessBroker, InProcessRun, coordinator_settings,
+                                      in_process_adapter)
 from kcheck.graph import build_graph
 from kcheck.layout import layout_of
 from kcheck.trace import Executor, build, to_json
@@ -158,6 +166,14 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
                    params: dict | None = None, max_divergences: int = 1,
                    progress=None, graph=None) -> ExhaustiveResult:
     """Walk the reachable graph of SPEC (VARIANT, PARAMS) on the in-process coordinator."""
+    adapter = in_process_adapter(adapter)
+    wrong = sorted(k for k, v in coordinator_settings(adapter.broker_settings).items()
+                   if harness.settings.get(k) != v)
+    if wrong:
+        raise ValueError(f"the harness was started without the {spec.name} adapter's settings "
+                         f"({', '.join(wrong)}): Harness(version, settings=adapter.broker_settings)")
+    exact = getattr(adapter, "revert_is_exact", True)
+    clone = getattr(adapter, "clone_state", _clone)
     model = spec.instantiate(variant, params or {})
     t0 = time.perf_counter()
     sg = graph if graph is not None else build_graph(model)
@@ -211,7 +227,16 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
             res.initial_not_drivable[str(e)] = res.initial_not_drivable.get(str(e), 0) + 1
             continue
         visited[root] = 1
-        stack = [_Frame(root, harness.snapshot(), _clone(run.state), (starts[root], starts[root + 1]))]
+
+        def save():
+            return harness.snapshot() if exact else harness.mark()
+
+        def restore(f):
+            if exact:
+                harness.revert(f.snapshot)
+            else:
+                harness.rebuild(base, f.snapshot)
+        stack = [_Frame(root, save(), clone(run.state), (starts[root], starts[root + 1]))]
         while stack and len(res.divergences) < max_divergences:
             f = stack[-1]
             if f.next == f.end:
@@ -225,8 +250,8 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
                 res.not_mappable[why] = res.not_mappable.get(why, 0) + 1
                 continue
             if f.dirty:
-                harness.revert(f.snapshot)
-                run.state = _clone(f.client)
+                restore(f)
+                run.state = clone(f.client)
             f.dirty = True
             inst = model.instances[k]
             args = dict(inst.args)
@@ -258,7 +283,7 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
             # the graph and each state's coordinator state is that of its shortest path
             if not visited[dst] and parents[dst] == f.state and vias[dst] == k:
                 visited[dst] = 1
-                stack.append(_Frame(dst, harness.snapshot(), _clone(run.state),
+                stack.append(_Frame(dst, save(), clone(run.state),
                                     (starts[dst], starts[dst + 1])))
             if progress is not None and res.checked % 2000 == 0:
                 progress(res, time.perf_counter() - t1)
