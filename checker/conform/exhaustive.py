@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kcheck.conform.driver import (DIVERGES, EXPECTED, Job, NotDrivable, SpecStep, TimerFired,
-                                   compare, field_values, run_trace, said)
+                                   compare, field_values, model_of, run_trace, said)
 from kcheck.conform.inprocess import (Harness, InProcessBroker, InProcessRun, coordinator_settings,
                                       in_process_adapter)
 from kcheck.graph import build_graph
@@ -174,7 +174,9 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
                          f"({', '.join(wrong)}): Harness(version, settings=adapter.broker_settings)")
     exact = getattr(adapter, "revert_is_exact", True)
     clone = getattr(adapter, "clone_state", _clone)
-    model = spec.instantiate(variant, params or {})
+    # driver.model_of: the model the adapter's own rules run in (the classic leader's assignor)
+    # is this one, compiled once
+    model = model_of(spec, variant, params or {})
     t0 = time.perf_counter()
     sg = graph if graph is not None else build_graph(model)
     res = ExhaustiveResult(spec.name, model.variant, harness.version, model.params.as_dict(),
@@ -234,7 +236,9 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
         def restore(f):
             if exact:
                 harness.revert(f.snapshot)
-            else:
+            elif harness.mark() != f.snapshot:
+                # the journal holds every change: unchanged since the frame's mark (the last
+                # edge was client-side, or answered nothing new), nothing to rebuild
                 harness.rebuild(base, f.snapshot)
         stack = [_Frame(root, save(), clone(run.state), (starts[root], starts[root + 1]))]
         while stack and len(res.divergences) < max_divergences:
