@@ -293,6 +293,13 @@ class Harness:
         for later in [s for s in self._journal_at if s > snapshot]:
             del self._journal_at[later]
 
+    def forget(self, snapshot: int) -> None:
+        """Deletes a snapshot no longer needed (a walk's root, done): the registry keeps, for
+        the oldest snapshot, every structure changed since it, and a revert to a snapshot that
+        has become the oldest starts it afresh (see the harness's revert)."""
+        self.post(b"D" + struct.pack(">q", snapshot))
+        self._journal_at.pop(snapshot, None)
+
     def mark(self) -> int:
         """Where the journal is now: ``rebuild`` replays up to here."""
         return len(self.journal)

@@ -22,6 +22,7 @@
 //   'A' count (int32), then member id, script text each     -> nothing (merged into the script)
 //   'S' snapshot id (int64, above every earlier one)        -> nothing (a snapshot taken)
 //   'V' snapshot id (int64)                                 -> nothing (reverted; later ones dropped)
+//   'D' snapshot id (int64)                                 -> nothing (the snapshot deleted)
 //   'M' group id                                            -> JSON: member id -> the latest
 //       ConsumerGroupCurrentMemberAssignmentValue (the form RecordDecoder writes)
 //   'O' group id                                            -> the group's committed offsets, text
@@ -387,6 +388,16 @@ public final class InProcessCoordinator {
         Object[] s = saved.get(id);
         if (s == null) throw new IllegalStateException("no snapshot " + id);
         compat.registry.revertToSnapshot(id);
+        if (saved.headMap(id).isEmpty()) {
+            // SnapshotRegistry.revertToSnapshot leaves the target's deltas in place (Snapshot.
+            // handleRevert does not clear them), so a snapshot reverted to again and again (the
+            // root's, under every rebuild) would revert every structure ever changed since it,
+            // at a cost growing with the walk: the oldest is taken afresh (deleted, then created
+            // at the same epoch: the state is the one just restored). A later snapshot is kept,
+            // its deltas would be merged into the one before it.
+            compat.registry.deleteSnapshot(id);
+            compat.registry.idempotentCreateSnapshot(id);
+        }
         compat.timers.clear();
         compat.timers.putAll((Map<String, Object>) s[0]);
         script.clear();
@@ -483,6 +494,12 @@ public final class InProcessCoordinator {
             case 'V':
                 revert(frame.getLong());
                 return new byte[0];
+            case 'D': {
+                long id = frame.getLong();
+                compat.registry.deleteSnapshot(id);
+                saved.remove(id);
+                return new byte[0];
+            }
             case 'M':
                 return utf8(memberRecordsOf(str(frame)));
             case 'P': {
