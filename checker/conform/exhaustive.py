@@ -195,7 +195,7 @@ def answerable_outcomes(model) -> dict[str, list[str]]:
             for a, vals in sorted(out.items(), key=lambda x: [a.name for a in model.spec.actions].index(x[0]))}
 
 
-def _outcomes(model, sg) -> array:
+def edge_outcomes(model, sg) -> array:
     """Every edge's outcome value (_NONE: the action answers nothing), computed per action instance over all its edges
     at once (the compiled effect on a block of states), not one state at a time."""
     out = np.full(len(sg.src), _NONE, dtype=np.int64)
@@ -236,7 +236,7 @@ def run_exhaustive(spec, adapter, harness: Harness, variant: str | None = None,
                            answerable=answerable_outcomes(model))
     ex = Executor(model, sg.compiled)
     lay = layout_of(model)
-    outcomes = _outcomes(model, sg)
+    outcomes = edge_outcomes(model, sg)
     acts, dsts = array("i", sg.act.astype(np.int32).tobytes()), array("q", sg.dst.astype(np.int64).tobytes())
     parents = array("q", sg.parent.astype(np.int64).tobytes())
     vias = array("i", sg.via.astype(np.int32).tobytes())

@@ -191,6 +191,10 @@ public final class InProcessCoordinator {
     private int nextParked = 1;
     private int lastParked;             // the id 'R' answers with when the request was parked
     private long offset = 1;            // the next record's offset
+    // where topic ids are drawn from (Seeded's counter), far from the member ids' stream; the
+    // topics made so far (Compat's topics, like this count, outlive a revert)
+    private static final long TOPIC_IDS = 1L << 62;
+    private long topicsMade;
     private long nextProducerId = 1000;
     private final ObjectMapper json = new ObjectMapper();
 
@@ -472,9 +476,11 @@ public final class InProcessCoordinator {
             case 'T': {
                 String name = str(frame);
                 int partitions = frame.getInt();
-                // a topic's id draws no member id's randomness: a replayed 'T' finds the topic
-                // made already and draws nothing, so the ids after it must not depend on it
+                // a topic's id comes from a stream of its own, not the member ids': a replayed
+                // 'T' finds the topic made already and draws nothing, so the ids drawn after it
+                // must not depend on it
                 long counter = Seeded.counter;
+                Seeded.counter = TOPIC_IDS + 64L * topicsMade++;
                 Uuid id = compat.createTopic(name, partitions);
                 Seeded.counter = counter;
                 return ByteBuffer.allocate(16).putLong(id.getMostSignificantBits())
