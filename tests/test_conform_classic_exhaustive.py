@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from kcheck.conform.classic_group import ClassicGroupAdapter
-from kcheck.conform.driver import adapter_for
+from kcheck.conform.driver import NotDrivable, adapter_for
 from kcheck.conform.exhaustive import answerable_outcomes, run_exhaustive
 from kcheck.conform.inprocess import Harness, InProcessBroker, InProcessRun, in_process_adapter
 from kcheck.graph import build_graph
@@ -59,7 +59,7 @@ def test_rule_coverage_lists_the_outcomes_the_graph_never_gives(harness, spec):
     missing = res.never_answered()
     assert missing["SyncGroup"] == ["ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]
     assert missing["Heartbeat"] == ["ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]
-    assert missing["CommitOffsets"] == ["ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]
+    assert missing["CommitOffsets"] == ["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]
     assert res.answered["SyncGroup"]["NONE"] > 0 and res.answered["Heartbeat"]["REBALANCE_IN_PROGRESS"] > 0
     text = res.text()
     assert "never answered (a rule never compared with Kafka): Heartbeat ILLEGAL_GENERATION" in text
@@ -98,7 +98,9 @@ def test_rebuild_leaves_the_shard_as_a_fresh_replay_of_the_path(harness, spec):
     """Take a path's prefix, mark, detour, rebuild to the mark, take the path's rest: the
     coordinator and the clients equal a fresh replay of the path alone, for 12 random detours
     of the three-member graph. A plain revert does not: in at least one trial it leaves the
-    group as the detour changed it (ClassicGroup's fields are not timeline structures)."""
+    group as the detour changed it (ClassicGroup's fields are not timeline structures). A random
+    path the adapter cannot drive (NotDrivable: Kafka ended a join phase the path had not ended)
+    is drawn again."""
     model = spec.instantiate(None, THREE)
     sg = build_graph(model)
     adapter = in_process_adapter(adapter_for("classic_group"))
@@ -126,22 +128,31 @@ def test_rebuild_leaves_the_shard_as_a_fresh_replay_of_the_path(harness, spec):
         for action, args, _ in steps:
             adapter.drive(run, action, args)
 
-    reverts_differ = 0
-    for trial in range(12):
+    reverts_differ, trial, attempts = 0, 0, 0
+    while trial < 12:
+        attempts += 1
+        assert attempts <= 60, "60 random paths drawn, fewer than 12 drivable"
         base = harness.snapshot()
         run = begin()
         prefix = walk(0, rng.randrange(4, 12))
+        detour = walk(prefix[-1][2] if prefix else 0, rng.randrange(2, 8))
+        path = walk(prefix[-1][2] if prefix else 0, rng.randrange(1, 8))
+        try:            # drivable in both orders?
+            drive(run, prefix + detour)
+            harness.revert(base)
+            run = begin()
+            drive(run, prefix + path)
+        except NotDrivable:
+            harness.revert(base)
+            continue
+        harness.revert(base)
+        run = begin()
         drive(run, prefix)
-        at = prefix[-1][2] if prefix else 0
-        mark, snap = harness.mark(), harness.snapshot()
-        client = adapter.clone_state(run.state)
-        detour = walk(at, rng.randrange(2, 8))
-        path = walk(at, rng.randrange(1, 8))
-        # a plain revert, then the path
+        at_mark = _abstraction(harness, run)
+        snap = harness.snapshot()
+        # a plain revert after the detour: the group as the detour left it, not as at the mark
         drive(run, detour)
         harness.revert(snap)
-        run.state = adapter.clone_state(client)
-        drive(run, path)
         reverted = _abstraction(harness, run)
         # a rebuild, then the path
         harness.revert(base)
@@ -161,7 +172,9 @@ def test_rebuild_leaves_the_shard_as_a_fresh_replay_of_the_path(harness, spec):
         fresh = _abstraction(harness, run)
         harness.revert(base)
         assert rebuilt == fresh, f"trial {trial}: {prefix} / {detour} / {path}"
-        reverts_differ += reverted != fresh
+        reverts_differ += {k: v for k, v in reverted.items() if k != "clients"} != \
+            {k: v for k, v in at_mark.items() if k != "clients"}
+        trial += 1
     assert reverts_differ >= 1
 
 

@@ -184,9 +184,17 @@ class Harness:
             self._in.write(b"".join(struct.pack(">i", len(p)) + p for p in frames))
         except BrokenPipeError:
             raise HarnessError(f"the in-process coordinator is gone (log: {self.stderr_path})") from None
-        for _ in range(pending):
-            self._frame()
-        return [self._frame() for _ in payloads]
+        replies, failure = [], None
+        for _ in range(len(frames)):    # every reply is read, a failed one too: the pipe stays in step
+            try:
+                replies.append(self._frame())
+            except HarnessError as e:
+                if self.process is None or self.process.poll() is not None:
+                    raise
+                failure = failure or e
+        if failure is not None:
+            raise failure
+        return replies[pending:]
 
     def call(self, payload: bytes) -> bytes:
         return self.batch([payload])[0]
