@@ -98,5 +98,20 @@ class InProcessClassicGroupAdapter(ClassicGroupAdapter):
                     break
         return super()._complete_join(run)
 
+    def _release_if_empty(self, run: TraceRun) -> None:
+        """As on a broker; and when the group empties during a new group's first join phase,
+        the initial delay's timer is fired: GroupMetadataManager.maybeCompleteJoinPhase never
+        ends a join phase that began in Empty (previousState != EMPTY), only the timer does,
+        which on a broker fires by itself within group.initial.rebalance.delay.ms; the spec's
+        removal empties the group (generation + 1) in the same step."""
+        super()._release_if_empty(run)
+        if run.state.get("initial_rebalance") and not any(self._describe(run)["in_group"]):
+            harness = self._admin(run).harness
+            for _ in range(_INITIAL_DELAY_FIRINGS):
+                if self._describe(run)["group_state"] != "PreparingRebalance" or \
+                        not harness.fire(f"join-{run.name}"):
+                    break
+            run.state.pop("initial_rebalance", None)
+
     def end(self, run: TraceRun) -> None:
         pass
