@@ -16,10 +16,11 @@ import pytest
 from kcheck.conform.classic_group import ClassicGroupAdapter
 from kcheck.conform.driver import NotDrivable, adapter_for
 from kcheck.conform.exhaustive import answerable_outcomes, run_exhaustive
-from kcheck.conform.inprocess import Harness, InProcessBroker, InProcessRun, in_process_adapter
+from kcheck.conform.inprocess import Harness, InProcessBroker, in_process_adapter
 from kcheck.graph import build_graph
-from kcheck.layout import layout_of
 from kcheck.loader import load_spec
+
+from graph_paths import begin_run, random_path
 
 SMALL = {"members": 2, "partitions": 1, "max_generation": 2}
 THREE = {"members": 3, "partitions": 1, "max_generation": 2}
@@ -104,25 +105,14 @@ def test_rebuild_leaves_the_shard_as_a_fresh_replay_of_the_path(harness, spec):
     model = spec.instantiate(None, THREE)
     sg = build_graph(model)
     adapter = in_process_adapter(adapter_for("classic_group"))
-    lay = layout_of(model)
     broker = InProcessBroker(harness)
     rng = random.Random(33)
 
     def walk(start: int, n: int) -> list[tuple[str, dict, int]]:
-        out, i = [], start
-        for _ in range(n):
-            edges = sg.out_edges(i)
-            if not edges:
-                break
-            k, i = edges[rng.randrange(len(edges))]
-            inst = model.instances[k]
-            out.append((inst.action.name, dict(inst.args), i))
-        return out
+        return random_path(model, sg, rng, start, n)
 
     def begin():
-        run = InProcessRun(broker, "rebuild", model.params, model=model, actions=[])
-        adapter.begin(run, lay.show(lay.unpack_flat(sg.state_words(0))))
-        return run
+        return begin_run(adapter, broker, model, sg, "rebuild")
 
     def drive(run, steps):
         for action, args, _ in steps:
