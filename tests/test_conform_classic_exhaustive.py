@@ -197,3 +197,26 @@ def test_exhaustive_three_members_on_every_release(spec, version):
         res = run_exhaustive(spec, adapter_for("classic_group"), h, None, THREE)
     assert res.divergences == [] and res.expected_count == 0, res.text()
     assert res.transitions == 23_488 and res.checked == res.transitions
+
+
+def test_cli_exhaustive_which_variant_names_the_variants_conforming_everywhere():
+    """Every variant walked on 4.3.1: the two pre-KIP-792 variants diverge (their JoinGroup
+    compares a generation the v1 subscription does not carry: spec/classic_group_notes.md), the
+    others conform in every transition."""
+    r = _kcheck("conform", "classic_group", "--exhaustive", "--which-variant", "--kafka", "4.3.1",
+                "--param", "members=2", "--param", "partitions=1", "--param", "max_generation=2",
+                "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    diverging = sorted(v["variant"] for v in doc["variants"] if not v["conforms"])
+    assert diverging == ["pre-kip792", "pre-kip792-kafka-12983"]
+    assert "kip792" in doc["conforming"] and len(doc["conforming"]) == len(doc["variants"]) - 2
+    first = next(v for v in doc["variants"] if v["variant"] == "pre-kip792")["first_divergence"]
+    assert first == "group_state: spec said PreparingRebalance, Kafka said Stable"
+
+
+def test_cli_exhaustive_which_variant_with_a_variant_is_bad_input():
+    r = _kcheck("conform", "classic_group", "--exhaustive", "--which-variant", "--variant", "kip792")
+    assert r.returncode == 2, r.stderr
+    assert "--variant cannot be given with it" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
