@@ -57,7 +57,8 @@ def register(sub) -> dict:
     c.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the first walk")
     c.add_argument("--which-variant", action="store_true",
                    help="replay the traces of every variant and say which variant's rules "
-                        "this Kafka release runs")
+                        "this Kafka release runs; with --exhaustive, the variants whose every "
+                        "transition conforms")
     c.add_argument("--out", metavar="DIR", default=None,
                    help="where divergent walks and wire logs go (default: wire logs beside the "
                         "trace, walks under conformance/SPEC/)")
@@ -291,11 +292,14 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
     from kcheck.options import params
     from kcheck.spec.lang import SpecError
     for flag, given in (("FILE", args.files), ("--walks", args.walks),
-                        ("--bootstrap", args.bootstrap), ("--which-variant", args.which_variant),
+                        ("--bootstrap", args.bootstrap),
                         ("--move-coordinator-after", args.move_coordinator_after)):
         if given:
             raise BadInput(f"--exhaustive walks the spec's graph in-process: {flag} cannot be "
                            f"given with it")
+    if args.which_variant and args.variant is not None:
+        raise BadInput("--exhaustive --which-variant walks every variant: --variant cannot be "
+                       "given with it")
     libs = Path(args.kafka_jars) if args.kafka_jars else None
     try:
         version = jars_version(libs) if libs else (args.kafka or DEFAULT_VERSION)
@@ -312,7 +316,7 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
         raise BadInput(str(e)) from None
     err = make_console(stderr=True, soft_wrap=True)
     try:
-        harness = Harness(version, libs)
+        harness = Harness(version, libs, settings=adapter.broker_settings)
     except HarnessError as e:
         err.print(f"error: the in-process coordinator could not be started: {e}", markup=False)
         return BROKER_UNAVAILABLE
@@ -321,6 +325,8 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
         if console.is_terminal and not args.json:
             err.print(f"  {res.checked:,} transitions checked, {res.checked / seconds:,.0f}/s",
                       markup=False)
+    if args.which_variant:
+        return _exhaustive_which_variant(args, spec, adapter, harness, given, version, console, err)
     try:
         res = run_exhaustive(spec, adapter, harness, model.variant, given, args.max_divergences,
                              progress=progress)
@@ -347,6 +353,9 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
             "not_mappable": res.not_mappable, "initial_not_drivable": res.initial_not_drivable,
             "unreached": res.unreached, "timing": res.timing,
             "expected_divergences": res.expected_count,
+            "outcomes": {a: {c: res.answered.get(a, {}).get(c, 0) for c in codes}
+                         for a, codes in res.answerable.items()},
+            "never_answered": res.never_answered(),
             "divergences": [{"step": d.step, "detail": d.detail, "shortest": d.shortest,
                              "trace": p} for d, p in zip(res.divergences, saved)],
             "seconds": round(res.seconds, 3), "graph_seconds": round(res.graph_seconds, 3),
@@ -357,6 +366,42 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
             console.print(f"saved: {p} (kcheck conform {spec.name} {p} --kafka {version} "
                           f"replays it on a broker)", markup=False, highlight=False)
     return driver.DIVERGED if res.divergences else driver.OK
+
+
+def _exhaustive_which_variant(args, spec, adapter, harness, given, version, console, err) -> int:
+    """``--exhaustive --which-variant``: the variants whose every transition conforms on this
+    release (exhaustive.conforming_variants)."""
+    from kcheck.conform.exhaustive import conforming_variants, conforms_everywhere
+    from kcheck.conform.inprocess import HarnessError
+
+    def progress(res):
+        if console.is_terminal and not args.json:
+            err.print(f"  {res.variant}: {res.checked:,} transitions checked", markup=False)
+    try:
+        results = conforming_variants(spec, adapter, harness, given, progress)
+    except HarnessError as e:
+        err.print(f"error: the in-process coordinator failed: {e}", markup=False)
+        return BROKER_UNAVAILABLE
+    finally:
+        harness.close()
+    rows = [{"variant": r.variant, "conforms": conforms_everywhere(r), "transitions": r.transitions,
+             "checked": r.checked, "expected_divergences": r.expected_count,
+             "first_divergence": (r.divergences[0].detail if r.divergences else
+                                  r.expected[0].detail if r.expected else None),
+             "seconds": round(r.seconds, 3)} for r in results]
+    conforming = [r["variant"] for r in rows if r["conforms"]]
+    if args.json:
+        print_json({"spec": spec.name, "kafka": version, "backend": "in-process",
+                    "params": results[0].params if results else given, "variants": rows,
+                    "conforming": conforming}, "conform_exhaustive_variants")
+    else:
+        for r in rows:
+            verdict = (f"conforms in all {r['checked']:,} transitions" if r["conforms"] else
+                       f"diverges ({r['first_divergence']})")
+            console.print(f"{r['variant']}: {verdict}", markup=False, highlight=False)
+        console.print(f"Kafka {version} conforms in every transition to: "
+                      f"{', '.join(conforming) or 'no variant'}", markup=False, highlight=False)
+    return driver.OK if conforming else driver.DIVERGED
 
 
 def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:

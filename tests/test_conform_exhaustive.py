@@ -17,8 +17,9 @@ from kcheck.conform.exhaustive import run_exhaustive
 from kcheck.conform.inprocess import Harness, InProcessBroker, InProcessRun
 from kcheck.conform.wire import schema
 from kcheck.graph import build_graph
-from kcheck.layout import layout_of
 from kcheck.loader import load_spec
+
+from graph_paths import begin_run, random_path
 
 SMALL = {"members": 1, "partitions": 1, "static_members": 0, "max_epoch": 3}
 TWO = {"members": 2, "partitions": 1, "static_members": 0, "max_epoch": 3}
@@ -82,25 +83,14 @@ def test_revert_leaves_the_shard_as_a_fresh_replay_of_the_path(harness, spec):
     model = spec.instantiate("kafka-20442", TWO)
     sg = build_graph(model)
     adapter = adapter_for("consumer_group")
-    lay = layout_of(model)
     broker = InProcessBroker(harness)
     rng = random.Random(33)
 
     def walk(start: int, n: int) -> list[tuple[str, dict, int]]:
-        out, i = [], start
-        for _ in range(n):
-            edges = sg.out_edges(i)
-            if not edges:
-                break
-            k, i = edges[rng.randrange(len(edges))]
-            inst = model.instances[k]
-            out.append((inst.action.name, dict(inst.args), i))
-        return out
+        return random_path(model, sg, rng, start, n)
 
     def begin():
-        run = InProcessRun(broker, "revert", model.params, model=model, actions=[])
-        adapter.begin(run, lay.show(lay.unpack_flat(sg.state_words(0))))
-        return run
+        return begin_run(adapter, broker, model, sg, "revert")
 
     checked = 0
     for trial in range(12):

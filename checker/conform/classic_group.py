@@ -138,8 +138,7 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
                     subscriptions: dict[int, tuple[list[int], int]]) -> dict[int, list[int]]:
     """The leader's assignor, run by the spec itself: the assignment the spec's SyncGroup(leader)
     computes from these subscriptions ({member: (ownedPartitions, generation)}) and protocol."""
-    from kcheck.conform.driver import field_values
-    from kcheck.trace import Executor
+    from kcheck.conform.driver import executor_of, field_values
     lay, P = layout_of(model), model.params.partitions
     st = lay.show(lay.unpack_flat(initial_words(model)[0]))
     M = model.params.members
@@ -153,7 +152,7 @@ def spec_assignment(model, leader: int, generation: int, protocol: str,
                         ("member_generation", generation)):
         st[name] = [value if j == leader else st[name][j] for j in range(M)]
     words = tuple(lay.pack(st))
-    ex = Executor(model)
+    ex = executor_of(model)     # compiled once per model (driver.model_of caches it)
     k = model.instance("SyncGroup", {"m": leader}).index
     if not ex.enabled(words, k):
         raise NotDrivable("the spec's assignor does not run on the subscriptions Kafka sent")

@@ -84,7 +84,8 @@ def model_of(spec, variant: str | None, params: dict):
     return _MODELS[key][0]
 
 
-def _executor(model) -> Executor:
+def executor_of(model) -> Executor:
+    """The compiled executor of a model that model_of built (compiled once), else a new one."""
     for m, ex in _MODELS.values():
         if m is model:
             return ex
@@ -107,7 +108,7 @@ def predict(model, initial_words: tuple | None, steps: list[dict]) -> list[SpecS
     does not enable (another variant may not allow a trace's step)."""
     if initial_words is None:
         return []
-    ex = _executor(model)
+    ex = executor_of(model)
     words, out = initial_words, []
     for i, st in enumerate(steps, start=1):
         try:

@@ -37,6 +37,31 @@ _COMPAT = [((4, 4, 0), "Compat_4_4.java"), ((4, 3, 0), "Compat_4_3.java"),
 _DESCRIBE = schema("consumer_group_describe", 0)
 _DESCRIBE_KEY = 69
 _OUTSIDE = (22, 25)     # InitProducerId, AddOffsetsToTxn: answered without the shard
+# the classic protocol's JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups: answered
+# alone (no ConsumerGroupDescribe read along)
+_CLASSIC = (11, 12, 13, 14, 15)
+_JOIN_GROUP = 11
+# requests that change nothing: not in the journal a rebuild replays
+_READS = (_DESCRIBE_KEY, 15, 9)
+
+
+# adapters whose requests wait differently in-process (a parked classic JoinGroup is a handle,
+# not a thread): spec -> "module:Class", a subclass of the broker adapter
+_IN_PROCESS_ADAPTERS = {
+    "classic_group": "kcheck.conform.classic_inprocess:InProcessClassicGroupAdapter",
+}
+
+
+def in_process_adapter(adapter):
+    """The adapter to drive the in-process coordinator with: the spec's own, or its in-process
+    subclass (the same mapping and view)."""
+    import importlib
+    target = _IN_PROCESS_ADAPTERS.get(adapter.spec_name)
+    if target is None:
+        return adapter
+    module, cls = target.split(":")
+    klass = getattr(importlib.import_module(module), cls)
+    return adapter if isinstance(adapter, klass) else klass()
 
 
 class HarnessError(Exception):
@@ -52,17 +77,40 @@ def compat_source(version: str) -> Path:
                      f"later ({', '.join(kafka.TESTED_VERSIONS)} are tested)")
 
 
-def coordinator_settings() -> dict[str, str]:
-    """The group coordinator's settings of the broker harness (broker.BASE_SETTINGS): the same
-    assignors, session and the target computed within the heartbeat."""
+def coordinator_settings(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The group coordinator's settings of the broker harness (broker.BASE_SETTINGS, and the
+    adapter's broker_settings over them, as broker.Broker merges them): the same assignors,
+    session and the target computed within the heartbeat."""
     from kcheck.conform.broker import BASE_SETTINGS
-    return {k: v for k, v in BASE_SETTINGS.items() if k.startswith(("group.", "offsets."))}
+    merged = {**BASE_SETTINGS, **(extra or {})}
+    return {k: v for k, v in merged.items() if k.startswith(("group.", "offsets."))}
+
+
+class Parked:
+    """A classic JoinGroup the shard answers later (the join phase is still open): a future's
+    face (``done``, ``result``) over the harness's parked request. Nothing at the coordinator
+    changes between two requests, so ``result`` never waits: the answer is there or it is not
+    (concurrent.futures.TimeoutError, as a broker's unanswered request after the wait)."""
+
+    def __init__(self, harness: "Harness", parked_id: int, response_type):
+        self.harness, self.id, self.response_type = harness, parked_id, response_type
+
+    def done(self) -> bool:
+        return self.harness.parked_answer(self.id, self.response_type) is not None
+
+    def result(self, timeout=None):
+        import concurrent.futures
+        answer = self.harness.parked_answer(self.id, self.response_type)
+        if answer is None:
+            raise concurrent.futures.TimeoutError(f"parked request {self.id} is not answered")
+        return answer
 
 
 class Harness:
     """One JVM holding one GroupCoordinatorShard of Kafka VERSION."""
 
-    def __init__(self, version: str, libs: Path | None = None):
+    def __init__(self, version: str, libs: Path | None = None,
+                 settings: dict[str, str] | None = None):
         from kcheck.conform.broker import BrokerError, compile_java
         self.version = version
         source = compat_source(version)
@@ -72,7 +120,8 @@ class Harness:
                                    kafka.cache_root() / version / "inprocess")
         except (kafka.KafkaUnavailable, BrokerError) as e:
             raise HarnessError(str(e)) from None
-        args = [f"{k}={v}" for k, v in coordinator_settings().items()]
+        self.settings = coordinator_settings(settings)
+        args = [f"{k}={v}" for k, v in self.settings.items()]
         self.stderr_path = kafka.cache_root() / version / "inprocess" / "harness.log"
         self._stderr = open(self.stderr_path, "w")
         try:
@@ -90,6 +139,10 @@ class Harness:
         self._records_cache: dict[str, bytes] = {}
         self._last_group: str | None = None
         self._describe_frames: dict[str, bytes] = {}
+        # every frame that changes the coordinator since it started, and the journal's length at
+        # each snapshot: a revert cuts the journal back, a rebuild replays part of it
+        self.journal: list[bytes] = []
+        self._journal_at: dict[int, int] = {}
         try:
             self._frame()
         except HarnessError as e:
@@ -131,9 +184,17 @@ class Harness:
             self._in.write(b"".join(struct.pack(">i", len(p)) + p for p in frames))
         except BrokenPipeError:
             raise HarnessError(f"the in-process coordinator is gone (log: {self.stderr_path})") from None
-        for _ in range(pending):
-            self._frame()
-        return [self._frame() for _ in payloads]
+        replies, failure = [], None
+        for _ in range(len(frames)):    # every reply is read, a failed one too: the pipe stays in step
+            try:
+                replies.append(self._frame())
+            except HarnessError as e:
+                if self.process is None or self.process.poll() is not None:
+                    raise
+                failure = failure or e
+        if failure is not None:
+            raise failure
+        return replies[pending:]
 
     def call(self, payload: bytes) -> bytes:
         return self.batch([payload])[0]
@@ -150,8 +211,13 @@ class Harness:
     def request(self, request):
         """One kio request through the shard; the kio response."""
         body = encode(request)
-        frame = b"R" + struct.pack(">hh", request.__api_key__, request.__version__) + body
-        if request.__api_key__ in _OUTSIDE:     # the emulated transaction coordinator's
+        api = request.__api_key__
+        frame = b"R" + struct.pack(">hh", api, request.__version__) + body
+        if api not in _READS:
+            self.journal.append(frame)
+        if api in _OUTSIDE or api in _CLASSIC:   # the emulated transaction coordinator's; classic
+            self._read_cache.clear()
+            self._records_cache.clear()
             reply = self.call(frame)
         elif request.__api_key__ == _DESCRIBE_KEY:
             if frame not in self._read_cache:
@@ -162,9 +228,29 @@ class Harness:
             group = getattr(request, "group_id", None) or self._last_group
             self._last_group = group
             reply = self._fetch([frame], group)[0]
+        if reply[:1] == b"\3":
+            parked = Parked(self, struct.unpack(">i", reply[1:5])[0], response_class(request))
+            if api == _JOIN_GROUP:
+                return parked
+            raise WireError(f"the coordinator parked the request (API key {api}) to answer it "
+                            f"later; only a JoinGroup is expected to wait")
         if reply[:1] != b"\0":
             raise WireError(reply[1:].decode(errors="replace"))
         return decode(response_class(request), reply[1:])
+
+    def parked_answer(self, parked_id: int, response_type):
+        """The answer to a parked request, decoded, or None while it is still parked."""
+        reply = self.call(b"P" + struct.pack(">i", parked_id))
+        return decode(response_type, reply[1:]) if reply[:1] == b"\1" else None
+
+    def fire(self, key: str) -> bool:
+        """Fires the coordinator's timer KEY if it is scheduled (its records replayed);
+        whether it was."""
+        frame = b"F" + self._str(key)
+        self.journal.append(frame)
+        self._read_cache.clear()
+        self._records_cache.clear()
+        return self.call(frame) == b"\1"
 
     def _fetch(self, frames: list[bytes], group: str | None) -> list[bytes]:
         """Frames, then the group's describe and records, in one round trip; the reads cached."""
@@ -184,7 +270,9 @@ class Harness:
         return replies
 
     def create_topic(self, name: str, partitions: int) -> uuid.UUID:
-        reply = self.call(b"T" + self._str(name) + struct.pack(">i", partitions))
+        frame = b"T" + self._str(name) + struct.pack(">i", partitions)
+        self.journal.append(frame)
+        reply = self.call(frame)
         self._read_cache.clear()
         self._records_cache.clear()
         return uuid.UUID(bytes=reply)
@@ -193,18 +281,48 @@ class Harness:
         payload = b"A" + struct.pack(">i", len(member_texts))
         for member, text in member_texts.items():
             payload += self._str(member) + self._str(text)
+        self.journal.append(payload)
         self.post(payload)
 
     def snapshot(self) -> int:
         """A snapshot of the coordinator (no round trip: its id is chosen here)."""
         self._next_snapshot += 1
         self.post(b"S" + struct.pack(">q", self._next_snapshot))
+        self._journal_at[self._next_snapshot] = len(self.journal)
         return self._next_snapshot
 
     def revert(self, snapshot: int) -> None:
+        """Back to the snapshot: the timeline structures, and what the harness saved beside
+        them. Exact for state held in timeline structures only (see ``rebuild``)."""
         self._read_cache.clear()
         self._records_cache.clear()
         self.post(b"V" + struct.pack(">q", snapshot))
+        del self.journal[self._journal_at[snapshot]:]
+        for later in [s for s in self._journal_at if s > snapshot]:
+            del self._journal_at[later]
+
+    def forget(self, snapshot: int) -> None:
+        """Deletes a snapshot no longer needed (a walk's root, done): the registry keeps, for
+        the oldest snapshot, every structure changed since it, and a revert to a snapshot that
+        has become the oldest starts it afresh (see the harness's revert)."""
+        self.post(b"D" + struct.pack(">q", snapshot))
+        self._journal_at.pop(snapshot, None)
+
+    def mark(self) -> int:
+        """Where the journal is now: ``rebuild`` replays up to here."""
+        return len(self.journal)
+
+    def rebuild(self, base: int, mark: int) -> None:
+        """The coordinator as it was at MARK, rebuilt: reverted to BASE (a snapshot taken
+        before the group existed, so the revert removes it whole) and the journal's frames from
+        there to MARK replayed, as a fresh shard would be given them. For state a revert does
+        not restore: ClassicGroup's plain fields (its members, generation, state) are changed in
+        place. The replies are read with the next batch and dropped."""
+        replay = self.journal[self._journal_at[base]:mark]
+        self.revert(base)
+        for frame in replay:
+            self.journal.append(frame)
+            self.post(frame)
 
     def member_records(self, group: str) -> dict:
         if group not in self._records_cache:
@@ -295,6 +413,7 @@ class InProcessConnection:
         self.log = log
 
     def send(self, request, response_type=None):
+        """The response; a classic JoinGroup the coordinator answers later: inprocess.Parked."""
         return self.harness.request(request)
 
     def find_coordinator(self, key: str, key_type: int = 0, wait_s: float = 0) -> tuple[str, int]:

@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.common.DirectoryId;
@@ -14,6 +15,8 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.AbstractConfig;
 import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.message.JoinGroupRequestData;
+import org.apache.kafka.common.message.JoinGroupResponseData;
 import org.apache.kafka.common.message.OffsetFetchRequestData;
 import org.apache.kafka.common.message.TxnOffsetCommitRequestData;
 import org.apache.kafka.common.message.OffsetFetchResponseData;
@@ -23,6 +26,7 @@ import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.coordinator.common.runtime.CoordinatorExecutor;
 import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorResult;
 import org.apache.kafka.coordinator.common.runtime.CoordinatorTimer;
 import org.apache.kafka.coordinator.common.runtime.KRaftCoordinatorMetadataDelta;
 import org.apache.kafka.coordinator.common.runtime.KRaftCoordinatorMetadataImage;
@@ -34,12 +38,13 @@ import org.apache.kafka.coordinator.group.modern.share.ShareGroupConfig;
 import org.apache.kafka.image.MetadataDelta;
 import org.apache.kafka.image.MetadataImage;
 import org.apache.kafka.image.MetadataProvenance;
+import org.apache.kafka.server.authorizer.AuthorizableRequestContext;
 import org.apache.kafka.timeline.SnapshotRegistry;
 
 final class Compat {
     final SnapshotRegistry registry = new SnapshotRegistry(new LogContext("[kcheck] "));
     final GroupCoordinatorShard shard;
-    // scheduled timeouts and executor tasks by key: never fired (the clock stands still)
+    // scheduled timeouts and executor tasks by key: a timeout fires only when asked (fire)
     final Map<String, Object> timers = new HashMap<>();
     final Map<String, Object> tasks = new HashMap<>();
     private MetadataImage image = MetadataImage.EMPTY;
@@ -83,6 +88,21 @@ final class Compat {
             .withTopicPartition(new TopicPartition("__consumer_offsets", 0))
             .build();
         shard.onLoaded(new KRaftCoordinatorMetadataImage(image));
+    }
+
+    /** GroupCoordinatorShard.classicGroupJoin as GroupCoordinatorService.joinGroup calls it. */
+    CoordinatorResult<?, CoordinatorRecord> classicGroupJoin(AuthorizableRequestContext context,
+            JoinGroupRequestData request, CompletableFuture<JoinGroupResponseData> future) {
+        return shard.classicGroupJoin(context, request, future);
+    }
+
+    /** Runs the timeout KEY if it is scheduled (it is unscheduled first, as the runtime's timer
+     *  does before it runs an operation); null if it is not. */
+    @SuppressWarnings("unchecked")
+    CoordinatorResult<?, CoordinatorRecord> fire(String key) {
+        Object op = timers.remove(key);
+        if (op == null) return null;
+        return ((CoordinatorTimer.TimeoutOperation<CoordinatorRecord>) op).generateRecords();
     }
 
     /** The id of a topic the driver created (ZERO_UUID for another). */

@@ -1,6 +1,6 @@
 // Kafka's group coordinator run in-process: one GroupCoordinatorShard (module
 // kafka-group-coordinator) held as the coordinator runtime holds it, with a SnapshotRegistry, a
-// clock that does not move, a timer that never fires, an executor that never runs, the scripted
+// clock that does not move, a timer that fires only when asked ('F'), an executor that never runs, the scripted
 // assignor (ScriptedAssignor.SCRIPT) and a metadata image of the topics the driver creates. The
 // release-specific construction (the shard's builder, the timer's generic type, the metadata
 // update) is in Compat, one small source per release (Compat_4_2.java, Compat_4_3.java,
@@ -8,7 +8,9 @@
 //
 // A request is applied as CoordinatorRuntime applies a write: the shard's handler returns a
 // response and records, and the records are replayed into the shard (replay(offset, producer id,
-// producer epoch, record)), one offset each. An exception from the handler becomes the error
+// producer epoch, record)), one offset each; the result's append future is then completed, as
+// the runtime does once the records are committed (the classic protocol answers a leader's
+// SyncGroup, and a join phase that empties the group, from it). An exception from the handler becomes the error
 // response through Kafka's own CoordinatorOperationExceptionHelper.handleOperationException, as
 // GroupCoordinatorService does. Reads (ConsumerGroupDescribe, offsets) read the latest state.
 //
@@ -20,9 +22,23 @@
 //   'A' count (int32), then member id, script text each     -> nothing (merged into the script)
 //   'S' snapshot id (int64, above every earlier one)        -> nothing (a snapshot taken)
 //   'V' snapshot id (int64)                                 -> nothing (reverted; later ones dropped)
+//   'D' snapshot id (int64)                                 -> nothing (the snapshot deleted)
 //   'M' group id                                            -> JSON: member id -> the latest
 //       ConsumerGroupCurrentMemberAssignmentValue (the form RecordDecoder writes)
 //   'O' group id                                            -> the group's committed offsets, text
+//   'P' parked id (int32)                                   -> 1 and the response body when the
+//       parked request has been answered, else 0
+//   'F' timer key                                           -> 1 if that timer was scheduled and
+//       has fired (its records replayed), else 0
+// A classic JoinGroup or SyncGroup the shard answers later (its future not completed by the
+// handler: the join phase is still open, a follower waits for the leader's assignment) is
+// answered 'R' -> status 3 and a parked id (int32); 'P' reads its answer once another request or
+// a fired timer has completed it.
+// Timers never fire by themselves (the clock stands still); 'F' fires one as a spec step says
+// (the classic group's initial rebalance delay ends a new group's first join phase).
+// Member ids (ClassicGroup.generateMemberId: Uuid.randomUuid) come from java.util.UUID's
+// SecureRandom, which is Seeded here: a counter saved with every snapshot, so a revert followed
+// by the same requests hands out the same ids (a rebuilt group equals the one it replaces).
 // Strings are an int32 length and UTF-8 bytes. Replies are written without a flush while more
 // requests are waiting on stdin, so a batch of frames costs one round trip.
 package kcheck;
@@ -44,6 +60,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.security.Provider;
+import java.security.Security;
+import java.security.SecureRandomSpi;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -55,6 +75,16 @@ import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
 import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
 import org.apache.kafka.common.message.EndTxnRequestData;
 import org.apache.kafka.common.message.EndTxnResponseData;
+import org.apache.kafka.common.message.DescribeGroupsRequestData;
+import org.apache.kafka.common.message.DescribeGroupsResponseData;
+import org.apache.kafka.common.message.HeartbeatRequestData;
+import org.apache.kafka.common.message.HeartbeatResponseData;
+import org.apache.kafka.common.message.JoinGroupRequestData;
+import org.apache.kafka.common.message.JoinGroupResponseData;
+import org.apache.kafka.common.message.LeaveGroupRequestData;
+import org.apache.kafka.common.message.LeaveGroupResponseData;
+import org.apache.kafka.common.message.SyncGroupRequestData;
+import org.apache.kafka.common.message.SyncGroupResponseData;
 import org.apache.kafka.common.message.InitProducerIdResponseData;
 import org.apache.kafka.common.message.OffsetCommitRequestData;
 import org.apache.kafka.common.message.OffsetCommitResponseData;
@@ -95,6 +125,45 @@ public final class InProcessCoordinator {
         public void waitObject(Object o, java.util.function.Supplier<Boolean> c, long deadline) { }
     }
 
+    /** java.util.UUID's SecureRandom, made a function of a counter the harness saves with each
+     *  snapshot (SplitMix64 of the counter): the ids Kafka draws are the same on a replay. */
+    public static final class Seeded extends SecureRandomSpi {
+        static long counter;
+        public Seeded() { }
+        protected void engineSetSeed(byte[] seed) { }
+        protected void engineNextBytes(byte[] bytes) {
+            for (int i = 0; i < bytes.length; i += 8) {
+                long z = (++counter) * 0x9E3779B97F4A7C15L;
+                z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+                z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+                z = z ^ (z >>> 31);
+                for (int j = 0; j < 8 && i + j < bytes.length; j++) bytes[i + j] = (byte) (z >>> (8 * j));
+            }
+        }
+        protected byte[] engineGenerateSeed(int n) {
+            byte[] out = new byte[n];
+            engineNextBytes(out);
+            return out;
+        }
+
+        /** The first provider of SecureRandom, before anything asks for one. */
+        static void install() {
+            Provider p = new Provider("KcheckSeeded", "1.0", "kcheck: a counter as randomness") { };
+            p.put("SecureRandom.KcheckSeeded", Seeded.class.getName());
+            Security.insertProviderAt(p, 1);
+        }
+    }
+
+    /** A classic JoinGroup or SyncGroup that the shard answers later, and its API version. */
+    static final class Parked {
+        final CompletableFuture<? extends ApiMessage> future;
+        final short version;
+        Parked(CompletableFuture<? extends ApiMessage> future, short version) {
+            this.future = future;
+            this.version = version;
+        }
+    }
+
     /** What a request's context tells the coordinator: the API and its version. */
     static final class Context implements AuthorizableRequestContext {
         final int api;
@@ -117,7 +186,15 @@ public final class InProcessCoordinator {
     private final TimelineHashMap<String, String> memberRecords;
     // what is not in timeline structures, saved per snapshot and put back by a revert
     private final TreeMap<Long, Object[]> saved = new TreeMap<>();
+    // the classic requests answered later, by parked id; the next id
+    private final HashMap<Integer, Parked> parked = new HashMap<>();
+    private int nextParked = 1;
+    private int lastParked;             // the id 'R' answers with when the request was parked
     private long offset = 1;            // the next record's offset
+    // where topic ids are drawn from (Seeded's counter), far from the member ids' stream; the
+    // topics made so far (Compat's topics, like this count, outlive a revert)
+    private static final long TOPIC_IDS = 1L << 62;
+    private long topicsMade;
     private long nextProducerId = 1000;
     private final ObjectMapper json = new ObjectMapper();
 
@@ -146,8 +223,30 @@ public final class InProcessCoordinator {
                 }
             }
         }
+        // committed at once: CoordinatorRuntime completes the append future when the records
+        // reach the high watermark
+        if (result.appendFuture() != null) result.appendFuture().complete(null);
     }
 
+    /** A classic request whose answer is a future: its answer now, or the parked marker (null,
+     *  with lastParked set). An exception from the handler completes the future with the error,
+     *  as GroupCoordinatorService.joinGroup / syncGroup do. */
+    private <T extends ApiMessage> ApiMessage answerOrPark(CompletableFuture<T> future, short version) {
+        if (future.isDone()) return future.join();
+        lastParked = nextParked++;
+        parked.put(lastParked, new Parked(future, version));
+        return null;
+    }
+
+    /** Fires the timer KEY if it is scheduled: its operation's records are replayed. */
+    boolean fire(String key) {
+        CoordinatorResult<?, CoordinatorRecord> r = compat.fire(key);
+        if (r == null) return false;
+        apply(r, NO_PRODUCER_ID, NO_PRODUCER_EPOCH);
+        return true;
+    }
+
+    /** The response to a request, or null when it is parked (lastParked) or not served. */
     ApiMessage handle(short api, short version, ByteBuffer body) {
         Context ctx = new Context(api, version);
         ByteBufferAccessor in = new ByteBufferAccessor(body);
@@ -203,6 +302,64 @@ public final class InProcessCoordinator {
                         (error, message) -> TxnOffsetCommitRequest.getErrorResponse(req, error), LOG);
                 }
             }
+            // The classic protocol (GroupCoordinatorService.joinGroup, syncGroup, heartbeat,
+            // leaveGroup, describeGroups): JoinGroup and SyncGroup complete a future, maybe later
+            case 11: {   // JoinGroup
+                JoinGroupRequestData req = new JoinGroupRequestData(in, version);
+                CompletableFuture<JoinGroupResponseData> future = new CompletableFuture<>();
+                try {
+                    apply(compat.classicGroupJoin(ctx, req, future), NO_PRODUCER_ID, NO_PRODUCER_EPOCH);
+                } catch (Throwable t) {
+                    if (!future.isDone()) future.complete(CoordinatorOperationExceptionHelper.handleOperationException(
+                        "classic-group-join", req, t,
+                        (error, message) -> new JoinGroupResponseData().setMemberId(req.memberId())
+                            .setErrorCode(error.code()), LOG));
+                }
+                return answerOrPark(future, version);
+            }
+            case 14: {   // SyncGroup
+                SyncGroupRequestData req = new SyncGroupRequestData(in, version);
+                CompletableFuture<SyncGroupResponseData> future = new CompletableFuture<>();
+                try {
+                    apply(compat.shard.classicGroupSync(ctx, req, future), NO_PRODUCER_ID, NO_PRODUCER_EPOCH);
+                } catch (Throwable t) {
+                    if (!future.isDone()) future.complete(CoordinatorOperationExceptionHelper.handleOperationException(
+                        "classic-group-sync", req, t,
+                        (error, message) -> new SyncGroupResponseData().setErrorCode(error.code()), LOG));
+                }
+                return answerOrPark(future, version);
+            }
+            case 12: {   // Heartbeat
+                HeartbeatRequestData req = new HeartbeatRequestData(in, version);
+                try {
+                    CoordinatorResult<HeartbeatResponseData, CoordinatorRecord> r =
+                        compat.shard.classicGroupHeartbeat(ctx, req);
+                    apply(r, NO_PRODUCER_ID, NO_PRODUCER_EPOCH);
+                    return r.response();
+                } catch (Throwable t) {
+                    return CoordinatorOperationExceptionHelper.handleOperationException(
+                        "classic-group-heartbeat", req, t,
+                        (error, message) -> new HeartbeatResponseData().setErrorCode(error.code()), LOG);
+                }
+            }
+            case 13: {   // LeaveGroup
+                LeaveGroupRequestData req = new LeaveGroupRequestData(in, version);
+                try {
+                    CoordinatorResult<LeaveGroupResponseData, CoordinatorRecord> r =
+                        compat.shard.classicGroupLeave(ctx, req);
+                    apply(r, NO_PRODUCER_ID, NO_PRODUCER_EPOCH);
+                    return r.response();
+                } catch (Throwable t) {
+                    return CoordinatorOperationExceptionHelper.handleOperationException(
+                        "classic-group-leave", req, t,
+                        (error, message) -> new LeaveGroupResponseData().setErrorCode(error.code()), LOG);
+                }
+            }
+            case 15: {   // DescribeGroups
+                DescribeGroupsRequestData req = new DescribeGroupsRequestData(in, version);
+                return new DescribeGroupsResponseData().setGroups(
+                    compat.shard.describeGroups(ctx, req.groups(), Long.MAX_VALUE));
+            }
             // The transaction coordinator is not run in-process: InitProducerId hands out a new
             // producer id at epoch 0, AddOffsetsToTxn accepts, and EndTxn writes what the
             // transaction coordinator's marker does to the group coordinator
@@ -226,7 +383,8 @@ public final class InProcessCoordinator {
     void snapshot(long id) {
         compat.registry.idempotentCreateSnapshot(id);
         saved.put(id, new Object[] {new HashMap<>(compat.timers), new HashMap<>(script),
-                                    new HashMap<>(compat.tasks)});
+                                    new HashMap<>(compat.tasks), new HashMap<>(parked),
+                                    new long[] {nextParked, Seeded.counter}});
     }
 
     @SuppressWarnings("unchecked")
@@ -234,12 +392,26 @@ public final class InProcessCoordinator {
         Object[] s = saved.get(id);
         if (s == null) throw new IllegalStateException("no snapshot " + id);
         compat.registry.revertToSnapshot(id);
+        if (saved.headMap(id).isEmpty()) {
+            // SnapshotRegistry.revertToSnapshot leaves the target's deltas in place (Snapshot.
+            // handleRevert does not clear them), so a snapshot reverted to again and again (the
+            // root's, under every rebuild) would revert every structure ever changed since it,
+            // at a cost growing with the walk: the oldest is taken afresh (deleted, then created
+            // at the same epoch: the state is the one just restored). A later snapshot is kept,
+            // its deltas would be merged into the one before it.
+            compat.registry.deleteSnapshot(id);
+            compat.registry.idempotentCreateSnapshot(id);
+        }
         compat.timers.clear();
         compat.timers.putAll((Map<String, Object>) s[0]);
         script.clear();
         script.putAll((Map<String, String>) s[1]);
         compat.tasks.clear();
         compat.tasks.putAll((Map<String, Object>) s[2]);
+        parked.clear();
+        parked.putAll((Map<Integer, Parked>) s[3]);
+        nextParked = (int) ((long[]) s[4])[0];
+        Seeded.counter = ((long[]) s[4])[1];
         saved.tailMap(id, false).clear();
     }
 
@@ -290,7 +462,11 @@ public final class InProcessCoordinator {
             case 'R': {
                 short api = frame.getShort();
                 short version = frame.getShort();
+                lastParked = 0;
                 ApiMessage response = handle(api, version, frame.slice());
+                if (response == null && lastParked != 0) {
+                    return ByteBuffer.allocate(5).put((byte) 3).putInt(lastParked).array();
+                }
                 if (response == null) return status(1, utf8("API key " + api + " is not served in-process"));
                 ByteBuffer body = MessageUtil.toByteBufferAccessor(response, version).buffer();
                 byte[] out = new byte[1 + body.remaining()];
@@ -300,7 +476,13 @@ public final class InProcessCoordinator {
             case 'T': {
                 String name = str(frame);
                 int partitions = frame.getInt();
+                // a topic's id comes from a stream of its own, not the member ids': a replayed
+                // 'T' finds the topic made already and draws nothing, so the ids drawn after it
+                // must not depend on it
+                long counter = Seeded.counter;
+                Seeded.counter = TOPIC_IDS + 64L * topicsMade++;
                 Uuid id = compat.createTopic(name, partitions);
+                Seeded.counter = counter;
                 return ByteBuffer.allocate(16).putLong(id.getMostSignificantBits())
                     .putLong(id.getLeastSignificantBits()).array();
             }
@@ -318,8 +500,26 @@ public final class InProcessCoordinator {
             case 'V':
                 revert(frame.getLong());
                 return new byte[0];
+            case 'D': {
+                long id = frame.getLong();
+                compat.registry.deleteSnapshot(id);
+                saved.remove(id);
+                return new byte[0];
+            }
             case 'M':
                 return utf8(memberRecordsOf(str(frame)));
+            case 'P': {
+                Parked p = parked.get(frame.getInt());
+                if (p == null) throw new IllegalArgumentException("no parked request with that id");
+                if (!p.future.isDone()) return new byte[] {0};
+                ByteBuffer body = MessageUtil.toByteBufferAccessor(p.future.join(), p.version).buffer();
+                byte[] out = new byte[1 + body.remaining()];
+                out[0] = 1;
+                body.get(out, 1, body.remaining());
+                return out;
+            }
+            case 'F':
+                return new byte[] {(byte) (fire(str(frame)) ? 1 : 0)};
             case 'O':
                 return utf8(offsetsOf(str(frame)));
             default:
@@ -335,6 +535,7 @@ public final class InProcessCoordinator {
     }
 
     public static void main(String[] args) throws Exception {
+        Seeded.install();
         // the configuration: KEY=VALUE arguments, as the broker harness's settings
         Map<String, Object> props = new HashMap<>();
         for (String a : args) {
