@@ -1,5 +1,5 @@
-"""The reachable state graph in networkx: progress properties under weak fairness, deadlocks,
-and export.
+"""The reachable state graph on packed arrays: progress properties under weak fairness,
+deadlocks, and export (through networkx, built on first use).
 
 The graph is built breadth-first on the explicit-state core (checker/explore.py), with the same
 compiled code, level order and parent rule as checker/bfs.py, so a state's shortest trace here
@@ -29,7 +29,6 @@ component, then a loop inside the component that meets every fair instance's obl
 from __future__ import annotations
 
 import hashlib
-import itertools
 import time
 import weakref
 from collections import deque
@@ -529,8 +528,8 @@ def _components(sg: StateGraph, not_q: np.ndarray, fair: int, moving: np.ndarray
     e[1:] &= (sg.src[1:] != sg.src[:-1]) | (sg.dst[1:] != sg.dst[:-1])   # one edge a pair
     scc, count = _strong_components(sg, alive, e)
     fair_scc = np.flatnonzero(_fair_flags(sg, scc, count, fair))
-    # the fair ones numbered 0.. in networkx's order, every other state -1 (scc's -1 reads the
-    # last entry)
+    # the fair ones numbered 0.. in their order, every other state -1 (scc's -1 reads the last
+    # entry)
     renumber = np.full(count + 1, -1, dtype=np.int64)
     renumber[fair_scc] = np.arange(len(fair_scc))
     comp_id = renumber[scc]
@@ -545,28 +544,38 @@ _SCC_KEPT: list = []
 
 def _strong_components(sg: StateGraph, alive: np.ndarray,
                        e: np.ndarray) -> tuple[np.ndarray, int]:
-    """networkx's strongly connected components of the graph of the states ``alive`` and the
-    edges ``e`` -> (the component of each state, numbered in networkx's order, -1 for a state
-    not alive; how many components). A progress property is checked twice, the second time
-    with the steps that leave a search bound counted as disabled (``_decide``); where that
-    leaves the same graph, as it mostly does, its decomposition is the one already made
-    (consumer_group: 442,221 states and 1,414,655 edges, about 15 s for networkx to build and
-    decompose)."""
+    """The strongly connected components of the graph of the states ``alive`` and the edges
+    ``e`` -> (the component of each state, numbered 0.. in order of their least state, -1 for a
+    state not alive; how many components). Computed on the edges as compressed sparse rows by
+    scipy.sparse.csgraph (Pearce's iterative algorithm, in C), not in networkx: consumer_group's
+    442,221 states and 1,414,655 edges took networkx about 15 s to build and decompose, scipy
+    under one (tests/test_graph.py holds it to networkx's components). A progress property is
+    checked twice, the second time with some cut steps counted as disabled (``_decide``); where
+    that leaves the same graph, as it mostly does, its decomposition is the one already made."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
     digest = hashlib.blake2b(np.packbits(alive).tobytes() + np.packbits(e).tobytes(),
                              digest_size=32).digest()
     for src, dst, d, kept in _SCC_KEPT:
         if src() is sg.src and dst() is sg.dst and d == digest:
             return kept
-    H = nx.DiGraph()
-    H.add_nodes_from(np.flatnonzero(alive).tolist())
-    H.add_edges_from(zip(sg.src[e].tolist(), sg.dst[e].tolist()))
-    comps = list(nx.strongly_connected_components(H))
-    del H
-    sizes = np.fromiter(map(len, comps), count=len(comps), dtype=np.int64)
+    nodes = np.flatnonzero(alive)
+    pos = np.full(sg.states, -1, dtype=np.int64)
+    pos[nodes] = np.arange(len(nodes))
+    es, ed = pos[sg.src[e]], pos[sg.dst[e]]
+    n = len(nodes)
+    A = csr_matrix((np.ones(len(es), dtype=np.int8), (es, ed)), shape=(n, n))
+    count, labels = connected_components(A, directed=True, connection="strong") if n else (0, [])
+    del A
+    # numbered by each component's least state, so that the numbering is the graph's, not scipy's
+    labels = np.asarray(labels, dtype=np.int64)
+    first = np.full(count, n, dtype=np.int64)
+    np.minimum.at(first, labels, np.arange(n))
+    rank = np.empty(count, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(count)
     scc = np.full(sg.states, -1, dtype=np.int64)
-    scc[np.fromiter(itertools.chain.from_iterable(comps), count=int(sizes.sum()),
-                    dtype=np.int64)] = np.repeat(np.arange(len(comps)), sizes)
-    kept = scc, len(comps)
+    scc[nodes] = rank[labels]
+    kept = scc, int(count)
     _SCC_KEPT[:] = _SCC_KEPT[-1:] + [(weakref.ref(sg.src), weakref.ref(sg.dst), digest, kept)]
     return kept
 
