@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from kcheck import explore
+from kcheck import environment, explore
 from kcheck import symmetry as symmetry_
 from kcheck.compile import Compiled, fingerprint
 from kcheck.fairness import (compile_condition, fair_mask, instances_of as _instances,
@@ -91,10 +91,19 @@ class StateGraph:
     _offsets: np.ndarray | None = field(default=None, repr=False)
     _by_fp: np.ndarray | None = field(default=None, repr=False)
     _graph: nx.DiGraph | None = field(default=None, repr=False)
+    _hidden: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def states(self) -> int:
         return len(self.fps)
+
+    @property
+    def cut_within_budget(self) -> int:
+        """Steps (a state and an action instance) cut by a search bound other than the
+        disturbance budget: each hides behaviour the verdict would otherwise cover."""
+        if self.cut_bits is None or not self.cut_bits.size:
+            return 0
+        return int(np.unpackbits(_hidden_cuts(self)).sum())
 
     @property
     def max_depth(self) -> int:
@@ -375,8 +384,16 @@ class ProgressResult(RunResult):
     found: dict[str, Counterexample] = field(default_factory=dict)
     verdict_of: dict[str, Verdict] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
+    # what a "holds" assumes of the environment ("at most E disturbances"; absent: nothing), and
+    # per lasso whether its loop disturbs (environment-driven) or not (protocol-driven)
+    assumes: dict[str, str] = field(default_factory=dict)
+    drivers: dict[str, str] = field(default_factory=dict)
     elapsed_s: float = 0.0            # building the graph and checking every property
     stop_reason: str | None = None
+    trace_model: Model | None = None  # the spec's own model, when the graph's counts disturbances
+    # (parameter, asked, used) when the run layer raised the epoch cap until it cut no step
+    # within the disturbance bound (kcheck.run.progress_of)
+    cap_raised: tuple | None = None
 
     def status(self, prop: str) -> str:
         return self.verdict_of[prop].value
@@ -419,12 +436,19 @@ class ProgressResult(RunResult):
         return {"states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
                 "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
                 "elapsed_s": round(self.elapsed_s, 3), "stop_reason": self.stop_reason,
+                "disturbances": getattr(sg.model, "budget", None),
+                "cap_raised": (None if self.cap_raised is None else
+                               dict(zip(("parameter", "from", "to"), self.cap_raised))),
+                "cut_within_budget": sg.cut_within_budget,
                 "symmetry": sg.symmetry_used,
                 "unreduced_states": sg.unreduced_states if sg.symmetry is not None else None}
 
     def report(self, traces: dict, details: dict | None = None, engine: str | None = None):
         """As every run's (verdict.RunResult.report), with each property's fair actions."""
-        extra = {p: {"fair": self.fair(p), **(details or {}).get(p, {})} for p in self.properties}
+        extra = {p: {"fair": self.fair(p), **({"assumes": self.assumes.get(p),
+                                               "lasso": self.drivers.get(p)}
+                                              if p in self.model.spec.progress else {}),
+                     **(details or {}).get(p, {})} for p in self.properties}
         return super().report(traces, extra, engine)
 
 
@@ -435,19 +459,26 @@ def check(sg: StateGraph, names: list[str] | None = None, deadlock: bool = False
     spec = sg.model.spec
     names = list(spec.progress) if names is None else list(names)
     res = ProgressResult(sg.model, names + ([DEADLOCK] if deadlock else []), sg)
+    budget = getattr(sg.model, "budget", None)
     for name in names:
         status, lasso, reason = _decide(sg, spec.progress[name])
         res.verdict_of[name] = Verdict(status)
         if lasso is not None:
-            res.found[name] = lasso
+            res.drivers[name] = driver(sg.model, lasso)
+            res.found[name] = _spec_states(sg.model, lasso)
         if reason:
             res.reasons[name] = reason
+        if status == "holds" and budget is not None and sg.cut_by_bounds:
+            res.assumes[name] = f"at most {budget} disturbance{'s' if budget != 1 else ''}"
+    if budget is not None:
+        res.trace_model = sg.model.unbudgeted
     if deadlock:
         d = sg.deadlock()
         cut_only = int(sg.cut_only.sum()) if sg.cut_only is not None else 0
         if d is not None:
             res.verdict_of[DEADLOCK] = Verdict.VIOLATED
-            res.found[DEADLOCK] = sg.concrete(Counterexample(DEADLOCK, DEADLOCK, d[0], d[1]))
+            res.found[DEADLOCK] = _spec_states(sg.model, sg.concrete(
+                Counterexample(DEADLOCK, DEADLOCK, d[0], d[1])))
         elif cut_only:
             res.verdict_of[DEADLOCK] = Verdict.BOUNDED
             res.reasons[DEADLOCK] = (f"{cut_only:,} states have no step but ones that leave a "
@@ -465,37 +496,79 @@ def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
 
 def _decide(sg: StateGraph, prop: Progress):
     """-> (status, lasso or None, reason or None) of one property. A step that leaves a search
-    bound counts as enabled (docs/progress.md), so a cycle that starves it is not fair; but then
-    a "holds" may rest on that step alone, and what follows it in the unbounded protocol was not
-    examined. The property is checked again with the cut steps counted as disabled: if that
-    finds a fair cycle, the verdict is 'bounded' (with the reason), not 'holds'."""
+    bound counts as enabled (docs/progress.md), so a cycle that starves it is not fair, and a
+    violation found is a behaviour of the unbounded protocol. A "holds" is as wide as what was
+    cut: where the graph counts disturbances (checker/environment.py), the budget's own cuts
+    leave exactly the behaviours with at most E disturbances, and "holds" says so
+    (``ProgressResult.assumes``). Any other cut (an epoch cap) hides a step: of a spec that
+    declares its environment, any such cut makes the verdict 'bounded', naming the steps; of one
+    that does not, the property is checked again with the cut steps counted as disabled, and
+    the verdict is 'bounded' only if that finds a fair cycle."""
     lasso = _find_lasso(sg, prop, relaxed=False)
     if lasso is not None:
         return "violated", lasso, None
-    if sg.cut_bits is None or not sg.cut_bits.any():
+    if sg.cut_bits is None or not sg.cut_within_budget:
         return "holds", None, None
+    hidden = _hidden_cuts(sg)
+    nbytes = hidden.shape[1]
+    names = lambda bits: sorted({sg.model.instances[k].action.name for k in _instances(bits)})  # noqa: E731
+    bounds = sorted({f.base for f in layout_of(sg.model).fields
+                     if f.type.search_bound and f.base != environment.COUNTER})
+    budget = getattr(sg.model, "budget", None)
+    if budget is not None:
+        states = int(hidden.any(axis=1).sum())
+        cut = int.from_bytes(np.bitwise_or.reduce(hidden, axis=0).tobytes(), "little")
+        return "bounded", None, (
+            f"the search bound ({', '.join(bounds)}) cuts steps of {', '.join(names(cut))} in "
+            f"{states:,} states before the environment has made {budget} disturbances: "
+            f"behaviours within the bound were not examined; raise the cap")
     alt = _find_lasso(sg, prop, relaxed=True)
     if alt is None:
         return "holds", None, None
     fair = fair_mask(sg.model, prop)
-    nbytes = sg.cut_bits.shape[1]
-    fair_bytes = _mask_bytes(fair, nbytes)
-    cut_fair = int.from_bytes(np.bitwise_or.reduce(sg.cut_bits & fair_bytes, axis=0).tobytes(),
-                              "little")
-    names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
-    bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
+    cut_fair = int.from_bytes(np.bitwise_or.reduce(hidden & _mask_bytes(fair, nbytes),
+                                                   axis=0).tobytes(), "little")
     return "bounded", None, (
-        f"holds only because fair steps of {', '.join(names) or 'some action'} that leave the "
-        f"search bound ({', '.join(bounds)}) count as enabled: counted as disabled, a fair cycle "
-        f"violates it ({len(alt.steps)} steps); the protocol beyond the bound was not examined")
+        f"holds only because fair steps of {', '.join(names(cut_fair)) or 'some action'} that "
+        f"leave the search bound ({', '.join(bounds)}) count as enabled: counted as disabled, a "
+        f"fair cycle violates it ({len(alt.steps)} steps); the protocol beyond the bound was not "
+        f"examined")
+
+
+def driver(model: Model, lasso: Counterexample) -> str | None:
+    """Whether a lasso's loop has a disturbance ("environment-driven": the environment disturbs
+    for ever, which fairness permits, not a protocol failure) or none ("protocol-driven": the
+    protocol's own steps fail to make progress); None when the spec declares no environment."""
+    if model.spec.environment is None:
+        return None
+    env = environment.disturbance_mask(model)
+    loop = lasso.steps[lasso.loop_index:]
+    return "environment-driven" if any(env >> k & 1 for k in loop) else "protocol-driven"
+
+
+def _spec_states(model: Model, cx: Counterexample) -> Counterexample:
+    """A counterexample of a graph that counts disturbances as one of the spec's own model (the
+    same steps from the initial state without the count)."""
+    if getattr(model, "budget", None) is None:
+        return cx
+    import dataclasses
+    return dataclasses.replace(cx, initial=environment.unbudgeted(model, cx.initial))
+
+
+def _hidden_cuts(sg: StateGraph) -> np.ndarray:
+    """Per state, the packed bits of the instances whose step is cut by a search bound other
+    than the disturbance budget (checker/environment.py; every cut when there is none)."""
+    if sg._hidden is None:
+        sg._hidden = environment.epoch_cuts(sg.model, sg.cut_bits, sg.words)
+    return sg._hidden
 
 
 def _relax(sg: StateGraph) -> StateGraph:
-    """The graph with the steps that leave a search bound counted as disabled (the same edges:
-    their offsets per state are shared; the networkx view, which carries what is enabled, is
-    not)."""
+    """The graph with the steps that leave a search bound counted as disabled, except those the
+    disturbance budget cuts (the same edges: their offsets per state are shared; the networkx
+    view, which carries what is enabled, is not)."""
     import dataclasses
-    return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits, _graph=None)
+    return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~_hidden_cuts(sg), _graph=None)
 
 
 def _mask_bytes(mask: int, nbytes: int) -> np.ndarray:
