@@ -518,10 +518,15 @@ def _decide(sg: StateGraph, prop: Progress):
     if budget is not None:
         states = int(hidden.any(axis=1).sum())
         cut = int.from_bytes(np.bitwise_or.reduce(hidden, axis=0).tobytes(), "little")
+        env = environment.disturbance_mask(sg.model)
+        protocol, disturbances = names(cut & ~env), names(cut & env)
+        what = "; ".join(x for x in (
+            f"the protocol's {', '.join(protocol)}" if protocol else "",
+            f"the disturbance{'s' if len(disturbances) > 1 else ''} {', '.join(disturbances)} "
+            f"before {budget} were made" if disturbances else "") if x)
         return "bounded", None, (
-            f"the search bound ({', '.join(bounds)}) cuts steps of {', '.join(names(cut))} in "
-            f"{states:,} states before the environment has made {budget} disturbances: "
-            f"behaviours within the bound were not examined; raise the cap")
+            f"the search bound ({', '.join(bounds)}) cuts steps of {what}, in {states:,} states "
+            f"within {budget} disturbances: behaviours within the bound were not examined")
     alt = _find_lasso(sg, prop, relaxed=True)
     if alt is None:
         return "holds", None, None

@@ -54,8 +54,7 @@ def _disturbances(text: str):
     if text == UNBOUNDED:
         return UNBOUNDED
     if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"--disturbances: '{text}' is not a count (0 or more) "
-                                         f"or 'unbounded'")
+        raise argparse.ArgumentTypeError(f"'{text}' is not a count (0 or more) or 'unbounded'")
     return int(text)
 
 
