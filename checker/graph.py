@@ -103,7 +103,7 @@ class StateGraph:
         disturbance budget: each hides behaviour the verdict would otherwise cover."""
         if self.cut_bits is None or not self.cut_bits.size:
             return 0
-        return int(np.unpackbits(_hidden_cuts(self)).sum())
+        return int(_POPCOUNT[_hidden_cuts(self)].sum())
 
     @property
     def max_depth(self) -> int:
@@ -213,6 +213,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     memory = watch()
     comp = compiled or Compiled(model, [])
     K = len(model.instances)
+    index_t, act_t = _edge_types(max_nodes if max_nodes is not None else 2 ** 31, K)
     sym, used = None, None
     if model.spec.symmetries:
         used = "off"
@@ -264,9 +265,9 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
         if sym is not None:
             # a step to another state of the parent's orbit is a self-loop of the quotient
             e_moved.append((pre["T"] != ex.frontier[:, start + parent]).any(axis=0))
-        e_src.append(parent + cur["base"])
+        e_src.append((parent + cur["base"]).astype(index_t))
         e_dfp.append(fp.copy())
-        e_act.append(action.astype(np.int32))
+        e_act.append(action.astype(act_t))
 
     def after_block(start, m, n, level):
         en_rows.append(np.packbits(cur["en"], axis=1, bitorder="little"))
@@ -293,39 +294,112 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     ex.run(before_block=before_block, on_batch=on_batch, on_block=on_block,
            after_block=after_block, on_level=on_level)
 
+    # each list let go once joined: the graph would otherwise hold its states twice
+    ex.visited = None
+    level_sizes = [len(f) for f in level_fp]
     fps = np.concatenate(level_fp)
+    level_fp.clear()
     words = np.concatenate(level_S, axis=1)
-    depth = np.concatenate([np.full(len(f), d, dtype=np.int32) for d, f in enumerate(level_fp)])
+    level_S.clear()
+    depth = np.repeat(np.arange(len(level_sizes), dtype=np.int32), level_sizes)
     bits = np.concatenate(en_rows, axis=0) if en_rows else np.zeros((0, 1), dtype=np.uint8)
+    en_rows.clear()
+    cut = np.concatenate(cut_rows, axis=0) if cut_rows else np.zeros_like(bits)
+    cut_rows.clear()
     if model.spec.check_deadlock if deadlock is None else deadlock:
         stuck = ~np.concatenate(any_guard)
         if terminal:
             stuck &= ~np.concatenate(terminal)
     else:
         stuck = np.zeros(len(fps), dtype=bool)
-    src = np.concatenate(e_src) if e_src else np.empty(0, dtype=np.int64)
-    dfp = np.concatenate(e_dfp) if e_dfp else np.empty(0, dtype=np.uint64)
-    act = np.concatenate(e_act) if e_act else np.empty(0, dtype=np.int32)
+    # the edges, each list joined and let go before the next (a graph of 8 million transitions
+    # holds them twice otherwise), the targets' fingerprints resolved to indices a chunk at a time
     by_fp = np.argsort(fps, kind="stable")
-    dst = by_fp[np.searchsorted(fps[by_fp], dfp)]
-    order = np.lexsort((act, dst, src))
-    src, dst, act = src[order], dst[order], act[order]
+    sorted_fp = fps[by_fp]
+    edges = [_joined(e_src, index_t), _joined(e_dfp, index_t,
+                                              lambda f: by_fp[np.searchsorted(sorted_fp, f)]),
+             _joined(e_act, act_t)]
+    del by_fp, sorted_fp
+    src, dst, act, order = _sorted_edges(edges, len(fps), K, with_order=sym is not None)
     moved = np.concatenate(e_moved)[order] if sym is not None and e_moved else None
     if sym is not None and moved is None:
         moved = np.zeros(0, dtype=bool)
     # the BFS tree: a state's parent as an index into every level, -1 for an initial state
-    starts = np.cumsum([0] + [len(f) for f in level_fp])
+    starts = np.cumsum([0] + level_sizes)
     parents = [ex.parents[0].astype(np.int64)] + [p.astype(np.int64) + starts[d - 1]
                                                   for d, p in enumerate(ex.parents) if d]
-    vias = [np.full(len(level_fp[0]), -1, dtype=np.int32)] + [a.astype(np.int32)
-                                                             for a in ex.actions[1:]]
+    vias = [np.full(level_sizes[0], -1, dtype=np.int32)] + [a.astype(np.int32)
+                                                           for a in ex.actions[1:]]
     unreduced = int(sym.orbit_sizes(words).sum()) if sym is not None else len(fps)
     return StateGraph(model, comp, fps, words, depth, np.concatenate(parents),
                       np.concatenate(vias), bits, stuck, src, dst, act, ex.transitions, ex.cut,
-                      time.perf_counter() - t0, len(level_fp[0]),
-                      np.concatenate(cut_rows, axis=0) if cut_rows else np.zeros_like(bits),
+                      time.perf_counter() - t0, level_sizes[0], cut,
                       np.concatenate(only_cut) if only_cut else np.zeros(len(fps), dtype=bool),
                       sym, used, moved, unreduced)
+
+
+_CHUNK = 1 << 20
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _joined(chunks: list, dtype, convert=None) -> np.ndarray:
+    """The chunks as one array (each passed through ``convert`` first when given), the list
+    emptied as it is copied: each chunk is let go once copied, so the copy never holds the
+    whole list twice."""
+    out = np.empty(sum(len(c) for c in chunks), dtype=dtype)
+    chunks.reverse()
+    at = 0
+    while chunks:
+        c = chunks.pop()
+        out[at:at + len(c)] = c if convert is None else convert(c)
+        at += len(c)
+    return out
+
+
+def _edge_types(n: int, K: int):
+    """The dtypes of a graph's state indices and action instances: int32 and int16 where they
+    fit (a graph of millions of transitions holds three per transition)."""
+    return (np.int32 if n < 2 ** 31 else np.int64), (np.int16 if K < 2 ** 15 else np.int32)
+
+
+def _sorted_edges(edges: list, n: int, K: int, with_order: bool = False):
+    """The edges ``[src, dst, act]`` (the list is emptied: its arrays are let go as they are
+    used) sorted by (source, target, instance) -> (src, dst, act, order or None), in the dtypes
+    of ``_edge_types``. Sorted as one 64-bit key per edge, in place and with no index array,
+    where source, target and instance fit in one; by lexsort otherwise, or when the caller needs
+    the permutation (``with_order``) to reorder an array of its own."""
+    index_t, act_t = _edge_types(n, K)
+    sbits, abits = max(1, (n - 1).bit_length()), max(1, (K - 1).bit_length())
+    if with_order or 2 * sbits + abits > 64:
+        src, dst, act = edges
+        edges.clear()
+        order = np.lexsort((act, dst, src))
+        return (src[order].astype(index_t), dst[order].astype(index_t),
+                act[order].astype(act_t), order)
+    # built and taken apart a chunk at a time: a whole-array temporary is as large as the key
+    m = len(edges[0])
+    key = np.empty(m, dtype=np.uint64)
+    for a in range(0, m, _CHUNK):
+        b = a + _CHUNK
+        k = key[a:b]
+        k[:] = edges[0][a:b]
+        k <<= np.uint64(sbits)
+        k |= edges[1][a:b].astype(np.uint64)
+        k <<= np.uint64(abits)
+        k |= edges[2][a:b].astype(np.uint64)
+    edges.clear()
+    key.sort()
+    src, dst, act = (np.empty(m, dtype=index_t), np.empty(m, dtype=index_t),
+                     np.empty(m, dtype=act_t))
+    for a in range(0, m, _CHUNK):
+        b = a + _CHUNK
+        k = key[a:b]
+        act[a:b] = k & np.uint64((1 << abits) - 1)
+        k >>= np.uint64(abits)
+        dst[a:b] = k & np.uint64((1 << sbits) - 1)
+        k >>= np.uint64(sbits)
+        src[a:b] = k
+    return src, dst, act, None
 
 
 def _too_large(model: Model, n: int, max_nodes: int | None):
@@ -368,6 +442,17 @@ def fair_components(H: nx.DiGraph, enabled, fair: int, out_actions=None) -> list
 
 
 DEADLOCK_DOC = "no reachable state without a successor"
+
+
+@dataclass
+class GraphFigures:
+    """What a state graph's result still reads once the graph's arrays are let go
+    (``ProgressResult.keep_figures_only``)."""
+    model: Model
+    states: int
+    cut_within_budget: int
+    symmetry_used: str | None
+    unreduced_states: int
 
 
 @dataclass
@@ -430,8 +515,18 @@ class ProgressResult(RunResult):
     def unreduced_states(self) -> int:
         return self.graph.unreduced_states
 
+    def keep_figures_only(self):
+        """Lets go of the graph's arrays, keeping its figures (``GraphFigures``) and the
+        statistics: a run over every variant of a spec prints its table at the end, and would
+        otherwise hold every variant's graph until then."""
+        self._statistics = self.statistics
+        self.graph = GraphFigures(self.graph.model, self.graph.states, self.graph.cut_within_budget,
+                                  self.graph.symmetry_used, self.graph.unreduced_states)
+
     @property
     def statistics(self) -> dict:
+        if getattr(self, "_statistics", None) is not None:
+            return self._statistics
         sg = self.graph
         return {"states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
                 "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
@@ -637,22 +732,25 @@ def _strong_components(sg: StateGraph, alive: np.ndarray,
     for src, dst, d, kept in _SCC_KEPT:
         if src() is sg.src and dst() is sg.dst and d == digest:
             return kept
-    nodes = np.flatnonzero(alive)
-    pos = np.full(sg.states, -1, dtype=np.int64)
-    pos[nodes] = np.arange(len(nodes))
-    es, ed = pos[sg.src[e]], pos[sg.dst[e]]
-    n = len(nodes)
-    A = csr_matrix((np.ones(len(es), dtype=np.int8), (es, ed)), shape=(n, n))
-    count, labels = connected_components(A, directed=True, connection="strong") if n else (0, [])
-    del A
-    # numbered by each component's least state, so that the numbering is the graph's, not scipy's
+    # the rows are the graph's states (those not alive have no edge: each its own component,
+    # dropped below); the edges are sorted by source already, so the row pointers are counts
+    n = sg.states
+    ed = sg.dst[e].astype(np.int32, copy=False)
+    indptr = np.zeros(n + 1, dtype=np.int64 if len(ed) >= 2 ** 31 else np.int32)
+    np.cumsum(np.bincount(sg.src[e], minlength=n), out=indptr[1:])
+    A = csr_matrix((np.ones(len(ed), dtype=np.int8), ed, indptr), shape=(n, n))
+    count, labels = connected_components(A, directed=True, connection="strong") if n else (0, np.empty(0))
+    del A, ed, indptr
+    # numbered 0.. in order of each component's least alive state, -1 for a state not alive
     labels = np.asarray(labels, dtype=np.int64)
-    first = np.full(count, n, dtype=np.int64)
-    np.minimum.at(first, labels, np.arange(n))
-    rank = np.empty(count, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(count)
-    scc = np.full(sg.states, -1, dtype=np.int64)
-    scc[nodes] = rank[labels]
+    nodes = np.flatnonzero(alive)
+    lab = labels[nodes]
+    comps, first = np.unique(lab, return_index=True)     # first: where each starts in nodes
+    rank = np.full(count, -1, dtype=np.int64)
+    rank[comps[np.argsort(first, kind="stable")]] = np.arange(len(comps))
+    scc = np.full(n, -1, dtype=np.int64)
+    scc[nodes] = rank[lab]
+    count = len(comps)
     kept = scc, int(count)
     _SCC_KEPT[:] = _SCC_KEPT[-1:] + [(weakref.ref(sg.src), weakref.ref(sg.dst), digest, kept)]
     return kept
@@ -671,11 +769,14 @@ def _fair_flags(sg: StateGraph, scc: np.ndarray, count: int, fair: int) -> np.nd
     nodes = nodes[np.argsort(scc[nodes], kind="stable")]
     starts = np.flatnonzero(np.r_[True, scc[nodes][1:] != scc[nodes][:-1]])
     always = np.bitwise_and.reduceat(sg.enabled_bits[nodes], starts, axis=0) & fair_bytes
-    cs, cd = scc[sg.src], scc[sg.dst]
-    inside = (cs >= 0) & (cs == cd)
+    scc32 = scc.astype(np.int32) if count < 2 ** 31 else scc
+    cs = scc32[sg.src]
+    inside = cs >= 0
+    inside &= cs == scc32[sg.dst]
+    cs = cs[inside]
     act = sg.act[inside].astype(np.int64)
     taken = np.zeros((count, nbytes), dtype=np.uint8)
-    np.bitwise_or.at(taken, (cs[inside], act >> 3), (1 << (act & 7)).astype(np.uint8))
+    np.bitwise_or.at(taken, (cs, act >> 3), (1 << (act & 7)).astype(np.uint8))
     return ~(always & ~taken).any(axis=1)
 
 
@@ -899,14 +1000,12 @@ def _unfold(sg: StateGraph, reps: np.ndarray) -> StateGraph:
             e_act.append(np.full(int(inside.sum()), k, dtype=np.int32))
         en_rows.append(np.packbits(en, axis=1, bitorder="little"))
         cut_rows.append(np.packbits(cut, axis=1, bitorder="little"))
-    src = np.concatenate(e_src) if e_src else np.empty(0, dtype=np.int64)
-    dst = np.concatenate(e_dst) if e_dst else np.empty(0, dtype=np.int64)
-    act = np.concatenate(e_act) if e_act else np.empty(0, dtype=np.int32)
-    order = np.lexsort((act, dst, src))
+    src, dst, act, _ = _sorted_edges([_joined(e_src, np.int64), _joined(e_dst, np.int64),
+                                      _joined(e_act, np.int32)], n, K)
     none = np.full(n, -1)
     return StateGraph(model, comp, fps, X, np.zeros(n, dtype=np.int32), none, none,
-                      np.concatenate(en_rows, axis=0), np.zeros(n, dtype=bool), src[order],
-                      dst[order], act[order], cut_bits=np.concatenate(cut_rows, axis=0))
+                      np.concatenate(en_rows, axis=0), np.zeros(n, dtype=bool), src, dst, act,
+                      cut_bits=np.concatenate(cut_rows, axis=0))
 
 
 def _fair_loop(sg: StateGraph, e: int, comp_id: np.ndarray, fair: int) -> list[int]:

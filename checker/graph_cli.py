@@ -222,6 +222,7 @@ def cmd_progress(args, console) -> int:
                 res, traces = run_progress(spec, variant, params_, args)
                 ci_outputs.record_progress(args, res, traces, against_record=True)
                 d = search_differences(spec, res)
+                res.keep_figures_only()
                 results.append((res, traces))
                 diffs += d
                 # report as it goes: a run over every spec takes minutes
