@@ -168,3 +168,16 @@ def test_components_on_compressed_rows_are_networkx_components(seed):
     # numbered by their least state
     firsts = [min(np.flatnonzero(scc == c)) for c in range(count)]
     assert firsts == sorted(firsts)
+
+
+@pytest.mark.parametrize("variant", ["kip1251", "lost-responses"])
+def test_the_bound_gives_the_same_verdict_on_the_symmetry_quotient(variant):
+    params = {"partitions": 3, "commits_in_flight": 0}
+    full, _ = progress("consumer_group", variant, params)
+    reduced, _ = progress("consumer_group", variant, params, graph_symmetry=True)
+    assert reduced.symmetry == "partition slots 1,2" and reduced.graph.states < full.graph.states
+    for res in (full, reduced):
+        assert res.graph.cut_within_budget == 0
+    assert reduced.status("eventually-converges") == full.status("eventually-converges")
+    assert reduced.assumes == full.assumes and reduced.drivers == full.drivers
+    assert reduced.cap_raised == full.cap_raised
