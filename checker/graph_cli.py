@@ -127,7 +127,8 @@ def _verdict_cell(res, name: str, tr) -> str:
     text = cell(res.status(name), len(tr) if tr is not None else None,
                 lasso=res.kind(name) != "deadlock")
     if res.assumes.get(name):
-        text += f" (≤ {res.graph.model.budget} disturbances)"
+        budget = res.graph.model.budget
+        text += f" (≤ {budget} disturbance{'' if budget == 1 else 's'})"
     if res.drivers.get(name):
         text = text[:-1] + f", {res.drivers[name]})" if text.endswith(")") else text
     return text

@@ -81,7 +81,7 @@ def test_disturbances_option_on_the_command_line(capsys):
     out = capsys.readouterr().out
     assert "environment-driven" in out and "not a protocol failure" in out
     assert main(["progress", REBALANCER, "--disturbances", "1"]) == 0
-    assert "holds (≤ 1 disturbances)" in capsys.readouterr().out
+    assert "holds (≤ 1 disturbance)" in capsys.readouterr().out
 
 
 def test_a_bad_disturbance_bound_is_one_line_and_exit_2(capsys):
