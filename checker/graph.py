@@ -1,5 +1,5 @@
-"""The reachable state graph in networkx: progress properties under weak fairness, deadlocks,
-and export.
+"""The reachable state graph on packed arrays: progress properties under weak fairness,
+deadlocks, and export (through networkx, built on first use).
 
 The graph is built breadth-first on the explicit-state core (checker/explore.py), with the same
 compiled code, level order and parent rule as checker/bfs.py, so a state's shortest trace here
@@ -29,7 +29,6 @@ component, then a loop inside the component that meets every fair instance's obl
 from __future__ import annotations
 
 import hashlib
-import itertools
 import time
 import weakref
 from collections import deque
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from kcheck import explore
+from kcheck import environment, explore
 from kcheck import symmetry as symmetry_
 from kcheck.compile import Compiled, fingerprint
 from kcheck.fairness import (compile_condition, fair_mask, instances_of as _instances,
@@ -92,10 +91,19 @@ class StateGraph:
     _offsets: np.ndarray | None = field(default=None, repr=False)
     _by_fp: np.ndarray | None = field(default=None, repr=False)
     _graph: nx.DiGraph | None = field(default=None, repr=False)
+    _hidden: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def states(self) -> int:
         return len(self.fps)
+
+    @property
+    def cut_within_budget(self) -> int:
+        """Steps (a state and an action instance) cut by a search bound other than the
+        disturbance budget: each hides behaviour the verdict would otherwise cover."""
+        if self.cut_bits is None or not self.cut_bits.size:
+            return 0
+        return int(_POPCOUNT[_hidden_cuts(self)].sum())
 
     @property
     def max_depth(self) -> int:
@@ -205,6 +213,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     memory = watch()
     comp = compiled or Compiled(model, [])
     K = len(model.instances)
+    index_t, act_t = _edge_types(max_nodes if max_nodes is not None else 2 ** 31, K)
     sym, used = None, None
     if model.spec.symmetries:
         used = "off"
@@ -256,9 +265,9 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
         if sym is not None:
             # a step to another state of the parent's orbit is a self-loop of the quotient
             e_moved.append((pre["T"] != ex.frontier[:, start + parent]).any(axis=0))
-        e_src.append(parent + cur["base"])
+        e_src.append((parent + cur["base"]).astype(index_t))
         e_dfp.append(fp.copy())
-        e_act.append(action.astype(np.int32))
+        e_act.append(action.astype(act_t))
 
     def after_block(start, m, n, level):
         en_rows.append(np.packbits(cur["en"], axis=1, bitorder="little"))
@@ -285,39 +294,112 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     ex.run(before_block=before_block, on_batch=on_batch, on_block=on_block,
            after_block=after_block, on_level=on_level)
 
+    # each list let go once joined: the graph would otherwise hold its states twice
+    ex.visited = None
+    level_sizes = [len(f) for f in level_fp]
     fps = np.concatenate(level_fp)
+    level_fp.clear()
     words = np.concatenate(level_S, axis=1)
-    depth = np.concatenate([np.full(len(f), d, dtype=np.int32) for d, f in enumerate(level_fp)])
+    level_S.clear()
+    depth = np.repeat(np.arange(len(level_sizes), dtype=np.int32), level_sizes)
     bits = np.concatenate(en_rows, axis=0) if en_rows else np.zeros((0, 1), dtype=np.uint8)
+    en_rows.clear()
+    cut = np.concatenate(cut_rows, axis=0) if cut_rows else np.zeros_like(bits)
+    cut_rows.clear()
     if model.spec.check_deadlock if deadlock is None else deadlock:
         stuck = ~np.concatenate(any_guard)
         if terminal:
             stuck &= ~np.concatenate(terminal)
     else:
         stuck = np.zeros(len(fps), dtype=bool)
-    src = np.concatenate(e_src) if e_src else np.empty(0, dtype=np.int64)
-    dfp = np.concatenate(e_dfp) if e_dfp else np.empty(0, dtype=np.uint64)
-    act = np.concatenate(e_act) if e_act else np.empty(0, dtype=np.int32)
+    # the edges, each list joined and let go before the next (a graph of 8 million transitions
+    # holds them twice otherwise), the targets' fingerprints resolved to indices a chunk at a time
     by_fp = np.argsort(fps, kind="stable")
-    dst = by_fp[np.searchsorted(fps[by_fp], dfp)]
-    order = np.lexsort((act, dst, src))
-    src, dst, act = src[order], dst[order], act[order]
+    sorted_fp = fps[by_fp]
+    edges = [_joined(e_src, index_t), _joined(e_dfp, index_t,
+                                              lambda f: by_fp[np.searchsorted(sorted_fp, f)]),
+             _joined(e_act, act_t)]
+    del by_fp, sorted_fp
+    src, dst, act, order = _sorted_edges(edges, len(fps), K, with_order=sym is not None)
     moved = np.concatenate(e_moved)[order] if sym is not None and e_moved else None
     if sym is not None and moved is None:
         moved = np.zeros(0, dtype=bool)
     # the BFS tree: a state's parent as an index into every level, -1 for an initial state
-    starts = np.cumsum([0] + [len(f) for f in level_fp])
+    starts = np.cumsum([0] + level_sizes)
     parents = [ex.parents[0].astype(np.int64)] + [p.astype(np.int64) + starts[d - 1]
                                                   for d, p in enumerate(ex.parents) if d]
-    vias = [np.full(len(level_fp[0]), -1, dtype=np.int32)] + [a.astype(np.int32)
-                                                             for a in ex.actions[1:]]
+    vias = [np.full(level_sizes[0], -1, dtype=np.int32)] + [a.astype(np.int32)
+                                                           for a in ex.actions[1:]]
     unreduced = int(sym.orbit_sizes(words).sum()) if sym is not None else len(fps)
     return StateGraph(model, comp, fps, words, depth, np.concatenate(parents),
                       np.concatenate(vias), bits, stuck, src, dst, act, ex.transitions, ex.cut,
-                      time.perf_counter() - t0, len(level_fp[0]),
-                      np.concatenate(cut_rows, axis=0) if cut_rows else np.zeros_like(bits),
+                      time.perf_counter() - t0, level_sizes[0], cut,
                       np.concatenate(only_cut) if only_cut else np.zeros(len(fps), dtype=bool),
                       sym, used, moved, unreduced)
+
+
+_CHUNK = 1 << 20
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _joined(chunks: list, dtype, convert=None) -> np.ndarray:
+    """The chunks as one array (each passed through ``convert`` first when given), the list
+    emptied as it is copied: each chunk is let go once copied, so the copy never holds the
+    whole list twice."""
+    out = np.empty(sum(len(c) for c in chunks), dtype=dtype)
+    chunks.reverse()
+    at = 0
+    while chunks:
+        c = chunks.pop()
+        out[at:at + len(c)] = c if convert is None else convert(c)
+        at += len(c)
+    return out
+
+
+def _edge_types(n: int, K: int):
+    """The dtypes of a graph's state indices and action instances: int32 and int16 where they
+    fit (a graph of millions of transitions holds three per transition)."""
+    return (np.int32 if n < 2 ** 31 else np.int64), (np.int16 if K < 2 ** 15 else np.int32)
+
+
+def _sorted_edges(edges: list, n: int, K: int, with_order: bool = False):
+    """The edges ``[src, dst, act]`` (the list is emptied: its arrays are let go as they are
+    used) sorted by (source, target, instance) -> (src, dst, act, order or None), in the dtypes
+    of ``_edge_types``. Sorted as one 64-bit key per edge, in place and with no index array,
+    where source, target and instance fit in one; by lexsort otherwise, or when the caller needs
+    the permutation (``with_order``) to reorder an array of its own."""
+    index_t, act_t = _edge_types(n, K)
+    sbits, abits = max(1, (n - 1).bit_length()), max(1, (K - 1).bit_length())
+    if with_order or 2 * sbits + abits > 64:
+        src, dst, act = edges
+        edges.clear()
+        order = np.lexsort((act, dst, src))
+        return (src[order].astype(index_t), dst[order].astype(index_t),
+                act[order].astype(act_t), order)
+    # built and taken apart a chunk at a time: a whole-array temporary is as large as the key
+    m = len(edges[0])
+    key = np.empty(m, dtype=np.uint64)
+    for a in range(0, m, _CHUNK):
+        b = a + _CHUNK
+        k = key[a:b]
+        k[:] = edges[0][a:b]
+        k <<= np.uint64(sbits)
+        k |= edges[1][a:b].astype(np.uint64)
+        k <<= np.uint64(abits)
+        k |= edges[2][a:b].astype(np.uint64)
+    edges.clear()
+    key.sort()
+    src, dst, act = (np.empty(m, dtype=index_t), np.empty(m, dtype=index_t),
+                     np.empty(m, dtype=act_t))
+    for a in range(0, m, _CHUNK):
+        b = a + _CHUNK
+        k = key[a:b]
+        act[a:b] = k & np.uint64((1 << abits) - 1)
+        k >>= np.uint64(abits)
+        dst[a:b] = k & np.uint64((1 << sbits) - 1)
+        k >>= np.uint64(sbits)
+        src[a:b] = k
+    return src, dst, act, None
 
 
 def _too_large(model: Model, n: int, max_nodes: int | None):
@@ -363,6 +445,17 @@ DEADLOCK_DOC = "no reachable state without a successor"
 
 
 @dataclass
+class GraphFigures:
+    """What a state graph's result still reads once the graph's arrays are let go
+    (``ProgressResult.keep_figures_only``)."""
+    model: Model
+    states: int
+    cut_within_budget: int
+    symmetry_used: str | None
+    unreduced_states: int
+
+
+@dataclass
 class ProgressResult(RunResult):
     """A progress check on a state graph (verdict.RunResult): a verdict per property (the
     progress properties asked, and 'deadlock' when it was checked), the lassos and the deadlock
@@ -376,8 +469,16 @@ class ProgressResult(RunResult):
     found: dict[str, Counterexample] = field(default_factory=dict)
     verdict_of: dict[str, Verdict] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
+    # what a "holds" assumes of the environment ("at most E disturbances"; absent: nothing), and
+    # per lasso whether its loop disturbs (environment-driven) or not (protocol-driven)
+    assumes: dict[str, str] = field(default_factory=dict)
+    drivers: dict[str, str] = field(default_factory=dict)
     elapsed_s: float = 0.0            # building the graph and checking every property
     stop_reason: str | None = None
+    trace_model: Model | None = None  # the spec's own model, when the graph's counts disturbances
+    # (parameter, asked, used) when the run layer raised the epoch cap until it cut no step
+    # within the disturbance bound (kcheck.run.progress_of)
+    cap_raised: tuple | None = None
 
     def status(self, prop: str) -> str:
         return self.verdict_of[prop].value
@@ -414,18 +515,35 @@ class ProgressResult(RunResult):
     def unreduced_states(self) -> int:
         return self.graph.unreduced_states
 
+    def keep_figures_only(self):
+        """Lets go of the graph's arrays, keeping its figures (``GraphFigures``) and the
+        statistics: a run over every variant of a spec prints its table at the end, and would
+        otherwise hold every variant's graph until then."""
+        self._statistics = self.statistics
+        self.graph = GraphFigures(self.graph.model, self.graph.states, self.graph.cut_within_budget,
+                                  self.graph.symmetry_used, self.graph.unreduced_states)
+
     @property
     def statistics(self) -> dict:
+        if getattr(self, "_statistics", None) is not None:
+            return self._statistics
         sg = self.graph
         return {"states": sg.states, "edges": sg.edges, "transitions": sg.transitions,
                 "depth": sg.max_depth, "cut_by_search_bounds": sg.cut_by_bounds,
                 "elapsed_s": round(self.elapsed_s, 3), "stop_reason": self.stop_reason,
+                "disturbances": getattr(sg.model, "budget", None),
+                "cap_raised": (None if self.cap_raised is None else
+                               dict(zip(("parameter", "from", "to"), self.cap_raised))),
+                "cut_within_budget": sg.cut_within_budget,
                 "symmetry": sg.symmetry_used,
                 "unreduced_states": sg.unreduced_states if sg.symmetry is not None else None}
 
     def report(self, traces: dict, details: dict | None = None, engine: str | None = None):
         """As every run's (verdict.RunResult.report), with each property's fair actions."""
-        extra = {p: {"fair": self.fair(p), **(details or {}).get(p, {})} for p in self.properties}
+        extra = {p: {"fair": self.fair(p), **({"assumes": self.assumes.get(p),
+                                               "lasso": self.drivers.get(p)}
+                                              if p in self.model.spec.progress else {}),
+                     **(details or {}).get(p, {})} for p in self.properties}
         return super().report(traces, extra, engine)
 
 
@@ -436,19 +554,26 @@ def check(sg: StateGraph, names: list[str] | None = None, deadlock: bool = False
     spec = sg.model.spec
     names = list(spec.progress) if names is None else list(names)
     res = ProgressResult(sg.model, names + ([DEADLOCK] if deadlock else []), sg)
+    budget = getattr(sg.model, "budget", None)
     for name in names:
         status, lasso, reason = _decide(sg, spec.progress[name])
         res.verdict_of[name] = Verdict(status)
         if lasso is not None:
-            res.found[name] = lasso
+            res.drivers[name] = driver(sg.model, lasso)
+            res.found[name] = _spec_states(sg.model, lasso)
         if reason:
             res.reasons[name] = reason
+        if status == "holds" and budget is not None and sg.cut_by_bounds:
+            res.assumes[name] = f"at most {budget} disturbance{'s' if budget != 1 else ''}"
+    if budget is not None:
+        res.trace_model = sg.model.unbudgeted
     if deadlock:
         d = sg.deadlock()
         cut_only = int(sg.cut_only.sum()) if sg.cut_only is not None else 0
         if d is not None:
             res.verdict_of[DEADLOCK] = Verdict.VIOLATED
-            res.found[DEADLOCK] = sg.concrete(Counterexample(DEADLOCK, DEADLOCK, d[0], d[1]))
+            res.found[DEADLOCK] = _spec_states(sg.model, sg.concrete(
+                Counterexample(DEADLOCK, DEADLOCK, d[0], d[1])))
         elif cut_only:
             res.verdict_of[DEADLOCK] = Verdict.BOUNDED
             res.reasons[DEADLOCK] = (f"{cut_only:,} states have no step but ones that leave a "
@@ -466,37 +591,84 @@ def check_progress(sg: StateGraph, prop: Progress) -> ProgressResult:
 
 def _decide(sg: StateGraph, prop: Progress):
     """-> (status, lasso or None, reason or None) of one property. A step that leaves a search
-    bound counts as enabled (docs/progress.md), so a cycle that starves it is not fair; but then
-    a "holds" may rest on that step alone, and what follows it in the unbounded protocol was not
-    examined. The property is checked again with the cut steps counted as disabled: if that
-    finds a fair cycle, the verdict is 'bounded' (with the reason), not 'holds'."""
+    bound counts as enabled (docs/progress.md), so a cycle that starves it is not fair, and a
+    violation found is a behaviour of the unbounded protocol. A "holds" is as wide as what was
+    cut: where the graph counts disturbances (checker/environment.py), the budget's own cuts
+    leave exactly the behaviours with at most E disturbances, and "holds" says so
+    (``ProgressResult.assumes``). Any other cut (an epoch cap) hides a step: of a spec that
+    declares its environment, any such cut makes the verdict 'bounded', naming the steps; of one
+    that does not, the property is checked again with the cut steps counted as disabled, and
+    the verdict is 'bounded' only if that finds a fair cycle."""
     lasso = _find_lasso(sg, prop, relaxed=False)
     if lasso is not None:
         return Verdict.VIOLATED, lasso, None
-    if sg.cut_bits is None or not sg.cut_bits.any():
+    if sg.cut_bits is None or not sg.cut_within_budget:
         return Verdict.HOLDS, None, None
+    hidden = _hidden_cuts(sg)
+    nbytes = hidden.shape[1]
+    names = lambda bits: sorted({sg.model.instances[k].action.name for k in _instances(bits)})  # noqa: E731
+    bounds = sorted({f.base for f in layout_of(sg.model).fields
+                     if f.type.search_bound and f.base != environment.COUNTER})
+    budget = getattr(sg.model, "budget", None)
+    if budget is not None:
+        states = int(hidden.any(axis=1).sum())
+        cut = int.from_bytes(np.bitwise_or.reduce(hidden, axis=0).tobytes(), "little")
+        env = environment.disturbance_mask(sg.model)
+        protocol, disturbances = names(cut & ~env), names(cut & env)
+        what = "; ".join(x for x in (
+            f"the protocol's {', '.join(protocol)}" if protocol else "",
+            f"the disturbance{'s' if len(disturbances) > 1 else ''} {', '.join(disturbances)} "
+            f"before {budget} were made" if disturbances else "") if x)
+        return Verdict.BOUNDED, None, (
+            f"the search bound ({', '.join(bounds)}) cuts steps of {what}, in {states:,} states "
+            f"within {budget} disturbances: behaviours within the bound were not examined")
     alt = _find_lasso(sg, prop, relaxed=True)
     if alt is None:
         return Verdict.HOLDS, None, None
     fair = fair_mask(sg.model, prop)
-    nbytes = sg.cut_bits.shape[1]
-    fair_bytes = _mask_bytes(fair, nbytes)
-    cut_fair = int.from_bytes(np.bitwise_or.reduce(sg.cut_bits & fair_bytes, axis=0).tobytes(),
-                              "little")
-    names = sorted({sg.model.instances[k].action.name for k in _instances(cut_fair)})
-    bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
+    cut_fair = int.from_bytes(np.bitwise_or.reduce(hidden & _mask_bytes(fair, nbytes),
+                                                   axis=0).tobytes(), "little")
     return Verdict.BOUNDED, None, (
-        f"holds only because fair steps of {', '.join(names) or 'some action'} that leave the "
-        f"search bound ({', '.join(bounds)}) count as enabled: counted as disabled, a fair cycle "
-        f"violates it ({len(alt.steps)} steps); the protocol beyond the bound was not examined")
+        f"holds only because fair steps of {', '.join(names(cut_fair)) or 'some action'} that "
+        f"leave the search bound ({', '.join(bounds)}) count as enabled: counted as disabled, a "
+        f"fair cycle violates it ({len(alt.steps)} steps); the protocol beyond the bound was not "
+        f"examined")
+
+
+def driver(model: Model, lasso: Counterexample) -> str | None:
+    """Whether a lasso's loop has a disturbance ("environment-driven": the environment disturbs
+    for ever, which fairness permits, not a protocol failure) or none ("protocol-driven": the
+    protocol's own steps fail to make progress); None when the spec declares no environment."""
+    if model.spec.environment is None:
+        return None
+    env = environment.disturbance_mask(model)
+    loop = lasso.steps[lasso.loop_index:]
+    return "environment-driven" if any(env >> k & 1 for k in loop) else "protocol-driven"
+
+
+def _spec_states(model: Model, cx: Counterexample) -> Counterexample:
+    """A counterexample of a graph that counts disturbances as one of the spec's own model (the
+    same steps from the initial state without the count)."""
+    if getattr(model, "budget", None) is None:
+        return cx
+    import dataclasses
+    return dataclasses.replace(cx, initial=environment.unbudgeted(model, cx.initial))
+
+
+def _hidden_cuts(sg: StateGraph) -> np.ndarray:
+    """Per state, the packed bits of the instances whose step is cut by a search bound other
+    than the disturbance budget (checker/environment.py; every cut when there is none)."""
+    if sg._hidden is None:
+        sg._hidden = environment.epoch_cuts(sg.model, sg.cut_bits, sg.words)
+    return sg._hidden
 
 
 def _relax(sg: StateGraph) -> StateGraph:
-    """The graph with the steps that leave a search bound counted as disabled (the same edges:
-    their offsets per state are shared; the networkx view, which carries what is enabled, is
-    not)."""
+    """The graph with the steps that leave a search bound counted as disabled, except those the
+    disturbance budget cuts (the same edges: their offsets per state are shared; the networkx
+    view, which carries what is enabled, is not)."""
     import dataclasses
-    return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~sg.cut_bits, _graph=None)
+    return dataclasses.replace(sg, enabled_bits=sg.enabled_bits & ~_hidden_cuts(sg), _graph=None)
 
 
 def _mask_bytes(mask: int, nbytes: int) -> np.ndarray:
@@ -529,8 +701,8 @@ def _components(sg: StateGraph, not_q: np.ndarray, fair: int, moving: np.ndarray
     e[1:] &= (sg.src[1:] != sg.src[:-1]) | (sg.dst[1:] != sg.dst[:-1])   # one edge a pair
     scc, count = _strong_components(sg, alive, e)
     fair_scc = np.flatnonzero(_fair_flags(sg, scc, count, fair))
-    # the fair ones numbered 0.. in networkx's order, every other state -1 (scc's -1 reads the
-    # last entry)
+    # the fair ones numbered 0.. in their order, every other state -1 (scc's -1 reads the last
+    # entry)
     renumber = np.full(count + 1, -1, dtype=np.int64)
     renumber[fair_scc] = np.arange(len(fair_scc))
     comp_id = renumber[scc]
@@ -545,28 +717,41 @@ _SCC_KEPT: list = []
 
 def _strong_components(sg: StateGraph, alive: np.ndarray,
                        e: np.ndarray) -> tuple[np.ndarray, int]:
-    """networkx's strongly connected components of the graph of the states ``alive`` and the
-    edges ``e`` -> (the component of each state, numbered in networkx's order, -1 for a state
-    not alive; how many components). A progress property is checked twice, the second time
-    with the steps that leave a search bound counted as disabled (``_decide``); where that
-    leaves the same graph, as it mostly does, its decomposition is the one already made
-    (consumer_group: 442,221 states and 1,414,655 edges, about 15 s for networkx to build and
-    decompose)."""
+    """The strongly connected components of the graph of the states ``alive`` and the edges
+    ``e`` -> (the component of each state, numbered 0.. in order of their least state, -1 for a
+    state not alive; how many components). Computed on the edges as compressed sparse rows by
+    scipy.sparse.csgraph (Pearce's iterative algorithm, in C), not in networkx: consumer_group's
+    442,221 states and 1,414,655 edges took networkx about 15 s to build and decompose, scipy
+    under one (tests/test_graph.py holds it to networkx's components). A progress property is
+    checked twice, the second time with some cut steps counted as disabled (``_decide``); where
+    that leaves the same graph, as it mostly does, its decomposition is the one already made."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
     digest = hashlib.blake2b(np.packbits(alive).tobytes() + np.packbits(e).tobytes(),
                              digest_size=32).digest()
     for src, dst, d, kept in _SCC_KEPT:
         if src() is sg.src and dst() is sg.dst and d == digest:
             return kept
-    H = nx.DiGraph()
-    H.add_nodes_from(np.flatnonzero(alive).tolist())
-    H.add_edges_from(zip(sg.src[e].tolist(), sg.dst[e].tolist()))
-    comps = list(nx.strongly_connected_components(H))
-    del H
-    sizes = np.fromiter(map(len, comps), count=len(comps), dtype=np.int64)
-    scc = np.full(sg.states, -1, dtype=np.int64)
-    scc[np.fromiter(itertools.chain.from_iterable(comps), count=int(sizes.sum()),
-                    dtype=np.int64)] = np.repeat(np.arange(len(comps)), sizes)
-    kept = scc, len(comps)
+    # the rows are the graph's states (those not alive have no edge: each its own component,
+    # dropped below); the edges are sorted by source already, so the row pointers are counts
+    n = sg.states
+    ed = sg.dst[e].astype(np.int32, copy=False)
+    indptr = np.zeros(n + 1, dtype=np.int64 if len(ed) >= 2 ** 31 else np.int32)
+    np.cumsum(np.bincount(sg.src[e], minlength=n), out=indptr[1:])
+    A = csr_matrix((np.ones(len(ed), dtype=np.int8), ed, indptr), shape=(n, n))
+    count, labels = connected_components(A, directed=True, connection="strong") if n else (0, np.empty(0))
+    del A, ed, indptr
+    # numbered 0.. in order of each component's least alive state, -1 for a state not alive
+    labels = np.asarray(labels, dtype=np.int64)
+    nodes = np.flatnonzero(alive)
+    lab = labels[nodes]
+    comps, first = np.unique(lab, return_index=True)     # first: where each starts in nodes
+    rank = np.full(count, -1, dtype=np.int64)
+    rank[comps[np.argsort(first, kind="stable")]] = np.arange(len(comps))
+    scc = np.full(n, -1, dtype=np.int64)
+    scc[nodes] = rank[lab]
+    count = len(comps)
+    kept = scc, int(count)
     _SCC_KEPT[:] = _SCC_KEPT[-1:] + [(weakref.ref(sg.src), weakref.ref(sg.dst), digest, kept)]
     return kept
 
@@ -584,11 +769,14 @@ def _fair_flags(sg: StateGraph, scc: np.ndarray, count: int, fair: int) -> np.nd
     nodes = nodes[np.argsort(scc[nodes], kind="stable")]
     starts = np.flatnonzero(np.r_[True, scc[nodes][1:] != scc[nodes][:-1]])
     always = np.bitwise_and.reduceat(sg.enabled_bits[nodes], starts, axis=0) & fair_bytes
-    cs, cd = scc[sg.src], scc[sg.dst]
-    inside = (cs >= 0) & (cs == cd)
+    scc32 = scc.astype(np.int32) if count < 2 ** 31 else scc
+    cs = scc32[sg.src]
+    inside = cs >= 0
+    inside &= cs == scc32[sg.dst]
+    cs = cs[inside]
     act = sg.act[inside].astype(np.int64)
     taken = np.zeros((count, nbytes), dtype=np.uint8)
-    np.bitwise_or.at(taken, (cs[inside], act >> 3), (1 << (act & 7)).astype(np.uint8))
+    np.bitwise_or.at(taken, (cs, act >> 3), (1 << (act & 7)).astype(np.uint8))
     return ~(always & ~taken).any(axis=1)
 
 
@@ -812,14 +1000,12 @@ def _unfold(sg: StateGraph, reps: np.ndarray) -> StateGraph:
             e_act.append(np.full(int(inside.sum()), k, dtype=np.int32))
         en_rows.append(np.packbits(en, axis=1, bitorder="little"))
         cut_rows.append(np.packbits(cut, axis=1, bitorder="little"))
-    src = np.concatenate(e_src) if e_src else np.empty(0, dtype=np.int64)
-    dst = np.concatenate(e_dst) if e_dst else np.empty(0, dtype=np.int64)
-    act = np.concatenate(e_act) if e_act else np.empty(0, dtype=np.int32)
-    order = np.lexsort((act, dst, src))
+    src, dst, act, _ = _sorted_edges([_joined(e_src, np.int64), _joined(e_dst, np.int64),
+                                      _joined(e_act, np.int32)], n, K)
     none = np.full(n, -1)
     return StateGraph(model, comp, fps, X, np.zeros(n, dtype=np.int32), none, none,
-                      np.concatenate(en_rows, axis=0), np.zeros(n, dtype=bool), src[order],
-                      dst[order], act[order], cut_bits=np.concatenate(cut_rows, axis=0))
+                      np.concatenate(en_rows, axis=0), np.zeros(n, dtype=bool), src, dst, act,
+                      cut_bits=np.concatenate(cut_rows, axis=0))
 
 
 def _fair_loop(sg: StateGraph, e: int, comp_id: np.ndarray, fair: int) -> list[int]:

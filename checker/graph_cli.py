@@ -39,10 +39,23 @@ def register(sub) -> dict:
                                 symmetry_option()])
     p.add_argument("--max-nodes", type=positive("--max-nodes"), default=2_000_000,
                    help="refuse graphs with more states than this (default 2,000,000)")
+    p.add_argument("--disturbances", type=_disturbances, default=None, metavar="E|unbounded",
+                   help="decide the verdicts for every behaviour whose environment makes at most E "
+                        "disturbances (default: the spec's declared bound; 'unbounded': no bound)")
     p.add_argument("--deadlock", action="store_true",
                    help="report states with no successor even if the spec declares no terminal states")
     ci_outputs.add_options(p)
     return {"graph": cmd_graph, "progress": cmd_progress}
+
+
+def _disturbances(text: str):
+    import argparse
+    from kcheck.run import UNBOUNDED
+    if text == UNBOUNDED:
+        return UNBOUNDED
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"'{text}' is not a count (0 or more) or 'unbounded'")
+    return int(text)
 
 
 def cmd_graph(args, console) -> int:
@@ -79,23 +92,46 @@ def run_progress(spec, variant, params_, args):
     from kcheck.run import Options, progress_of
     return progress_of(spec, variant, params_, Options(
         progress_properties=args.property, max_nodes=args.max_nodes, deadlock=args.deadlock,
-        graph_symmetry=not args.no_symmetry))
+        graph_symmetry=not args.no_symmetry, disturbances=args.disturbances))
 
 
 def _graph_line(res) -> str:
+    from kcheck.environment import COUNTER
     from kcheck.render import reduction_clause as clause
     sg = res.graph
-    bounds = sorted({f.base for f in layout_of(sg.model).fields if f.type.search_bound})
-    cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}), "
-           f"counted as enabled for fairness" if sg.cut_by_bounds else "")
+    bounds = sorted({f.base for f in layout_of(sg.model).fields
+                     if f.type.search_bound and f.base != COUNTER})
+    budget = getattr(sg.model, "budget", None)
+    cut = (f"; {sg.cut_by_bounds:,} transitions cut by search bounds ({', '.join(bounds)}"
+           f"{'' if budget is None else f'; at most {budget} disturbances'}), counted as enabled "
+           f"for fairness" if sg.cut_by_bounds else "")
+    if budget is not None and sg.cut_by_bounds:
+        cut += f"; {sg.cut_within_budget:,} of them within the disturbance bound"
+    if res.cap_raised is not None:
+        cut += _raised(res)
     return (f"state graph: {sg.states:,} states, {sg.edges:,} edges "
             f"({sg.transitions:,} transitions), depth {sg.max_depth}, built in {sg.elapsed_s:.2f}s"
             f"{cut}{clause(res)}")
 
 
+def _raised(res) -> str:
+    name, asked, used = res.cap_raised
+    return (f"; {name} raised from {asked} to {used}, where it cuts no step within the disturbance "
+            f"bound" if res.graph.cut_within_budget == 0 else
+            f"; {name} raised from {asked} to {used}, the end of its range, where it still cuts "
+            f"steps within the disturbance bound")
+
+
 def _verdict_cell(res, name: str, tr) -> str:
-    return cell(res.status(name), len(tr) if tr is not None else None,
+    """A verdict with what it assumes: 'holds (≤ E disturbances)', and a lasso's driver."""
+    text = cell(res.status(name), len(tr) if tr is not None else None,
                 lasso=res.kind(name) != "deadlock")
+    if res.assumes.get(name):
+        budget = res.graph.model.budget
+        text += f" (≤ {budget} disturbance{'' if budget == 1 else 's'})"
+    if res.drivers.get(name):
+        text = text[:-1] + f", {res.drivers[name]})" if text.endswith(")") else text
+    return text
 
 
 def result_json(res, traces) -> dict:
@@ -130,6 +166,10 @@ def _print_one(console, res, traces, saved):
                 console.print(f"P holds and Q does not {'in the initial state' if trig == 0 else f'after step {trig}'}"
                               f"; Q never holds after it.", markup=False)
             console.print(loop_sentence(tr), markup=False)
+            if res.drivers.get(name) == "environment-driven":
+                console.print("The loop disturbs (an environment action): fairness permits an "
+                              "environment that disturbs for ever; this is not a protocol failure.",
+                              markup=False)
         if name in saved:
             console.print(f"saved: {saved[name]}", markup=False)
 
@@ -183,6 +223,7 @@ def cmd_progress(args, console) -> int:
                 res, traces = run_progress(spec, variant, params_, args)
                 ci_outputs.record_progress(args, res, traces, against_record=True)
                 d = search_differences(spec, res)
+                res.keep_figures_only()
                 results.append((res, traces))
                 diffs += d
                 # report as it goes: a run over every spec takes minutes
@@ -222,7 +263,7 @@ def cmd_progress(args, console) -> int:
 
             def build(headers):
                 t = Table(title=f"{spec.name}: progress verdicts by variant "
-                                f"({params_str(results[0][0].model.params.as_dict())})",
+                                f"({params_str(spec.instantiate(results[0][0].model.variant, params_).params.as_dict())})",
                           title_justify="left")
                 t.add_column("variant")
                 for h in headers:
@@ -233,6 +274,8 @@ def cmd_progress(args, console) -> int:
                 return t
             print_folded(console, build, props)
             for res, _ in results:
+                if res.cap_raised is not None:
+                    console.print(f"{res.model.variant}: {_raised(res)[2:]}", markup=False)
                 for n in res.properties:
                     if res.reason(n):
                         console.print(f"{res.model.variant}: {n}: no violation (bounded): {res.reason(n)}",

@@ -37,6 +37,12 @@ class Options:
     master: str = "local[*]"
     slices: int | None = None
     verbose: bool = False
+    # the progress verdicts' bound on the environment's disturbances (checker/environment.py):
+    # None, the spec's declared bound; UNBOUNDED, none (a lasso may then disturb for ever)
+    disturbances: int | str | None = None
+
+
+UNBOUNDED = "unbounded"
 
 
 ENGINES = ("bfs", "spark-slices", "spark-ownership")
@@ -129,15 +135,31 @@ def progress_of(spec, variant: str | None, params: dict | None, options: Options
     from kcheck.options import Progress
     from kcheck.render import params_str
     from kcheck.trace import traces_of
+    from kcheck.environment import budgeted
     model = spec.instantiate(variant, params)
     names = options.progress_properties or list(spec.progress)
     check_deadlock = spec.check_deadlock or bool(options.deadlock)
-    # a graph of a Kafka spec takes a minute: say where it is (stderr, like the search)
-    with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
-                  f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
-        sg = build_graph(model, options.max_nodes, check_deadlock,
-                         progress=progress, symmetry=options.graph_symmetry)
+    env = spec.environment if options.disturbances != UNBOUNDED else None
+    # the epoch cap the graph may raise: until it cuts no step within the disturbance bound
+    # (checker/environment.py), unless the user gave it
+    cap = env.cap if env is not None and env.cap not in (params or {}) else None
+    while True:
+        if env is not None:
+            model = budgeted(model, env.bound_at(model.params) if options.disturbances is None
+                             else options.disturbances)
+        # a graph of a Kafka spec takes seconds: say where it is (stderr, like the search)
+        with Progress(f"{spec.name} {model.variant} ({params_str(model.params.as_dict())}), "
+                      f"building the state graph for {', '.join(names) or 'deadlock'}") as progress:
+            sg = build_graph(model, options.max_nodes, check_deadlock,
+                             progress=progress, symmetry=options.graph_symmetry)
+        value = model.params.as_dict().get(cap)
+        if cap is None or not sg.cut_within_budget or value >= spec.params[cap].hi:
+            break
+        model = spec.instantiate(variant, {**(params or {}), cap: value + 1})
     res = check(sg, names, deadlock=check_deadlock and not options.progress_properties)
+    asked = spec.instantiate(variant, params).params.as_dict().get(cap)
+    if cap is not None and model.params.as_dict()[cap] != asked:
+        res.cap_raised = (cap, asked, model.params.as_dict()[cap])
     return res, traces_of(res)
 
 

@@ -1065,6 +1065,27 @@ class Progress:
 
 
 @dataclass
+class Environment:
+    """The actions that are the protocol's environment (``spec.environment``): joins, leaves,
+    fences, subscription and metadata changes, timeouts. Each step of one is a *disturbance*;
+    every other action is the protocol's own (heartbeats, reconciliation, responses). The state
+    graph bounds the disturbances of a behaviour by ``bound`` (overridable) and never cuts a
+    protocol step for it (checker/environment.py)."""
+    actions: tuple[str, ...]
+    bound: int | Callable       # a count, or p -> a count
+    why: str
+    line: str = "?"
+    cap: str | None = None      # the parameter capping the epochs, which the graph may raise
+
+    def bound_at(self, params) -> int:
+        """The default bound at these parameters."""
+        b = call_spec("the environment's bound", self.bound, params) if callable(self.bound) else self.bound
+        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+            raise SpecError(f"{self.line}: environment: the bound {b!r} is not a count (0 or more)")
+        return b
+
+
+@dataclass
 class Variant:
     name: str
     doc: str
@@ -1140,6 +1161,7 @@ class Spec:
         self.known_bugs: list[KnownBug] = []
         self.symmetries: list[Symmetry] = []
         self.epochs: dict[str, Epoch] = {}
+        self.environment: Environment | None = None
         self.default_variant: str | None = None
         self.rules: dict[str, dict[str | None, Callable]] = {}
         self.outcome_enum: Enum | None = None
@@ -1333,6 +1355,25 @@ class Spec:
     def _property_names(self) -> list[str]:
         return [*self.properties, *self.progress]
 
+    def environment_actions(self, actions: Iterable[str], bound: int | Callable, why: str = "",
+                            cap: str | None = None):
+        """Declares the actions that are the environment (each step one a disturbance) and the
+        default number of disturbances ``bound`` a progress verdict assumes at most (a count, or
+        a function of the parameters returning one; ``kcheck progress --disturbances``
+        overrides it). ``why``: one sentence, why these actions and not the others. ``cap``: the
+        parameter that caps the epochs; where it cuts a step within the bound, the state graph
+        raises it until it cuts none (or reaches its range's end), unless it is given."""
+        here = _user_frame()
+        if self.environment is not None:
+            raise SpecError(f"{here}: the environment is declared twice (first at "
+                            f"{self.environment.line})")
+        if not callable(bound) and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 0):
+            raise SpecError(f"{here}: environment: bound={bound!r} is not a count (0 or more)")
+        if cap is not None and cap not in self.params:
+            raise SpecError(f"{here}: environment: cap= names parameter '{cap}', which is not "
+                            f"declared (before it); parameters: {', '.join(self.params) or 'none'}")
+        self.environment = Environment(tuple(actions), bound, why, here, cap)
+
     def bounded(self, prop: str, why: str, variants: Iterable[str] | None = None):
         """Records that ``prop`` is expected to be answered "bounded" (not decided within the
         search bounds) in the named variants, by default every variant declared so far."""
@@ -1381,6 +1422,10 @@ class Spec:
                 if a not in actions:
                     unknown(self.lines.get(("progress", p.name), self.source_file),
                             f"progress property {p.name}: fair= names action", a, actions)
+        if self.environment is not None:
+            for a in self.environment.actions:
+                if a not in actions:
+                    unknown(self.environment.line, "environment names action", a, actions)
         self._validate_symmetries(unknown)
         for rule, impls in self.rules.items():
             for v in impls:
