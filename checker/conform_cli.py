@@ -13,7 +13,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from kcheck.options import BadInput, make_console, positive
+from kcheck.bfs import Terminated
+from kcheck.options import INTERRUPTED, TERMINATED, BadInput, make_console, positive
 from kcheck.verdict import print_json
 from kcheck.conform import driver
 from kcheck.conform.driver import BROKER_UNAVAILABLE
@@ -206,6 +207,7 @@ def cmd_conform(args, console) -> int:
     version = broker.version
     outcomes: list[driver.Outcome] = []
     cluster = None
+    stopped = None      # Ctrl-C or SIGTERM: the traces finished are still reported
     try:
         if not args.json:
             console.print(broker.describe() + (f" (started in {broker.started_in_s:.1f}s)"
@@ -236,6 +238,10 @@ def cmd_conform(args, console) -> int:
                 except BrokerError as e:
                     err.print(f"error: the broker failed: {e}", markup=False)
                     return BROKER_UNAVAILABLE
+                except (KeyboardInterrupt, Terminated) as e:
+                    # the trace being driven is left unjudged; those before it are printed below
+                    stopped = e
+                    break
                 outcomes.append(o)
                 if o.unexpected or args.wire_logs:
                     _save_divergence(args, spec, job, o, version)
@@ -244,6 +250,8 @@ def cmd_conform(args, console) -> int:
         if cluster is not None:
             cluster.stop()
 
+    if stopped is not None and not outcomes:
+        raise stopped
     walks = [o for o, job in zip(outcomes, jobs) if job.path is None]
     if args.json:
         doc = conform_document(spec, outcomes, version, args.which_variant)
@@ -257,6 +265,11 @@ def cmd_conform(args, console) -> int:
             _print_variants(console, spec, version, outcomes)
         if args.walks:
             _print_coverage(console, spec, walks)
+    if stopped is not None:
+        said = "terminated (SIGTERM)" if isinstance(stopped, Terminated) else "interrupted"
+        err.print(f"kcheck: conform {said} after {len(outcomes)} of {len(jobs)} traces; the "
+                  f"verdicts above are those finished", markup=False)
+        return TERMINATED if isinstance(stopped, Terminated) else INTERRUPTED
     return driver.exit_code(outcomes)
 
 

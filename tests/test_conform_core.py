@@ -592,3 +592,29 @@ def test_a_wait_for_an_event_is_bounded_by_the_load_not_a_fixed_clock(monkeypatc
     for load, bound in ((0.5, 20.0), (2.0, 20.0), (10.0, 100.0), (26.0, 200.0)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert generous(20.0) == bound
+
+
+@pytest.mark.kafka
+def test_a_signal_prints_the_traces_finished_and_exits_143(kafka_431, tmp_path, monkeypatch, capsys):
+    """SIGTERM while the second trace is driven (issue 36: conform printed no verdict for the
+    traces already replayed): the first trace's verdict is printed, the broker is let go, and
+    the exit is 143. The signal is raised where the driver meets it, in the second run_trace."""
+    from kcheck import conform_cli
+    from kcheck.bfs import Terminated
+    from kcheck.cli import main
+    monkeypatch.setenv("KCHECK_ASSIGNOR_DIR", str(kafka_431.assignor_dir))
+    real, calls = driver.run_trace, []
+
+    def stopped_at_the_second(*a, **k):
+        calls.append(a)
+        if len(calls) == 2:
+            raise Terminated()
+        return real(*a, **k)
+    monkeypatch.setattr(conform_cli.driver, "run_trace", stopped_at_the_second)
+    code = main(["conform", "consumer_group", str(ZOMBIE), str(SCENARIOS / "heartbeat_race_strict.json"),
+                 "--bootstrap", kafka_431.bootstrap, "--out", str(tmp_path), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 143, err
+    [only] = json.loads(out)["traces"]
+    assert Path(only["trace"]).name == "no-zombie-commit.json" and only["outcome"] == CONFORMS
+    assert "conform terminated (SIGTERM) after 1 of 2 traces" in err
