@@ -113,6 +113,11 @@ def places(tmp_path_factory):
     """A read-only folder, and a full filesystem (a 64 KiB tmpfs filled up) where root can mount
     one, else a folder whose writes fail as a full disk's do (/dev/full is not a folder: the
     case then names a path under a file, which fails too)."""
+    # a run killed before its teardown (pytest -x stops the workers) leaves its tmpfs mounted
+    for line in Path("/proc/mounts").read_text().splitlines():
+        where = line.split()[1]
+        if "/pytest-of-" in where and where.endswith("/full") and "/hostile" in where:
+            subprocess.run(["umount", "-l", where], capture_output=True)
     base = tmp_path_factory.mktemp("hostile")
     readonly = base / "readonly"
     readonly.mkdir()
@@ -129,7 +134,7 @@ def places(tmp_path_factory):
             pass      # ENOSPC: the filesystem is full, as wanted
     yield {"readonly": str(readonly), "full": str(full) if mounted else "/dev/full"}
     if mounted:
-        subprocess.run(["umount", str(full)], capture_output=True)
+        subprocess.run(["umount", "-l", str(full)], capture_output=True)
     readonly.chmod(0o755)
 
 
