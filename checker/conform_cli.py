@@ -14,7 +14,8 @@ from pathlib import Path
 from rich.table import Table
 
 from kcheck.bfs import Terminated
-from kcheck.options import INTERRUPTED, TERMINATED, BadInput, make_console, positive
+from kcheck.options import (INTERRUPTED, TERMINATED, BadInput, SaveFailed, make_console, positive,
+                            write_file)
 from kcheck.verdict import print_json
 from kcheck.conform import driver
 from kcheck.conform.driver import BROKER_UNAVAILABLE
@@ -161,6 +162,8 @@ def cmd_conform(args, console) -> int:
             raise BadInput("--move-coordinator-after needs the cluster kcheck starts; it cannot "
                            "be used with --bootstrap")
         adapter.coordinator_moves = tuple(int(k) for k in steps)
+    if args.out:
+        _writable_folder("--out", args.out)    # found before a broker starts, not after a run
     if args.exhaustive:
         return cmd_exhaustive(args, spec, adapter, console)
     if args.param and not args.walks:
@@ -208,6 +211,7 @@ def cmd_conform(args, console) -> int:
     outcomes: list[driver.Outcome] = []
     cluster = None
     stopped = None      # Ctrl-C or SIGTERM: the traces finished are still reported
+    save_errors: list[str] = []
     try:
         if not args.json:
             console.print(broker.describe() + (f" (started in {broker.started_in_s:.1f}s)"
@@ -244,7 +248,11 @@ def cmd_conform(args, console) -> int:
                     break
                 outcomes.append(o)
                 if o.unexpected or args.wire_logs:
-                    _save_divergence(args, spec, job, o, version)
+                    try:
+                        _save_divergence(args, spec, job, o, version)
+                    except OSError as e:    # the verdicts still print; the command exits 5
+                        save_errors.append(f"cannot write {e.filename or 'a wire log'} "
+                                           f"({e.strerror})")
     finally:
         broker.stop()
         if cluster is not None:
@@ -270,6 +278,10 @@ def cmd_conform(args, console) -> int:
         err.print(f"kcheck: conform {said} after {len(outcomes)} of {len(jobs)} traces; the "
                   f"verdicts above are those finished", markup=False)
         return TERMINATED if isinstance(stopped, Terminated) else INTERRUPTED
+    if save_errors:
+        raise SaveFailed(save_errors[0] + (f" (and {len(save_errors) - 1} more)"
+                                           if len(save_errors) > 1 else "")
+                         + f" (the run's own exit code: {driver.exit_code(outcomes)})")
     return driver.exit_code(outcomes)
 
 
@@ -417,6 +429,18 @@ def _exhaustive_which_variant(args, spec, adapter, harness, given, version, cons
     return driver.OK if conforming else driver.DIVERGED
 
 
+def _writable_folder(opt: str, folder: str) -> None:
+    import os
+    import tempfile
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".kcheck-probe-"):
+            pass
+    except OSError as e:
+        raise BadInput(f"{opt} {folder}: cannot write there ({e.strerror}); give a writable "
+                       f"folder") from None
+
+
 def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:
     """A divergence keeps its wire log; a divergent walk is saved as a trace file too."""
     if job.path is not None:
@@ -427,7 +451,7 @@ def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     name = driver.slug(o.trace)
     path = out / f"{name}.json"
-    path.write_text(json.dumps(job.doc, indent=2) + "\n")
+    write_file(path, json.dumps(job.doc, indent=2) + "\n")
     o.trace = str(path)
     driver.write_wire_log(o, path.with_suffix(f".kafka-{version}.wire.txt"), version)
 

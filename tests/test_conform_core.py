@@ -618,3 +618,24 @@ def test_a_signal_prints_the_traces_finished_and_exits_143(kafka_431, tmp_path, 
     [only] = json.loads(out)["traces"]
     assert Path(only["trace"]).name == "no-zombie-commit.json" and only["outcome"] == CONFORMS
     assert "conform terminated (SIGTERM) after 1 of 2 traces" in err
+
+
+def test_an_out_folder_that_cannot_be_written_is_refused_before_any_broker(tmp_path):
+    """conform --wire-logs --out on a read-only filesystem: one line, exit 2, before a broker
+    starts (it failed after the run with a traceback). A read-only tmpfs where root can mount one,
+    else a path under a regular file."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)],
+                             capture_output=True).returncode == 0
+    target = ro / "logs" if mounted else tmp_path / "a-file" / "logs"
+    if not mounted:
+        (tmp_path / "a-file").write_text("")
+    try:
+        r = _kcheck("conform", "consumer_group", str(ZOMBIE), "--wire-logs", "--out", str(target))
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+    assert r.returncode == 2, r.stdout + r.stderr
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith(f"kcheck: error: --out {target}: cannot write there") and r.stdout == ""

@@ -110,18 +110,20 @@ def _children() -> set[int]:
 
 @pytest.fixture(scope="module")
 def places(tmp_path_factory):
-    """A read-only folder, and a full filesystem (a 64 KiB tmpfs filled up) where root can mount
+    """A read-only folder (a read-only tmpfs where root can mount one), and a full filesystem (a 64 KiB tmpfs filled up) where root can mount
     one, else a folder whose writes fail as a full disk's do (/dev/full is not a folder: the
     case then names a path under a file, which fails too)."""
     # a run killed before its teardown (pytest -x stops the workers) leaves its tmpfs mounted
     for line in Path("/proc/mounts").read_text().splitlines():
         where = line.split()[1]
-        if "/pytest-of-" in where and where.endswith("/full") and "/hostile" in where:
+        if "/pytest-of-" in where and "/hostile" in where and where.endswith(("/full", "/readonly")):
             subprocess.run(["umount", "-l", where], capture_output=True)
     base = tmp_path_factory.mktemp("hostile")
     readonly = base / "readonly"
     readonly.mkdir()
-    readonly.chmod(0o555)
+    readonly.chmod(0o555)      # enough for a user; root writes through it, so a read-only mount
+    ro = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(readonly)],
+                        capture_output=True).returncode == 0
     full = base / "full"
     full.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)],
@@ -133,8 +135,9 @@ def places(tmp_path_factory):
         except OSError:
             pass      # ENOSPC: the filesystem is full, as wanted
     yield {"readonly": str(readonly), "full": str(full) if mounted else "/dev/full"}
-    if mounted:
-        subprocess.run(["umount", "-l", str(full)], capture_output=True)
+    for where, was in ((full, mounted), (readonly, ro)):
+        if was:
+            subprocess.run(["umount", "-l", str(where)], capture_output=True)
     readonly.chmod(0o755)
 
 
