@@ -496,11 +496,23 @@ def cmd_report(args, console) -> int:
     except OSError as e:
         raise BadInput(f"-o {args.output}: cannot create the directory ({e.strerror})") from None
     pages, codes = [], []
+    from kcheck.bfs import Terminated
+    from kcheck.options import INTERRUPTED, TERMINATED, make_console
+    stopped = None     # Ctrl-C or SIGTERM: the pages written stand, the command says where it stopped
     for spec in specs:
-        rep = collect(spec, params, progress=not args.no_progress, prove=args.prove,
-                      max_states=args.max_states, saved_dir=args.saved,
-                      on_variant=lambda v, s=spec: console.print(f"{s.name}/{v} ...", markup=False)
-                      if console.is_terminal else None)
+        try:
+            rep = collect(spec, params, progress=not args.no_progress, prove=args.prove,
+                          max_states=args.max_states, saved_dir=args.saved,
+                          on_variant=lambda v, s=spec: console.print(f"{s.name}/{v} ...", markup=False)
+                          if console.is_terminal else None)
+        except (KeyboardInterrupt, Terminated) as e:     # inside a state graph or a proof
+            stopped = TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+            break
+        # a search stopped by a signal: its page shows the variants finished, then the command stops
+        signal_stop = next((r.search.stop_reason for r in rep.runs
+                            if r.search.stop_reason in ("interrupted", "terminated")), None)
+        if signal_stop is not None:
+            stopped = TERMINATED if signal_stop == "terminated" else INTERRUPTED
         rep.conformance = conformance
         page = out / f"{spec.name}.html"
         try:
@@ -517,12 +529,20 @@ def cmd_report(args, console) -> int:
                 "matches the record")
         console.print(f"{page}: {len(rep.runs)} variant(s), {n_cx} counterexample(s), "
                       f"{said} ({rep.elapsed_s:.1f}s)", markup=False)
+        if stopped is not None:
+            break
     if len(pages) > 1:
         try:
             write_file(out / "index.html", render_index(pages))
         except OSError as e:
             raise SaveFailed(f"cannot write {out / 'index.html'} ({e.strerror})") from None
         console.print(f"{out / 'index.html'}: index of {len(pages)} reports", markup=False)
+    if stopped is not None:
+        said = "terminated (SIGTERM)" if stopped == TERMINATED else "interrupted"
+        make_console(stderr=True, soft_wrap=True).print(
+            f"kcheck: report {said}; {len(pages)} of {len(specs)} page(s) written, the last one "
+            f"with the variants finished", markup=False)
+        return stopped
     return next((c for c in (VIOLATED, BOUNDED) if c in codes), OK)
 
 

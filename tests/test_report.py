@@ -198,3 +198,38 @@ def test_report_in_headless_chromium(tmp_path):
         assert pg.kcheck_errors == []
         assert foreign_requests(pg.kcheck_requests) == []
         assert pg.kcheck_requests == [url]
+
+
+def test_a_signal_during_a_search_writes_the_variants_finished_and_exits_143(tmp_path, monkeypatch, capsys):
+    """SIGTERM while the second variant is searched (the search stops as 'terminated', as
+    bfs.search does on the signal): the page shows the variant finished and the one stopped,
+    no further variant is run, and the exit is 143, not a report that "matches the record"."""
+    from kcheck import bfs
+    from kcheck.cli import main
+    real, calls = bfs.search, []
+
+    def terminated_at_the_second(*a, **k):
+        res = real(*a, **k)
+        calls.append(res)
+        if len(calls) == 2:
+            res.stop_reason, res.exhaustive = "terminated", False
+        return res
+    monkeypatch.setattr(bfs, "search", terminated_at_the_second)
+    code = main(["report", "two_phase", "-o", str(tmp_path), "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 143 and len(calls) == 2, err
+    assert (tmp_path / "two_phase.html").exists()
+    assert "kcheck: report terminated (SIGTERM); 1 of 1 page(s) written" in err
+
+
+def test_a_signal_inside_a_state_graph_writes_no_page_and_exits_130(tmp_path, monkeypatch, capsys):
+    from kcheck import run
+    from kcheck.cli import main
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(run, "progress_of", interrupted)
+    code = main(["report", "two_phase", "-o", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 130 and not (tmp_path / "two_phase.html").exists()
+    assert "kcheck: report interrupted; 0 of 1 page(s) written" in err
