@@ -41,7 +41,7 @@ per Python step, and a block's temporaries stay in the tens of megabytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
@@ -54,15 +54,6 @@ BLOCK = 1 << 15           # states expanded at once
 EXACT_WORDS = 3           # states of up to this many words are stored whole; wider ones as 128-bit
 COMPACT_AT = 1 << 21      # a level's unsorted new states (with duplicates) before they are sorted
 PART = 1 << 22            # elements a time when a whole level's array is transformed (temporaries)
-
-
-class Violation(NamedTuple):
-    """A shortest counterexample as the core finds it: the initial state (packed words) and the
-    action instance ids from it. The engines' result type has the same fields and order."""
-    property: str
-    kind: str                 # 'invariant', 'transition', 'deadlock'
-    initial: tuple
-    steps: list
 
 
 # ---------------------------------------------------------------------------------------------
@@ -723,14 +714,16 @@ class Explorer:
     Keeps the visited set, the frontier, per level each state's parent (its position in the
     level before) and action instance (a trace is rebuilt by replaying actions from an initial
     state, as Stateright does), the counters, the violations found (``found``: property ->
-    ``counterexample(property, kind, initial, steps)``) and the properties pending. ``keyed``:
+    ``counterexample(property, kind, initial, steps)``: verdict.Counterexample, which the engines
+    pass, this layer being below the results'; an exploration that checks nothing leaves it
+    out) and the properties pending. ``keyed``:
     tell apart distinct states that share a 64-bit fingerprint (the single process); the state
     graph and Spark know a state by its fingerprint. ``canonical``: one representative per
     orbit of a symmetry (checker/symmetry.py). ``successors``: replaces ``comp.successors``."""
 
     def __init__(self, model, comp: Compiled, properties, deadlock: bool, *, keyed: bool = True,
                  canonical: Callable | None = None, block: int = BLOCK,
-                 counterexample=Violation, successors: Callable | None = None):
+                 counterexample: Callable | None = None, successors: Callable | None = None):
         self.model, self.comp, self.block = model, comp, block
         words = layout_of(model).words
         self.keyed = keyed and words > 1

@@ -12,6 +12,7 @@ from kcheck.compile import Compiled, fingerprint
 from kcheck.layout import initial_words
 from kcheck.loader import load_spec
 from kcheck.trace import build, to_json
+from kcheck.verdict import Counterexample
 from spark_support import MASTER, sc  # noqa: F401 (sc is a fixture)
 
 GRID = '''
@@ -306,7 +307,8 @@ def test_steps_that_leave_their_state_unchanged_are_dropped_without_changing_any
     runs = []
     for on_block in (None, hook):
         comp = Compiled(model, list(model.spec.properties))
-        ex = explore.Explorer(model, comp, list(model.spec.properties), True, block=64)
+        ex = explore.Explorer(model, comp, list(model.spec.properties), True, block=64,
+                              counterexample=Counterexample)
         ex.start([tuple(w) for w in initial_words(model)])
         ex.run(on_block=on_block)
         runs.append((ex.visited.n, ex.transitions, ex.depth, ex.fired,
@@ -412,7 +414,7 @@ def test_every_invariant_at_once_finds_what_each_finds_alone():
     model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 3})
     comp = Compiled(model)
     r = bfs.search(model, max_depth=7)
-    ex = explore.Explorer(model, comp, list(model.spec.properties), False)
+    ex = explore.Explorer(model, comp, list(model.spec.properties), False, counterexample=Counterexample)
     ex.start([tuple(w) for w in initial_words(model)])
     levels = []
     ex.run(max_depth=7, on_level=lambda d, fp: levels.append(ex.frontier))

@@ -13,6 +13,7 @@ import pytest
 from kcheck import bfs, spark, spark_owner
 from kcheck.cli import main
 from kcheck.compile import fingerprint
+from kcheck.verdict import Counterexample
 from kcheck.loader import load_spec
 from kcheck.trace import build
 from spark_support import CASES, MASTER, ONE_PER_SPEC, at_test_bounds, sc  # noqa: F401 (sc is a fixture)
@@ -261,7 +262,7 @@ def _level(model, depth):
     from kcheck.compile import Compiled
     from kcheck.layout import initial_words
     comp = Compiled(model)
-    ex = explore.Explorer(model, comp, list(model.spec.properties), False)
+    ex = explore.Explorer(model, comp, list(model.spec.properties), False, counterexample=Counterexample)
     ex.start([tuple(w) for w in initial_words(model)])
     ex.run(max_depth=depth)
     return comp, ex
