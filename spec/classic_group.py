@@ -48,7 +48,7 @@ problem, which needs that old client.
 
 The KAFKA-13419 interleaving (a delayed SyncGroup answered REBALANCE_IN_PROGRESS, the partition
 moved away in the missed assignment, the rejoin still claiming it) is exhibited by kip792 (and
-pre-kip792, which differs only in the claim rule) with three members and three partitions: the
+pre-kip792, whose subscription lacks the generation) with three members and three partitions: the
 scenario tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. The stale claim is
 true (the member never applied the assignment that took the partition), so it is harmless; see
 spec/classic_group_notes.md.
