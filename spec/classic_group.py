@@ -48,7 +48,7 @@ problem, which needs that old client.
 
 The KAFKA-13419 interleaving (a delayed SyncGroup answered REBALANCE_IN_PROGRESS, the partition
 moved away in the missed assignment, the rejoin still claiming it) is exhibited by kip792 (and
-pre-kip792, which differs only in the claim rule) with three members and three partitions: the
+pre-kip792, whose subscription lacks the generation) with three members and three partitions: the
 scenario tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. The stale claim is
 true (the member never applied the assignment that took the partition), so it is harmless; see
 spec/classic_group_notes.md.
@@ -121,6 +121,10 @@ UPGRADE = {"double-bounce": {L_RANGE: L_COOP_RANGE, L_COOP_RANGE: L_COOP},
 DYNAMIC = {"kip726-dynamic", "kip726-downgrade"}
 # the client before KAFKA-12983: onJoinPrepare runs once per rebalance, not again after a reset
 ONCE_PER_REBALANCE = {"kafka-12983", "pre-kip792-kafka-12983"}
+# the subscription before KIP-792 (ConsumerProtocolSubscription v1): ownedPartitions without a
+# generation. The spec still keeps the generation of each stored subscription, which only the
+# properties read in these variants (stale-claim-never-wins: which claim was the older one)
+NO_GENERATION_IN_SUBSCRIPTION = {"pre-kip792", "pre-kip792-kafka-12983"}
 
 
 def start_protocol(variant):
@@ -400,9 +404,18 @@ def JoinGroup(s, p, m):
     inconsistent = new & Exists(others, lambda j: s.in_group[j]) & Not(common)
     accepted = new & Not(inconsistent)
     st = s.group_state
-    same_metadata = Forall(parts(p), lambda q: s.subscription_owned[mp(p, m, q)] == owned[q]) & \
-        (s.subscription_generation[m] == (s.completed_generation[m] if p.generation_from_assignment
-                                          else s.member_generation[m]))
+    # ConsumerCoordinator.metadata: generation().generationId (KIP-792 as shipped); before 3.4
+    # CooperativeStickyAssignor.onAssignment recorded the generation of the assignment it applied
+    sent_generation = s.completed_generation[m] if p.generation_from_assignment else s.member_generation[m]
+    # GroupMetadataManager.classicGroupJoinExistingMember (read at apache/kafka 0013464) answers a
+    # CompletingRebalance member, or a Stable follower, at once when ClassicGroupMember.matches:
+    # the protocols' metadata equal byte for byte to the stored ones. Those bytes hold a
+    # generation only from subscription v2 on; without one, a follower rejoining with the same
+    # ownedPartitions in a later generation sends the same bytes and no rebalance starts (the
+    # spec used to start one: found by the in-process conformance check, classic_group_notes.md)
+    same_metadata = Forall(parts(p), lambda q: s.subscription_owned[mp(p, m, q)] == owned[q])
+    if s.variant not in NO_GENERATION_IN_SUBSCRIPTION:
+        same_metadata = same_metadata & (s.subscription_generation[m] == sent_generation)
     # CompletingRebalance, or a Stable follower, with unchanged metadata: answered at once
     answered = known & same_metadata & ((st == CR) | ((st == GroupState.Stable) & (s.leader != m)))
     joins = accepted | (known & Not(answered))
@@ -414,9 +427,9 @@ def JoinGroup(s, p, m):
     s.awaiting_join[m] = s.awaiting_join[m] | joins
     for q in parts(p):
         s.subscription_owned[mp(p, m, q)] = If(joins, owned[q], s.subscription_owned[mp(p, m, q)])
-    # ConsumerCoordinator.metadata: generation().generationId (KIP-792 as shipped); before 3.4
-    # CooperativeStickyAssignor.onAssignment recorded the generation of the assignment it applied
-    sent_generation = s.completed_generation[m] if p.generation_from_assignment else s.member_generation[m]
+    # an answer at once stores nothing (Kafka keeps the member's protocols as they were), so the
+    # stored subscription, and the generation the spec keeps beside it, is that of the last join
+    # that started or joined a rebalance
     s.subscription_generation[m] = If(joins, sent_generation, s.subscription_generation[m])
     s.group_state = If(joins, PR, st)
     s.leader = If(accepted & (s.leader == -1), m, s.leader)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kcheck.bfs import search
+from kcheck.graph import build_graph
 from kcheck.layout import layout_of
 from kcheck.loader import load_spec
 from kcheck.trace import load, replay
@@ -85,10 +86,12 @@ DEFAULT_TRACE_LENGTH = {("kip726-dynamic", "single-owner"): 20,
                         ("kafka-14016", "cooperative-keeps-owned"): 13,
                         ("kafka-14016", "owners-have-a-generation"): 12}
 # distinct states of each variant at its own configuration; the first six are unchanged by the
-# known-bug work (the state the pre-KAFKA-12983 client needs stays constant elsewhere)
-DEFAULT_STATES = {"kip792": 87146, "pre-kip792": 87146, "double-bounce": 1476461,
+# known-bug work (the state the pre-KAFKA-12983 client needs stays constant elsewhere). The two
+# pre-KIP-792 variants have more than their KIP-792 twins: a follower rejoining with unchanged
+# ownedPartitions is answered at once, the group staying Stable (87,146 and 89,064 before)
+DEFAULT_STATES = {"kip792": 87146, "pre-kip792": 115092, "double-bounce": 1476461,
                   "single-bounce": 160518, "kip726-dynamic": 532264, "shipped-default": 23876,
-                  "kip726-downgrade": 349334, "pre-kip792-kafka-12983": 89064,
+                  "kip726-downgrade": 349334, "pre-kip792-kafka-12983": 95500,
                   "kafka-12983": 90431, "kafka-14639": 103312, "kafka-14016": 65015}
 
 
@@ -133,9 +136,9 @@ def test_default_verdicts(default_results, variant):
 
 # (variant, timeouts) -> distinct states at members=2, partitions=2, max_generation=2
 SMALL_COUNTS = {
-    ("kip792", 0): 670, ("pre-kip792", 0): 670, ("double-bounce", 0): 5943,
+    ("kip792", 0): 670, ("pre-kip792", 0): 742, ("double-bounce", 0): 5943,
     ("single-bounce", 0): 1454, ("kip726-dynamic", 0): 2838, ("shipped-default", 0): 376,
-    ("kip792", 1): 4351, ("pre-kip792", 1): 4351, ("double-bounce", 1): 24838,
+    ("kip792", 1): 4351, ("pre-kip792", 1): 4661, ("double-bounce", 1): 24838,
     ("single-bounce", 1): 7437, ("kip726-dynamic", 1): 14185, ("shipped-default", 1): 2528,
 }
 
@@ -236,6 +239,17 @@ def test_claim_rule_decides_the_tie():
         assert not r.ok and r.failed_step == 2
 
 
+def test_pre_kip792_unchanged_rejoin_is_answered_at_once():
+    # the v1 subscription carries no generation, so a Stable follower's JoinGroup with the
+    # ownedPartitions it last sent is the same bytes and Kafka answers it without a rebalance
+    # (classicGroupJoinExistingMember); KIP-792's subscription differs by its generation
+    doc = load(ROOT / "tests/scenarios/classic_group/pre_kip792_unchanged_rejoin_answered.json")
+    for variant in ("pre-kip792", "pre-kip792-kafka-12983"):
+        assert replay(spec.instantiate(variant, doc["params"]), doc).ok, variant
+    r = replay(spec.instantiate("kip792", doc["params"]), doc)
+    assert not r.ok and r.failed_step == 19 and "PreparingRebalance" in r.message
+
+
 def test_kafka_13419_rejoin_claims_the_moved_partition():
     doc = load(ROOT / "tests/scenarios/classic_group/kafka_13419_missed_sync.json")
     r = replay(spec.instantiate("kip792", doc["params"]), doc)
@@ -276,18 +290,37 @@ def test_at_least_five_known_bugs_three_rediscovered():
     assert len([b for b in spec.known_bugs if b.variant]) >= 3
 
 
+def double_claims_at_sync(model) -> int:
+    """Reachable states in which the leader's assignment is awaited while two members of the
+    group claim one partition: the only states in which the claim rule decides anything."""
+    sg, lay = build_graph(model), layout_of(model)
+    P, M = model.params.partitions, model.params.members
+    count = 0
+    for i in range(sg.states):
+        st = lay.show(lay.unpack_flat(sg.words[:, i]))
+        if st["group_state"] == "CompletingRebalance" and any(
+                sum(st["in_group"][j] and st["subscription_owned"][j * P + q] for j in range(M)) > 1
+                for q in range(P)):
+            count += 1
+    return count
+
+
 def test_kip792_problem_needs_the_old_client():
-    # with the shipped client no two claims on one partition ever reach the assignor: the claim
-    # rule decides nothing and pre-kip792 has kip792's very state graph
+    # with the shipped client no two claims on one partition ever reach the assignor, so the
+    # claim rule decides nothing: the verdicts are kip792's. (The state graphs differ since the
+    # pre-KIP-792 JoinGroup compares no generation: test_pre_kip792_unchanged_rejoin_...)
     base = {"members": 2, "timeouts": 1}
     shipped = {v: search(spec.instantiate(v, base)) for v in ("kip792", "pre-kip792")}
-    assert shipped["kip792"].distinct_states == shipped["pre-kip792"].distinct_states == 38038
+    assert (shipped["kip792"].distinct_states, shipped["pre-kip792"].distinct_states) == (38038, 40500)
+    assert set(shipped["kip792"].found) == set(shipped["pre-kip792"].found)
     assert "stale-claim-never-wins" not in shipped["pre-kip792"].found
+    assert double_claims_at_sync(spec.instantiate("pre-kip792", base)) == 0
     # with the client before KAFKA-12983 a member that fell out rejoins claiming what it holds:
     # without a generation the stale claim wins; KIP-792's generation stops it
     old_client = {v: search(spec.instantiate(v)) for v in ("kafka-12983", "pre-kip792-kafka-12983")}
     assert spec.variants["kafka-12983"].params == spec.variants["pre-kip792-kafka-12983"].params
     assert "stale-claim-never-wins" not in old_client["kafka-12983"].found
+    assert double_claims_at_sync(old_client["pre-kip792-kafka-12983"].model) > 0
     trace = old_client["pre-kip792-kafka-12983"].found["stale-claim-never-wins"]
     labels = [old_client["pre-kip792-kafka-12983"].model.instances[k].label for k in trace.steps]
     assert len(labels) == 19
