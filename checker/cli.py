@@ -1,6 +1,7 @@
 """The kcheck command line. Exit codes (one table for every command, README "Exit codes"):
 0 every property holds exhaustively / the trace reproduces / every verdict matches its record;
-1 a property is violated / the trace does not reproduce / a verdict differs from its record;
+1 a property is violated / the trace does not reproduce / a verdict differs from its record /
+`upgrade --check`: a file would change;
 2 bad input; 3 no violation found but the search was bounded (a limit, the memory watch, or a
 verdict that a search_bound cut could hide); 4 the broker could not be started (conform);
 5 the results were printed but saving them failed; 130 interrupted (Ctrl-C); 143 terminated
