@@ -448,21 +448,22 @@ def initial_state(model: Model, state: dict) -> dict:
     lay = layout_of(model)
     missing = [name for name in lay.declared if name not in state]
     unknown = [name for name in state if name not in lay.declared]
+    # a trace saved before its spec's fields became arrays or records names them flat
+    # (holds[3], commit_request[0], holds as one list): 'kcheck upgrade' rewrites such a file
+    hint = ("; the trace names fields as they were before the spec made them arrays or "
+            "records: convert it with 'kcheck upgrade FILE'")
     if unknown:
-        # a trace saved before its spec's fields became arrays or records names them flat
-        # (holds[3], commit_request[0]); 'kcheck upgrade' rewrites such a file
+        former = former_names(lay)
         raise TraceError(f"initial state: unknown state field '{unknown[0]}'; fields: "
-                         f"{', '.join(lay.declared)}; if the trace names the spec's fields as "
-                         f"they were before they became arrays or records, convert it with "
-                         f"'kcheck upgrade FILE'")
+                         f"{', '.join(lay.declared)}"
+                         f"{hint if any(f'{u}[0]' in former for u in unknown) else ''}")
     whole = {**state, **_initial_values(model, state, missing)}
     try:
         lay.pack(whole)
     except SpecError as e:
-        hint = ("; if the trace gives them as they were before they became arrays or records, "
-                "convert it with 'kcheck upgrade FILE'"
-                if any(isinstance(v, list) for v in state.values()) else "")
-        raise TraceError(f"initial state: {e}{hint}") from None
+        # (the shape of a field: a flat list where the spec now has nested lists or records)
+        shape = "must be a list of" in str(e) or "must be a dict of" in str(e)
+        raise TraceError(f"initial state: {e}{hint if shape and former_names(lay) else ''}") from None
     return {name: whole[name] for name in lay.declared}
 
 
