@@ -1,6 +1,7 @@
 """The kcheck command line. Exit codes (one table for every command, README "Exit codes"):
 0 every property holds exhaustively / the trace reproduces / every verdict matches its record;
-1 a property is violated / the trace does not reproduce / a verdict differs from its record;
+1 a property is violated / the trace does not reproduce / a verdict differs from its record /
+`upgrade --check`: a file would change;
 2 bad input; 3 no violation found but the search was bounded (a limit, the memory watch, or a
 verdict that a search_bound cut could hide); 4 the broker could not be started (conform);
 5 the results were printed but saving them failed; 130 interrupted (Ctrl-C); 143 terminated
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
@@ -108,7 +110,15 @@ def register(sub) -> dict:
     rp.add_argument("file", help="a saved counterexample or a scenario (a trace file)")
     rp.add_argument("--spec", metavar="PATH",
                     help="the spec to replay against, instead of the one the trace names")
-    return {"list": cmd_list, "check": cmd_check, "replay": cmd_replay}
+    up = sub.add_parser("upgrade", help="rewrite saved traces and scenarios in the current trace "
+                                        "format and the spec's current fields")
+    up.add_argument("traces", nargs="+", metavar="TRACE", type=path_value("TRACE"),
+                    help="a trace file, or a folder whose *.json files are traces (searched "
+                         "recursively)")
+    up.add_argument("--check", action="store_true",
+                    help="only report what would change, writing nothing (exit 1 if a file would "
+                         "change)")
+    return {"list": cmd_list, "check": cmd_check, "replay": cmd_replay, "upgrade": cmd_upgrade}
 
 
 def main(argv=None) -> int:
@@ -398,6 +408,90 @@ def cmd_replay(args, console) -> int:
             console.print(trace_table(r.trace, f"{args.file}: {model.spec.name}/{model.variant}"))
         console.print(("REPRODUCES: " if r.ok else "DOES NOT REPRODUCE: ") + r.message, markup=False)
     return OK if r.ok else VIOLATED
+
+
+def _trace_files(paths: list[str]) -> list[tuple[str, str | None]]:
+    """upgrade's arguments as files: (path, None), or (path, why it is not a trace file) for one
+    that cannot be (a name that does not exist, a folder without *.json files)."""
+    out: list[tuple[str, str | None]] = []
+    for a in paths:
+        p = Path(a)
+        if p.is_dir():
+            found = sorted(p.rglob("*.json"))
+            out += [(str(f), None) for f in found] or \
+                [(a, "a folder without trace files (*.json)")]
+        elif p.exists():
+            out.append((a, None))
+        else:
+            out.append((a, "does not exist; give a trace file or a folder of them"))
+    return out
+
+
+def _upgraded_text(path: str, up) -> str:
+    """The upgraded trace's text: a file whose only change is its version keeps its own layout
+    (a hand-written scenario's line breaks), else the layout `check --save` writes."""
+    import re
+    from kcheck.trace import FORMAT
+    if not up.state_changed:
+        text = Path(path).read_text(encoding="utf-8")
+        new, n = re.subn(r'("kcheck_trace"\s*:\s*)\d+', rf"\g<1>{FORMAT}", text, count=1)
+        if n == 1 and json.loads(new) == up.doc:
+            return new
+    return json.dumps(up.doc, indent=2) + "\n"
+
+
+def cmd_upgrade(args, console) -> int:
+    """Each file in turn: loaded, upgraded (kcheck.trace.upgrade) and replayed, then written
+    atomically with its Markdown twin; a file that cannot be upgraded is named with the reason
+    and left as it is, and the others are still done. Exit 2 if any failed, else with --check 1
+    if any would change, else 0."""
+    from kcheck.loader import load_spec
+    from kcheck.options import SaveFailed, write_file
+    from kcheck.render import markdown
+    from kcheck.trace import TraceError, load, spec_path, upgrade
+    err = make_console(stderr=True, soft_wrap=True)
+    changed, current, failed = [], [], []
+    for path, why in _trace_files(args.traces):
+        try:
+            if why is not None:
+                raise TraceError(f"{path} {why}")
+            doc = load(path)
+            try:
+                model = load_spec(spec_path(doc["spec"], path)).instantiate(
+                    doc.get("variant"), doc.get("params", {}))
+            except SpecError as e:
+                raise TraceError(f"{path}: {e}") from None
+            try:
+                up = upgrade(model, doc)
+            except SpecError as e:
+                raise TraceError(f"{path}: {e}") from None
+        except TraceError as e:
+            failed.append(path)
+            err.print(f"kcheck: error: {' '.join(str(e).split())}", markup=False)
+            continue
+        if not up.changes:
+            current.append(path)
+            continue
+        changed.append(path)
+        console.print(f"{path}: {'; '.join(up.changes)}"
+                      + (" (not written: --check)" if args.check else ""), markup=False)
+        if args.check:
+            continue
+        twin = Path(path).with_suffix(".md")
+        try:
+            write_file(path, _upgraded_text(path, up))
+            # the Markdown twin shows the initial state and the fields each step changes
+            if up.state_changed and twin.exists() and up.doc.get("property"):
+                write_file(twin, markdown(up.replayed.trace, up.doc))
+        except OSError as e:
+            raise SaveFailed(f"cannot write {e.filename or path} ({e.strerror}); the files "
+                             f"before it are upgraded") from None
+    verb = "would be upgraded" if args.check else "upgraded"
+    console.print(f"{len(changed)} {verb}, {len(current)} already current, {len(failed)} failed"
+                  + (f": {', '.join(failed)}" if failed else ""), markup=False)
+    if failed:
+        return BAD_INPUT
+    return VIOLATED if args.check and changed else OK
 
 
 def _stdout_failed(e: OSError) -> bool:

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from kcheck.layout import initial_words, layout_of
 from kcheck.reference import evaluate
-from kcheck.trace import MAX_TRACE_BYTES, Executor, TraceError, shown_values
+from kcheck.trace import MAX_TRACE_BYTES, Executor, TraceError, initial_state, shown_values
 from kcheck.spec.lang import Expr, SpecError
 
 # Conjunct texts longer than this are cut (a Forall over many members unrolls to a long text).
@@ -126,7 +126,7 @@ class Session:
             raise ValueError(f"{name} is a trace of spec {ref!r}, not of {spec.name}")
         model = spec.instantiate(doc.get("variant") or self.model.variant, doc.get("params") or {})
         if doc.get("state"):
-            initial = tuple(layout_of(model).pack(doc["state"]))
+            initial = tuple(layout_of(model).pack(initial_state(model, doc["state"])))
         else:
             initial = initial_words(model)[0]
         plan = [model.instance(st["action"], st.get("args", {})).index for st in doc["steps"]]

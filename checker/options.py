@@ -2,13 +2,13 @@
 the shared options as argparse parent parsers, and the progress line on stderr. The command
 modules import from here, never from one another (checker/cli.py only assembles them).
 
-Exit codes (one table for every command, README "Exit codes"): 0 every property holds
-exhaustively / the trace reproduces / every verdict matches its record; 1 a property is violated /
-the trace does not reproduce / a verdict differs from its record; 2 bad input; 3 no violation
-found but the search was bounded (a limit, the memory watch, or a verdict that a search_bound cut
-could hide); 4 a part kcheck runs failed (conform's broker, a Spark job); 5 the results were printed but saving
-them failed; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM): both after printing what was
-found."""
+Exit codes (one table for every command, README "Exit codes"): 0 every property holds exhaustively
+/ the trace reproduces / every verdict matches its record; 1 a property is violated / the trace
+does not reproduce / a verdict differs from its record / `upgrade --check`: a file would change; 2
+bad input; 3 no violation found but the search was bounded (a limit, the memory watch, or a
+verdict that a search_bound cut could hide); 4 a part kcheck runs failed (conform's broker, a
+Spark job); 5 the results were printed but saving them failed; 130 interrupted (Ctrl-C); 143
+terminated (SIGTERM): both after printing what was found."""
 from __future__ import annotations
 
 import argparse

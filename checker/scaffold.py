@@ -123,8 +123,10 @@ def test_join_then_heartbeat(kcheck):
 
 
 def scenario(name: str) -> dict:
-    # a user's spec is named relative to the trace file (kcheck.trace.spec_path)
-    return {"kcheck_trace": 1, "spec": f"../{name}.py", "variant": "fenced",
+    # a user's spec is named relative to the trace file (kcheck.trace.spec_path); the state is
+    # the spec's only initial state, so the scenario gives none
+    from kcheck.trace import FORMAT
+    return {"kcheck_trace": FORMAT, "spec": f"../{name}.py", "variant": "fenced",
             "description": "member 0 joins and heartbeats with its epoch; a heartbeat carrying an "
                            "older epoch (a delayed request) is fenced",
             "steps": [{"action": "Join", "args": {"m": 0},

@@ -16,7 +16,7 @@ import numpy as np
 
 from kcheck.compile import Compiled, fingerprint
 from kcheck.layout import initial_words, layout_of
-from kcheck.spec.lang import EnumValue, Model, SpecError
+from kcheck.spec.lang import EnumValue, FieldInfo, Model, SpecError
 
 # 2: traces chosen by the explicit-state core's parent rule, the least (action instance,
 # parent) whatever the blocks (docs/design.md, "The core's parent rule"); the fields are those
@@ -371,15 +371,8 @@ def replay(model: Model, doc: dict) -> ReplayResult:
     lay = layout_of(model)
     ex = Executor(model)
     if doc.get("state"):
-        try:
-            words = tuple(lay.pack(doc["state"]))
-        except SpecError as e:
-            # a trace saved before its spec's fields became arrays or records names them flat
-            # (holds[3], commit_request[0]); scripts/upgrade_traces.py rewrites such a file
-            hint = ("; if the trace names the spec's fields as they were before they became "
-                    "arrays or records, convert it with 'python scripts/upgrade_traces.py FILE'"
-                    if any("[" in k or k not in lay.declared for k in doc["state"]) else "")
-            raise TraceError(f"initial state: {e}{hint}") from None
+        # a partial state: the fields left out are the spec's initial state's (initial_state)
+        words = tuple(lay.pack(initial_state(model, doc["state"])))
     else:
         if len(initial_words(model)) != 1:
             raise TraceError(f"spec {model.spec.name} has {len(initial_words(model))} initial states "
@@ -442,6 +435,217 @@ def replay(model: Model, doc: dict) -> ReplayResult:
             return ReplayResult(False, "the last state is no longer a deadlock", tr)
         return ReplayResult(True, f"reproduces: {prop} violated after {len(ks)} steps", tr)
     return ReplayResult(True, f"all {len(ks)} steps reproduce with their expectations", tr)
+
+
+# ---------------------------------------------------------------------------------------------
+# A trace's initial state, partial or whole, and a trace upgraded to the current format and spec
+
+def initial_state(model: Model, state: dict) -> dict:
+    """The whole initial state a trace's ``state`` stands for: the fields it gives, and each
+    declared field it leaves out taken from the spec's initial state (docs/writing-specs.md,
+    "Scenarios"). So a scenario states only the fields it cares about, and a trace survives its
+    spec gaining a field. A TraceError names what is wrong and what would be valid."""
+    lay = layout_of(model)
+    missing = [name for name in lay.declared if name not in state]
+    unknown = [name for name in state if name not in lay.declared]
+    # a trace saved before its spec's fields became arrays or records names them flat
+    # (holds[3], commit_request[0], holds as one list): 'kcheck upgrade' rewrites such a file
+    hint = ("; the trace names fields as they were before the spec made them arrays or "
+            "records: convert it with 'kcheck upgrade FILE'")
+    if unknown:
+        former = former_names(lay)
+        raise TraceError(f"initial state: unknown state field '{unknown[0]}'; fields: "
+                         f"{', '.join(lay.declared)}"
+                         f"{hint if any(f'{u}[0]' in former for u in unknown) else ''}")
+    whole = {**state, **_initial_values(model, state, missing)}
+    try:
+        lay.pack(whole)
+    except SpecError as e:
+        # (the shape of a field: a flat list where the spec now has nested lists or records)
+        shape = "must be a list of" in str(e) or "must be a dict of" in str(e)
+        raise TraceError(f"initial state: {e}{hint if shape and former_names(lay) else ''}") from None
+    return {name: whole[name] for name in lay.declared}
+
+
+def _initial_values(model: Model, given: dict, missing: list[str]) -> dict:
+    """The values of the ``missing`` fields in the spec's initial states: those that agree with
+    every field ``given`` if there are any, else all; each field must have one value there."""
+    if not missing:
+        return {}
+    lay = layout_of(model)
+    initials = [lay.show(lay.unpack_flat(w)) for w in initial_words(model)]
+    agreeing = [s for s in initials if all(s[k] == v for k, v in given.items())]
+    among = agreeing or initials
+    differ = [name for name in missing if any(s[name] != among[0][name] for s in among)]
+    if differ:
+        raise TraceError(
+            f"initial state leaves out {', '.join(repr(d) for d in differ)}, which differ between "
+            f"the {len(among)} initial states of {model.spec.name}/{model.variant}"
+            f"{' that agree with the fields given' if agreeing else ''}: give "
+            f"{'it' if len(differ) == 1 else 'them'} in 'state' (a partial state may leave out "
+            f"only fields that every such initial state gives one value)")
+    return {name: among[0][name] for name in missing}
+
+
+def former_names(fields) -> dict[str, FieldInfo]:
+    """Each flat field of a two-dimensional array or an array of records, by the name it had
+    before the spec used them (issue 12): element [m][q] of a two-dimensional array ``holds``
+    was ``holds[k]``, k its row-major position; member ``request`` of element c of an array of
+    records ``commit`` was ``commit_request[c]``."""
+    out: dict[str, FieldInfo] = {}
+    for base, flat in fields.arrays.items():
+        for f in flat:
+            path = f.path
+            if len(path) > 1 and all(isinstance(x, int) for x in path):
+                out[f"{base}[{f.element}]"] = f              # holds[m][q] was holds[m*P+q]
+            elif len(path) == 2 and isinstance(path[0], int) and isinstance(path[1], str):
+                out[f"{base}_{path[1]}[{path[0]}]"] = f       # commit[c].request was commit_request[c]
+    return out
+
+
+_MISSING = object()
+
+
+def _fill(node, values: dict, partial: bool = False):
+    """The nested value of a compound field (lists, dicts) from its flat fields' values, _MISSING
+    when one is missing; with ``partial`` a record may leave members out (an expected state may)."""
+    if isinstance(node, FieldInfo):
+        return values.get(node.index, _MISSING)
+    if isinstance(node, list):
+        out = [_fill(n, values, partial) for n in node]
+        return _MISSING if any(x is _MISSING for x in out) else out
+    out = {k: _fill(n, values, partial) for k, n in node.items()}
+    if partial:
+        out = {k: x for k, x in out.items() if x is not _MISSING}
+        return out or _MISSING
+    return _MISSING if any(x is _MISSING for x in out.values()) else out
+
+
+def _current(fields, name: str, value) -> bool:
+    """Whether ``name: value`` is already in the spec's current names and shapes."""
+    return name in fields.scalars or any(f.name == name for f in fields.fields) or \
+        fields.leaves(name, value) is not None
+
+
+def rename_former_fields(model: Model, doc: dict) -> tuple[dict, list[str]]:
+    """A trace naming a spec's fields as they were before the spec used two-dimensional arrays
+    and records (former_names) -> (the document in the current names, the renames made). The
+    steps, arguments and outcomes stay as they are; the names are derived from the spec as it
+    is now and its storage order, so no table of old names is kept."""
+    fields = model.fields
+    former = former_names(fields)
+    if not former:
+        return doc, []
+    renamed: list[str] = []
+
+    def rename_expected(expected: dict) -> dict:
+        """An expected state: a flat name is renamed; a declared name with a whole flat list
+        becomes the whole current field (nested lists; records with the members given)."""
+        out: dict = {}
+        whole: dict[str, dict] = {}          # base -> {flat index: value}, placed at first sight
+        for name, value in expected.items():
+            if name in former:
+                out[former[name].name] = value
+                renamed.append(f"{name} -> {former[name].name}")
+            elif _current(fields, name, value) or not isinstance(value, list) or f"{name}[0]" not in former:
+                out[name] = value
+            else:
+                base = former[f"{name}[0]"].base
+                for i, x in enumerate(value):
+                    f = former.get(f"{name}[{i}]")
+                    if f is None:
+                        raise TraceError(f"{name}[{i}] is not a former field of {model.spec.name}")
+                    whole.setdefault(base, {})[f.index] = x
+                out.setdefault(base, _MISSING)
+                renamed.append(f"{name}[...] -> {base}")
+        for base, flat in whole.items():
+            value = _fill(fields.compound[base], flat, partial=True)
+            if value is _MISSING:
+                raise TraceError(f"expected '{base}': the former fields given do not make it whole")
+            out[base] = value
+        return out
+
+    new = dict(doc)
+    state = doc.get("state")
+    if isinstance(state, dict) and state:
+        kept, flat = {}, {}
+        for name, value in state.items():
+            if _current(fields, name, value) or not isinstance(value, list) or f"{name}[0]" not in former:
+                kept[name] = value
+                continue
+            for i, x in enumerate(value):
+                f = former.get(f"{name}[{i}]")
+                if f is None:
+                    raise TraceError(f"initial state: {name}[{i}] is not a former field of "
+                                     f"{model.spec.name}")
+                flat[f.index] = x
+            renamed.append(f"state.{name} -> {former[f'{name}[0]'].base}")
+        rebuilt = {}
+        for base in fields.compound:
+            if base in kept or not any(f.index in flat for f in fields.arrays[base]):
+                continue
+            value = _fill(fields.compound[base], flat)
+            if value is _MISSING:
+                raise TraceError(f"initial state: the former fields of '{base}' are not all given")
+            rebuilt[base] = value
+        ordered = {}
+        for base in fields.declared:          # the spec's order, as a saved trace has it
+            if base in kept:
+                ordered[base] = kept.pop(base)
+            elif base in rebuilt:
+                ordered[base] = rebuilt[base]
+        ordered.update(kept)                  # names the spec does not know: replay reports them
+        new["state"] = ordered
+    steps = []
+    for st in doc.get("steps", []):
+        exp = st.get("expect")
+        if isinstance(exp, dict) and isinstance(exp.get("state"), dict):
+            st = {**st, "expect": {**exp, "state": rename_expected(exp["state"])}}
+        steps.append(st)
+    new["steps"] = steps
+    return new, renamed
+
+
+@dataclass
+class Upgrade:
+    """A trace brought to the current format and spec (`kcheck upgrade`): the new document, what
+    changed (one phrase each, empty when the file is current), its replay through the spec."""
+    doc: dict
+    changes: list[str]
+    replayed: ReplayResult
+    state_changed: bool
+
+
+def upgrade(model: Model, doc: dict) -> Upgrade:
+    """``doc`` (a loaded trace of ``model``) in the current format version (FORMAT), with the
+    spec's current field names (rename_former_fields) and, for a saved counterexample (a trace
+    naming a property, whose state was saved whole), every field its spec has gained since,
+    from the spec's initial state (initial_state). A scenario's state stays as it is written:
+    a partial state is what a scenario may give. The result must replay, else TraceError."""
+    changes: list[str] = []
+    new, renamed = rename_former_fields(model, doc)
+    if renamed:
+        changes.append(f"{len(renamed)} field{'s' if len(renamed) > 1 else ''} renamed "
+                       f"({renamed[0]}{', ...' if len(renamed) > 1 else ''})")
+    state_changed = bool(renamed)
+    state = new.get("state")
+    if state and new.get("property") is not None:
+        gained = [name for name in layout_of(model).declared if name not in state]
+        if gained:
+            new["state"] = initial_state(model, state)
+            changes.append(f"filled {', '.join(gained)} from the spec's initial state")
+            state_changed = True
+    # a scenario without a version is read as the current one (validate): it stays without
+    version = doc.get("kcheck_trace", FORMAT)
+    if version != FORMAT:
+        changes.append(f"format version {version} -> {FORMAT}")
+        new["kcheck_trace"] = FORMAT
+    validate(new, "the upgraded trace")
+    r = replay(model, new)
+    if not r.ok:
+        raise TraceError(f"does not replay after the upgrade ({'; '.join(changes) or 'no change'}): "
+                         f"{r.message}")
+    return Upgrade(new, changes, r, state_changed)
 
 
 def fingerprint_of(words: tuple) -> int:

@@ -301,37 +301,33 @@ def test_per_partition_fields_are_read_member_then_partition():
 FLAT = ROOT / "tests" / "traces_flat" / "consumer_group_no_zombie_commit.json"
 
 
-def _upgrade_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("upgrade_traces", ROOT / "scripts" / "upgrade_traces.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_a_trace_with_flat_field_names_is_converted_to_the_saved_one():
     """A trace saved before the arrays (holds[3], commit_request[0], flat lists in the initial
-    state) no longer replays as it is, and scripts/upgrade_traces.py turns it into the shipped
-    counterexample: the same steps, field for field."""
+    state) no longer replays as it is, and kcheck upgrade (kcheck.trace.upgrade) turns it into
+    the shipped counterexample: the same steps, field for field, in the current format."""
+    from kcheck.trace import FORMAT, rename_former_fields, upgrade
     old = load(FLAT)
     model = SPEC.instantiate(old["variant"], old["params"])
-    with pytest.raises(TraceError, match="lacks field 'commit'.*scripts/upgrade_traces.py"):
+    with pytest.raises(TraceError, match="unknown state field 'commit_request'.*'kcheck upgrade FILE'"):
         replay(model, old)
-    new, renamed = _upgrade_module().upgrade(model, old)
+    new, renamed = rename_former_fields(model, old)
     assert "holds[3] -> holds[1][1]" in renamed and "commit_request[0] -> commit[0].request" in renamed
-    assert new == load(SAVED / "kip1251" / "no-zombie-commit.json")
-    assert len(new["steps"]) == len(old["steps"]) == 11
-    assert replay(model, new).ok
-    # a trace already in the current names is left as it is
-    assert _upgrade_module().upgrade(model, new) == (new, [])
+    up = upgrade(model, old)
+    assert up.doc == load(SAVED / "kip1251" / "no-zombie-commit.json")
+    assert up.doc["kcheck_trace"] == FORMAT and old["kcheck_trace"] == 1
+    assert len(up.doc["steps"]) == len(old["steps"]) == 11
+    assert up.replayed.ok
+    # a trace already in the current names and format is left as it is
+    assert rename_former_fields(model, up.doc) == (up.doc, [])
+    assert upgrade(model, up.doc).changes == []
 
 
 def test_the_upgrade_command(tmp_path):
     target = tmp_path / "t.json"
     target.write_text(FLAT.read_text())
-    cmd = [sys.executable, str(ROOT / "scripts" / "upgrade_traces.py")]
+    cmd = [sys.executable, "-m", "kcheck.cli", "upgrade"]
     r = subprocess.run([*cmd, "--check", str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert r.returncode == 0 and "renamed (not written: --check)" in r.stdout
+    assert r.returncode == 1 and "renamed" in r.stdout and "(not written: --check)" in r.stdout
     assert target.read_text() == FLAT.read_text()
     r = subprocess.run([*cmd, str(target)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -33,6 +33,7 @@ BASE = {
     "list": ["list"],
     "check": ["check", "two_phase", "--max-states", "2000"],
     "replay": ["replay", TRACE],
+    "upgrade": ["upgrade", TRACE, "--check"],      # --check: the shipped trace is never written
     "graph": ["graph", "two_phase", "--max-nodes", "500", "-o", "{tmp}/g.dot"],
     "progress": ["progress", "two_phase", "--max-nodes", "5000"],
     "bmc": ["bmc", "two_phase", "--depth", "2"],

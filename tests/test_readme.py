@@ -86,3 +86,13 @@ def test_a_failed_run_never_replaces_a_readme_block(tmp_path):
     fine = tmp_path / "fine.py"
     fine.write_text("print('| a whole table |')\n")
     assert mod.run(None, str(fine)) == "| a whole table |\n"
+
+
+def test_the_readmes_trace_example_is_in_the_current_format():
+    """The README shows the format kcheck writes (issue 37: it showed version 1)."""
+    import json
+
+    from kcheck.trace import FORMAT
+    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", README, re.S)
+                if '"kcheck_trace"' in block]
+    assert examples and all(doc["kcheck_trace"] == FORMAT for doc in examples)

@@ -53,6 +53,14 @@ def test_the_scenario_replays(new_spec):
     assert r.returncode == 0 and "REPRODUCES" in r.stdout, r.stdout + r.stderr
 
 
+def test_the_scenario_is_in_the_current_trace_format(new_spec):
+    from kcheck.trace import FORMAT
+    path = new_spec / "lease_protocol_scenarios" / "join_then_heartbeat.json"
+    assert json.loads(path.read_text())["kcheck_trace"] == FORMAT
+    r = kcheck("upgrade", "--check", path, cwd=new_spec)
+    assert r.returncode == 0 and "0 would be upgraded, 1 already current, 0 failed" in r.stdout, r.stdout
+
+
 @pytest.mark.slow
 def test_its_test_passes_under_pytest(new_spec):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=new_spec,

@@ -31,7 +31,7 @@ from typing import Any
 
 # initial_words is also this module's name for a trace's initial state in a model
 from kcheck.layout import initial_words as model_initial_words, layout_of
-from kcheck.trace import Executor, TraceError, load
+from kcheck.trace import Executor, TraceError, initial_state, load
 from kcheck.spec.lang import SpecError
 
 # the one exit-code table (options.py): a divergence is 1, a broker that cannot start 4
@@ -94,11 +94,16 @@ def executor_of(model) -> Executor:
 
 def initial_words(model, doc: dict) -> tuple | None:
     """The trace's initial state in this model's layout (variants may add fields, as
-    lost_responses adds previous_epoch); None when the state does not fit it."""
+    lost_responses adds previous_epoch); None when the state does not fit it. A partial state
+    (docs/writing-specs.md) is completed from the initial state in the trace's own variant only:
+    in another variant (--which-variant) a field the trace lacks is one that variant adds, not
+    one the trace left out, so the state must fit as it is given."""
     if not doc.get("state"):
         return model_initial_words(model)[0]
+    own = (doc.get("variant") or model.spec.default_variant) == model.variant
     try:
-        return tuple(layout_of(model).pack(doc["state"]))
+        return tuple(layout_of(model).pack(initial_state(model, doc["state"]) if own
+                                           else doc["state"]))
     except SpecError:
         return None
 
@@ -423,8 +428,9 @@ def spec_prediction(spec, job: Job):
     try:
         model = model_of(spec, doc.get("variant"), doc.get("params", {}))
         n = len(doc["steps"])
-        initial = (tuple(layout_of(model).pack(doc["state"])) if doc.get("state")
-                   else model_initial_words(model)[0])
+        # a scenario's partial state: the fields it leaves out are the spec's initial state's
+        initial = (tuple(layout_of(model).pack(initial_state(model, doc["state"])))
+                   if doc.get("state") else model_initial_words(model)[0])
         prediction = predict(model, initial, doc["steps"])
     except SpecError as e:
         raise TraceError(f"{job.name}: {e}") from None
