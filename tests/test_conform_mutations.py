@@ -58,8 +58,10 @@ EQUIVALENT: dict[str, str] = {
 }
 
 # the measured figures (docs/conformance.md, "Mutation adequacy"): of the 14, how many the
-# exhaustive check catches, how many have the unmutated graph, how many the walks catch
-MEASURED: dict[str, tuple[int, int, int]] = {"classic_group": (6, 6, 5), "consumer_group": (11, 3, 6)}
+# exhaustive check catches, how many have the unmutated graph, how many the walks catch (the
+# consumer_group walks caught 6 before the strict comparison and the walks' action-first pick
+# were merged, 10 with them)
+MEASURED: dict[str, tuple[int, int, int]] = {"classic_group": (6, 6, 5), "consumer_group": (11, 3, 10)}
 
 
 def _caught(spec, adapter, harness, params, graph) -> str | None:
