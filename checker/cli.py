@@ -23,7 +23,7 @@ from kcheck.spec.lang import SpecError
 
 from kcheck.options import (BAD_INPUT, BOUNDED, BROKER_FAILED, INTERRUPTED, OK, path_value,  # noqa: F401
                             SAVE_FAILED, TERMINATED, VIOLATED, BadInput, Parser, Progress,
-                            PartFailed, SaveFailed, add_engine_options, engine, json_option,
+                            PartFailed, SaveFailed, add_engine_options, engine, json_option, writable_folder,
                             model_options, out_dir, params, spark_progress,
                             make_console, positive, property_option, quotient_option,
                             save_options, symmetry_option)
@@ -268,20 +268,6 @@ def _run_one(spec, variant, params_, args, console):
     return vr
 
 
-def _writable_folder(folder: str) -> None:
-    """--checkpoint DIR can be created and written, found before the search rather than at its
-    first checkpoint (a disk that fills later stops the search there: bfs, 'checkpoint-failed')."""
-    import os
-    import tempfile
-    try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".kcheck-probe-"):
-            pass
-    except OSError as e:
-        raise BadInput(f"--checkpoint {folder}: cannot write a checkpoint there ({e.strerror}); "
-                       f"give a writable folder") from None
-
-
 def _exit_for(res) -> int:
     return exit_code({p: res.status(p) for p in res.properties}, res.exhaustive,
                      res.stop_reason if res.interrupted else None)
@@ -313,7 +299,7 @@ def cmd_check(args, console) -> int:
     if getattr(args, "checkpoint", None) and all_variants:
         raise BadInput("--checkpoint DIR holds one search: give a single spec and variant")
     if getattr(args, "checkpoint", None):
-        _writable_folder(args.checkpoint)
+        writable_folder("--checkpoint", args.checkpoint, "a checkpoint")
     err = make_console(stderr=True, soft_wrap=True)
     t0 = time.perf_counter()
     codes, json_out, save_errors, compared, differing = [], [], [], 0, 0

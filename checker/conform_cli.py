@@ -15,7 +15,7 @@ from rich.table import Table
 
 from kcheck.bfs import Terminated
 from kcheck.options import (INTERRUPTED, TERMINATED, BadInput, SaveFailed, make_console, positive,
-                            write_file)
+                            writable_folder, write_file)
 from kcheck.verdict import print_json
 from kcheck.conform import driver
 from kcheck.conform.driver import BROKER_UNAVAILABLE
@@ -163,7 +163,7 @@ def cmd_conform(args, console) -> int:
                            "be used with --bootstrap")
         adapter.coordinator_moves = tuple(int(k) for k in steps)
     if args.out:
-        _writable_folder("--out", args.out)    # found before a broker starts, not after a run
+        writable_folder("--out", args.out)    # found before a broker starts, not after a run
     if args.exhaustive:
         return cmd_exhaustive(args, spec, adapter, console)
     if args.param and not args.walks:
@@ -427,18 +427,6 @@ def _exhaustive_which_variant(args, spec, adapter, harness, given, version, cons
         console.print(f"Kafka {version} conforms in every transition to: "
                       f"{', '.join(conforming) or 'no variant'}", markup=False, highlight=False)
     return driver.OK if conforming else driver.DIVERGED
-
-
-def _writable_folder(opt: str, folder: str) -> None:
-    import os
-    import tempfile
-    try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".kcheck-probe-"):
-            pass
-    except OSError as e:
-        raise BadInput(f"{opt} {folder}: cannot write there ({e.strerror}); give a writable "
-                       f"folder") from None
 
 
 def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:

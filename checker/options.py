@@ -88,6 +88,19 @@ def path_value(opt: str):
     return conv
 
 
+def writable_folder(opt: str, folder: str, what: str = "") -> None:
+    """The folder an option names can be created and written: found before the run rather than
+    when its first file is due (--checkpoint, conform's --out). BadInput otherwise."""
+    import tempfile
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".kcheck-probe-"):
+            pass
+    except OSError as e:
+        raise BadInput(f"{opt} {folder}: cannot write {what or 'files'} there ({e.strerror}); "
+                       f"give a writable folder") from None
+
+
 def positive(name: str, most: int | None = None, least: int = 1):
     """An argparse type: an integer from ``least`` (a positive integer by default) up to
     ``most`` when given, named in the error with the range that is valid."""

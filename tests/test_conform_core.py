@@ -638,4 +638,4 @@ def test_an_out_folder_that_cannot_be_written_is_refused_before_any_broker(tmp_p
             subprocess.run(["umount", "-l", str(ro)], capture_output=True)
     assert r.returncode == 2, r.stdout + r.stderr
     [line] = r.stderr.strip().splitlines()
-    assert line.startswith(f"kcheck: error: --out {target}: cannot write there") and r.stdout == ""
+    assert line.startswith(f"kcheck: error: --out {target}: cannot write files there") and r.stdout == ""
