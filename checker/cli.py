@@ -251,7 +251,7 @@ def _run_one(spec, variant, params_, args, console):
                           por=getattr(args, "por", False), master=args.spark or "local[*]",
                           slices=args.slices, verbose=args.verbose)
     if chosen == "bfs":
-        label = (f"{spec.name}/{spec.instantiate(variant, params_).variant} "
+        label = (f"{spec.name}/{spec.variant_name(variant)} "
                  f"({', '.join(args.property) if args.property else 'every property'})")
         with Progress(label) as update:
             return run.run_variant(spec, variant, params_, options, engine=chosen,

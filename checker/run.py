@@ -199,7 +199,7 @@ def run_variants(spec, variants: list[str | None] | None = None, params: dict | 
     runs = []
     for variant in (variants or list(spec.variants) or [None]):
         if on_variant:
-            on_variant(spec.instantiate(variant, params).variant)
+            on_variant(spec.variant_name(variant))
         runs.append(run_variant(spec, variant, params, options, progress, prove))
         if runs[-1].search.interrupted:
             break

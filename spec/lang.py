@@ -1498,9 +1498,14 @@ class Spec:
             raise SpecError(f"spec {self.name} declares no state")
         return call_spec("the state declaration", lambda: StateFields(self._state_fn(params)))
 
+    def variant_name(self, variant: str | None) -> str:
+        """The variant ``variant`` names: the default one for None (an empty name is a name,
+        refused by instantiate, not the default)."""
+        return self.default_variant or next(iter(self.variants), "default") \
+            if variant is None else variant
+
     def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
-        if variant is None:     # an empty name is a name, refused below: not the default
-            variant = self.default_variant or next(iter(self.variants), "default")
+        variant = self.variant_name(variant)
         if self.variants and variant not in self.variants:
             raise SpecError(f"unknown variant '{variant}' for spec {self.name}; variants: "
                             f"{', '.join(self.variants)}")
