@@ -354,10 +354,15 @@ class stop_on_signal:
 
     @staticmethod
     def _cancel(sc):
+        # Cancelling the jobs alone raced with their submission: a signal that came while the
+        # driver was still preparing a job (its closure, its broadcast) cancelled nothing, and
+        # that job then ran to its end (374 s of two_phase N=10 under load). Stopping the
+        # context fails the running job and every later one at once.
         try:
             sc.cancelAllJobs()
         except Exception:       # the JVM already gone: the driver's call fails on its own
             pass
+        stop_session()
 
     def __enter__(self):
         import signal
@@ -791,6 +796,12 @@ def _collect_with_progress(sc, rdd, total: int, acc, progress):
     done = threading.Event()
 
     def poll():
+        try:
+            _poll()
+        except Exception:       # the context stopped under it (a signal): the job fails on its own
+            pass
+
+    def _poll():
         tracker, last = sc.statusTracker(), None
         while not done.wait(0.25):
             finished = 0
@@ -811,7 +822,8 @@ def _collect_with_progress(sc, rdd, total: int, acc, progress):
     finally:
         done.set()
         t.join()
-        sc.setJobGroup("", "")
+        if _SESSION.get("sc") is sc:      # not when a signal stopped it
+            sc.setJobGroup("", "")
     # the poller samples; the last word is said once every slice is in
     progress(total, total, acc.value)
     return out

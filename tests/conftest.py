@@ -81,6 +81,31 @@ def _shares_a_fixture_of_its_module(item) -> bool:
     return False
 
 
+def _uses_the_session_brokers(item) -> bool:
+    """Whether the test's module takes its brokers from conftest_kafka (one per release per
+    worker). The in-process conformance tests (Kafka's coordinator in a JVM of their own, no
+    broker) need not queue behind the broker tests on their worker: grouped with them, the two
+    mutation-adequacy tests (4 to 9 minutes each) ran after every broker test, in the tail of
+    the suite."""
+    if item.path not in _BROKER_MODULES:       # an import inside a test function counts too
+        _BROKER_MODULES[item.path] = "conftest_kafka" in item.path.read_text()
+    return _BROKER_MODULES[item.path]
+
+
+_BROKER_MODULES: dict = {}
+
+
+def _broker_group(item) -> str:
+    """The worker group of a broker test: one per release the test names in its id (its
+    brokers and clusters are started once on that worker), "kafka" for the default release and
+    for the tests that use several. One group for every broker test made its worker the suite's
+    critical path (408 tests, one after another)."""
+    for release in ("4.2.2", "4.4.0"):
+        if f"[{release}" in item.nodeid or f"-{release}" in item.nodeid:
+            return f"kafka-{release}"
+    return "kafka"
+
+
 def _group(config, item, name: str) -> None:
     """Run the test on the worker that runs the others of group `name` (pytest-xdist loadgroup)."""
     item.add_marker(pytest.mark.xdist_group(name))
@@ -116,12 +141,17 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("kafka") or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
         # A worker per core and one more (pytest-xdist, `-n auto --dist loadgroup` in
-        # pyproject.toml, pytest_xdist_auto_num_workers above). Every broker test shares one worker, so the brokers of a release
-        # are started once per run; the tests that share a module fixture stay on one worker, so
+        # pyproject.toml, pytest_xdist_auto_num_workers above). The broker tests of a release
+        # share one worker, so its brokers are started once per run; the tests that share a module fixture stay on one worker, so
         # that it is computed once. Every other test is a unit of its own: xdist hands out the
         # groups first (the most tests first) and the single tests fill in behind them, which
         # keeps the two workers busy until the end.
-        if item.get_closest_marker("kafka"):
-            _group(config, item, "kafka")
+        if item.get_closest_marker("kafka") and _uses_the_session_brokers(item):
+            _group(config, item, _broker_group(item))
         elif _shares_a_fixture_of_its_module(item):
             _group(config, item, item.path.name)
+    # The slow tests that are units of their own go first (stably): xdist hands the single tests
+    # out in collection order, and two of several minutes collected late made the suite's tail.
+    # They share no fixture wider than a test, so moving them computes nothing twice.
+    items.sort(key=lambda it: not (it.get_closest_marker("slow")
+                                   and not it.get_closest_marker("xdist_group")))

@@ -76,10 +76,11 @@ def _graph(spec, params):
 
 
 def _same_graph(a, b) -> bool:
-    """The same reachable graph: states, edges (source, action instance, target), outcomes."""
+    """The same reachable graph: states (their values too), edges (source, action instance,
+    target), outcomes."""
     (ga, oa), (gb, ob) = a, b
     return ga.states == gb.states and all(np.array_equal(x, y) for x, y in (
-        (ga.src, gb.src), (ga.act, gb.act), (ga.dst, gb.dst), (oa, ob)))
+        (ga.words, gb.words), (ga.src, gb.src), (ga.act, gb.act), (ga.dst, gb.dst), (oa, ob)))
 
 
 def _walks_catch(spec, adapter, harness) -> int:
