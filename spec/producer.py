@@ -117,6 +117,16 @@ def truncate_head_drops_state(s, p):
     return s.variant in KAFKA_2_3 + ("kafka-7190",) or answers_unknown_producer_id(s, p)
 
 
+def as_proposed(s):
+    """The client as KIP-360's text proposed it (variant kip360-as-proposed): "Assignment of the
+    epoch/sequence number to a record batch is permanent", so UNKNOWN_PRODUCER_ID never restarts
+    a batch's sequence; the transactional producer aborts (and the abort bumps the epoch), the
+    idempotent one bumps its epoch once nothing is in flight. Kafka's client kept the reset
+    (TransactionManager.canRetry: startSequencesAtBeginning for the transactional producer,
+    requestEpochBumpForPartition and a retry of the renumbered batch for the idempotent one)."""
+    return s.variant == "kip360-as-proposed"
+
+
 def answers_unknown_producer_id(s, p):
     """The partition leader answers UNKNOWN_PRODUCER_ID (Kafka 2.3's ProducerAppendInfo.
     checkSequence): the 2.3 world, or any variant with `unknown_producer_id=1`."""
@@ -983,8 +993,12 @@ def Produce(s, p, t, r, lost):
     # transactional producer (handleFailedBatch, maybeTransitionToErrorState), which the abort's
     # epoch bump then resolves (EndTxn with transaction version 2; InitProducerId with the
     # current epoch, EpochBump, with version 1).
-    same_epoch_reset = not kip360_client(s) or (p.transactional and answers_unknown_producer_id(s, p))
+    same_epoch_reset = not kip360_client(s) or (p.transactional and answers_unknown_producer_id(s, p)
+                                                 and not as_proposed(s))
     reset = unknown & s.acked_below_log_start[r] if same_epoch_reset else FALSE
+    # the client as KIP-360 proposed it (variant kip360-as-proposed) never re-assigns a batch's
+    # sequence: UNKNOWN_PRODUCER_ID fails the batch, and the epoch bump comes after it
+    unknown_retried = FALSE if as_proposed(s) else unknown
     # Today's idempotent producer (canRetry, !isTransactional()) retries every
     # UNKNOWN_PRODUCER_ID and every OUT_OF_ORDER_SEQUENCE_NUMBER, and asks for an epoch bump
     # (requestEpochBumpForPartition) unless the batch's sequence was already reset by an earlier
@@ -993,8 +1007,8 @@ def Produce(s, p, t, r, lost):
     # still out: retried without a bump)
     idempotent_retry = kip360_client(s) and not p.transactional
     if idempotent_retry:
-        retriable = retriable | (mine & (unknown | oosn))
-        bump = mine & (s.request_epoch == s.epoch) & (unknown | oosn)
+        retriable = retriable | (mine & (unknown_retried | oosn))
+        bump = mine & (s.request_epoch == s.epoch) & (unknown_retried | oosn)
     else:
         bump = FALSE
     if answers_unknown_producer_id(s, p):
@@ -1009,19 +1023,20 @@ def Produce(s, p, t, r, lost):
         queue = in_flight_batches(s, p)
         retriable = retriable | (mine & ~first_in_flight(queue, w) & oosn)
         if idempotent_retry:
-            bump = bump & (unknown | first_in_flight(queue, w))
+            bump = bump & (unknown_retried | first_in_flight(queue, w))
         gone, fenced_e, failed_e, reset_e, acked_e, bump_e = [], [], [], [], [], []
         for i in range(w):
             mine_e = s.earlier_batch[i] & (rec == s.earlier_record[i])
             unknown_e = mine_e & (out == Error.UNKNOWN_PRODUCER_ID)
+            unknown_retried_e = FALSE if as_proposed(s) else unknown_e
             acked_e.append(mine_e & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER)))
             fenced_e.append(mine_e & (out == Error.PRODUCER_FENCED))
             reset_e.append(unknown_e & s.acked_below_log_start[r] if same_epoch_reset else FALSE)
             retriable_e = (out == Error.CONCURRENT_TRANSACTIONS) | (oosn & ~first_in_flight(queue, i))
             if idempotent_retry:
-                retriable_e = retriable_e | unknown_e | oosn
+                retriable_e = retriable_e | unknown_retried_e | oosn
                 bump_e.append(mine_e & (s.request_epoch == s.epoch) &
-                              (unknown_e | (oosn & first_in_flight(queue, i))))
+                              (unknown_retried_e | (oosn & first_in_flight(queue, i))))
             failed_e.append(mine_e & ~acked_e[i] & ~retriable_e & ~fenced_e[i] & ~reset_e[i])
             gone.append(acked_e[i] | failed_e[i] | fenced_e[i])
         if answers_unknown_producer_id(s, p):
@@ -1946,6 +1961,36 @@ spec.variant("unknown-producer-id", "kip360 with a partition leader from before 
                  "fenced-stays-fenced": "holds, and so does no-hanging-transaction: seed problem 3 "
                  "(a fenced zombie's sequence-0 write after its state was lost) is turned away by "
                  "the coordinator's verification (KIP-890), not by the producer state.",
+             })
+spec.variant("kip360-as-proposed", "unknown-producer-id with the client as KIP-360's text proposed "
+             "it: a batch's sequence is never re-assigned, so UNKNOWN_PRODUCER_ID fails the batch and "
+             "the epoch bump (the abort's, or the idempotent producer's own) restarts the sequences, "
+             "where Kafka's client restarts them at the same epoch (TransactionManager.canRetry)",
+             params={"unknown_producer_id": 1},
+             violates=["no-duplicate", "marker-epoch-monotonic",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "appended-retry-is-rejected", "stale-markers-are-fenced",
+                       "no-log-start-movement"],
+             findings={
+                 "acknowledged-is-appended": "holds, where unknown-producer-id breaks it (12 "
+                 "steps): seed problem 2 is gone by the KIP's own path. The batch that meets "
+                 "UNKNOWN_PRODUCER_ID fails, the transaction aborts, EndTxn bumps the epoch and the "
+                 "batch is sent again at sequence 0 of the new epoch, which a replica still holding "
+                 "the old epoch's batches takes as a new epoch's first write, not as a duplicate "
+                 "(ProducerAppendInfo.checkSequence).",
+                 "no-duplicate": "seed problem 1 stays (8 steps, the same trace as "
+                 "unknown-producer-id's): the retry of a batch whose response was lost keeps its "
+                 "sequence 0, and a leader with no state takes it again. No client can tell; the "
+                 "KIP leaves it to the broker keeping the state (KAFKA-7190, which kip360 has).",
+                 "marker-epoch-monotonic": "the leader drops the entry with its coordinator epoch "
+                 "(as unknown-producer-id).",
+                 "appended-retry-is-rejected": "as unknown-producer-id: the state is dropped under "
+                 "a retry of an appended batch.",
+                 "stale-markers-are-fenced": "as unknown-producer-id.",
+                 "no-log-start-movement": "the lemma states the world after KAFKA-7190.",
+                 "sequences-handed-out-in-order": "holds, with window-ends-at-the-batch and "
+                 "window-ends-at-the-request, which unknown-producer-id breaks by its same-epoch "
+                 "reset.",
              })
 spec.variant("kafka-9144", "kip360 with KAFKA-9144 undone: a producer's last timestamp comes from "
              "data batches only, so an entry whose batches a bumping marker cleared expires at once",

@@ -748,7 +748,7 @@ def test_coordinator_failover_runs_on_the_cluster(path):
     assert out.kind == driver.NOT_DRIVABLE and out.detail, out.text()
     assert "needs the cluster" not in out.detail, out.text()
     if doc.get("variant") not in ("pre-kip360", "pre-kip360-in-flight", "kafka-8483",
-                                  "unknown-producer-id"):
+                                  "unknown-producer-id", "kip360-as-proposed"):
         first = next(i for i, st in enumerate(doc["steps"], 1) if st["action"] == "CoordinatorFailover")
         said = out.step or int(out.detail.split(":")[0].removeprefix("step "))
         assert said > first, out.text()
@@ -756,5 +756,6 @@ def test_coordinator_failover_runs_on_the_cluster(path):
 
 def test_the_failover_traces_are_ten():
     """The shipped traces with a coordinator failover (the cluster test above runs each): two
-    of them unknown-producer-id's, whose leader no 4.x broker is (not drivable at its start)."""
-    assert len(FAILOVER_TRACES) == 12
+    of them unknown-producer-id's and two kip360-as-proposed's, whose leader no 4.x broker is
+    (not drivable at its start)."""
+    assert len(FAILOVER_TRACES) == 14

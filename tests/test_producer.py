@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kcheck import explore
 from kcheck.bfs import search
 from kcheck.layout import initial_words, layout_of
 from kcheck.trace import TraceError, load, replay
@@ -46,6 +47,10 @@ EXPECTED = {
                             "appended-retry-is-rejected", "stale-markers-are-fenced",
                             "sequences-handed-out-in-order", "window-ends-at-the-batch",
                             "window-ends-at-the-request", "no-log-start-movement"},
+    # unknown-producer-id with the client as KIP-360's text proposed it (no same-epoch reset):
+    # problem 2 and the reset's lemmas are gone, problem 1 stays (a lost response's retry at 0)
+    "kip360-as-proposed": {"no-duplicate", "marker-epoch-monotonic", "appended-retry-is-rejected",
+                           "stale-markers-are-fenced", "no-log-start-movement"},
     "kafka-19999": set(),
     "kafka-18464": {"fenced-only-when-overtaken"},
     "kafka-20785": {"aborted-commit-is-fenced"},
@@ -66,6 +71,7 @@ EXPECTED = {
 EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
                      "no-last-epoch": set(), "pre-kip890": {"every-transaction-ends"},
                      "kafka-7190": set(), "kafka-9144": set(), "unknown-producer-id": set(),
+                     "kip360-as-proposed": set(),
                      "kafka-19999": {"every-prepared-transaction-completes"},
                      "kafka-18464": set(), "kafka-20785": set(), "pre-kip360-in-flight": set(),
                      "kafka-8483": set(), "kafka-12152": set()}
@@ -83,7 +89,8 @@ NOT_EXPRESSIBLE = {"KAFKA-18575", "KAFKA-19367"}
 
 def test_names_are_the_issues():
     assert list(spec.variants) == ["kip360", "pre-kip360", "pre-kip360-in-flight", "no-last-epoch",
-                                   "pre-kip890", "kafka-7190", "unknown-producer-id", "kafka-9144",
+                                   "pre-kip890", "kafka-7190", "unknown-producer-id",
+                                   "kip360-as-proposed", "kafka-9144",
                                    "kafka-19999",
                                    "kafka-18464", "kafka-20785", "kafka-8483", "kafka-12152"]
     assert spec.default_variant == "kip360"
@@ -107,7 +114,7 @@ SOMETIMES = {n for n, p in spec.properties.items() if p.kind == "sometimes"}
 # the shortest witness of duplicate-in-flight per variant at its default parameters, as measured
 DUPLICATE_IN_FLIGHT_STEPS = {
     "kip360": 6, "pre-kip360": 7, "pre-kip360-in-flight": 5, "no-last-epoch": 6, "pre-kip890": 7,
-    "kafka-7190": 6, "unknown-producer-id": 6, "kafka-9144": 6, "kafka-19999": 6, "kafka-18464": 6, "kafka-20785": 6,
+    "kafka-7190": 6, "unknown-producer-id": 6, "kip360-as-proposed": 6, "kafka-9144": 6, "kafka-19999": 6, "kafka-18464": 6, "kafka-20785": 6,
     "kafka-8483": 5, "kafka-12152": 5}
 
 
@@ -141,7 +148,8 @@ def test_default_state_counts(default_results):
                       "pre-kip360-in-flight": 3632, "kafka-8483": 205292,
                       # the idempotent producer retries OUT_OF_ORDER_SEQUENCE_NUMBER with an epoch
                       # bump (canRetry) since issue 35: 44,472 before
-                      "kafka-12152": 45720, "unknown-producer-id": 341040}
+                      "kafka-12152": 45720, "unknown-producer-id": 341040,
+                      "kip360-as-proposed": 316704}
 
 
 SHORTEST = {
@@ -204,6 +212,11 @@ SHORTEST = {
     ("unknown-producer-id", "window-ends-at-the-batch"): 9,
     ("unknown-producer-id", "window-ends-at-the-request"): 10,
     ("unknown-producer-id", "no-log-start-movement"): 1,
+    ("kip360-as-proposed", "no-duplicate"): 8,
+    ("kip360-as-proposed", "marker-epoch-monotonic"): 12,
+    ("kip360-as-proposed", "appended-retry-is-rejected"): 6,
+    ("kip360-as-proposed", "stale-markers-are-fenced"): 11,
+    ("kip360-as-proposed", "no-log-start-movement"): 1,
 }
 # the saved lassos of the progress properties: (steps, index where the loop starts)
 LASSOS = {
@@ -597,6 +610,13 @@ def test_seed_problems_before_and_after_kip360(default_results):
     assert len(old.found["no-duplicate"].steps) == 8
     assert len(old.found["acknowledged-is-appended"].steps) == 12
     assert old.status("no-hanging-transaction") == old.status("fenced-stays-fenced") == "holds"
+    # the client as the KIP's text proposed it, against the same leader: problem 2 is gone by the
+    # KIP's path (the batch fails, the abort bumps the epoch, sequence 0 of the new epoch), problem
+    # 1 stays (a lost response's retry keeps its sequence 0: only the broker's retention helps)
+    kip = default_results["kip360-as-proposed"]
+    assert kip.status("acknowledged-is-appended") == "holds"
+    assert len(kip.found["no-duplicate"].steps) == 8
+    assert kip.status("no-hanging-transaction") == kip.status("fenced-stays-fenced") == "holds"
 
 
 def test_today_client_resets_at_the_same_epoch_on_unknown_producer_id():
@@ -617,3 +637,73 @@ def test_idempotent_producer_bumps_and_retries_on_unknown_producer_id():
     assert res.exhaustive and res.distinct_states == 2053
     assert violations(res) == {"no-duplicate", "appended-retry-is-rejected", "no-log-start-movement"}
     assert len(res.found["no-duplicate"].steps) == 7
+
+
+# Issue 35, second round: Kafka's own tests of the recovery path as scenarios, and the client as
+# KIP-360's text proposed it (variant kip360-as-proposed)
+
+def scenario(name):
+    return load(ROOT / f"tests/scenarios/producer/{name}.json")
+
+
+@pytest.mark.parametrize("name,variant,steps,outcome_at", [
+    ("transactional-unknown-producer-id-retention-reset", "unknown-producer-id", 11, 9),
+    ("idempotent-unknown-producer-id-retention-bump", "unknown-producer-id", 10, 8),
+    ("idempotent-unknown-producer-id-not-truncated-bump", "unknown-producer-id", 10, 8),
+    ("transactional-unknown-producer-id-abort-bump", "pre-kip890", 27, 16),
+    ("kip360-as-proposed-aborts-instead-of-reset", "kip360-as-proposed", 15, 11),
+])
+def test_recovery_scenarios_from_kafka_tests(name, variant, steps, outcome_at):
+    doc = scenario(name)
+    assert doc["variant"] == variant and doc["params"]["unknown_producer_id"] == 1
+    r = replay(spec.instantiate(variant, doc["params"]), doc)
+    assert r.ok, r.message
+    assert len(r.trace.steps) == steps
+    assert r.trace.steps[outcome_at - 1].outcome == "UNKNOWN_PRODUCER_ID"
+    # each ends with every record in the log at most once
+    lay = layout_of(r.trace.model)
+    assert all(n <= 1 for n in lay.show(lay.unpack_flat(r.trace.steps[-1].words))["appended"])
+
+
+def test_the_kip_path_needs_transaction_version_1_for_epoch_bump():
+    # the transactional abort-and-bump: InitProducerId with the current epoch (EpochBump), first
+    # CONCURRENT_TRANSACTIONS while the abort's markers are written, then the bump to epoch 1
+    doc = scenario("transactional-unknown-producer-id-abort-bump")
+    bumps = [st for st in doc["steps"] if st["action"] == "EpochBump"]
+    assert [b["expect"]["outcome"] for b in bumps] == ["CONCURRENT_TRANSACTIONS", "NONE"]
+    # with transaction version 2 every EndTxn bumps the epoch: the next transaction's first batch
+    # already has sequence 0 of a new epoch, which a leader with no state takes (no
+    # UNKNOWN_PRODUCER_ID after an expiry between transactions, and no InitProducerId with it)
+    doc["variant"] = "unknown-producer-id"
+    doc["steps"] = [st for st in doc["steps"] if st["action"] != "AddPartitionsToTxn"]
+    r = replay(spec.instantiate("unknown-producer-id", doc["params"]), doc)
+    assert not r.ok and r.message.startswith("step 12 (Send(t=0)): batch_seq[0] is 0"), r.message
+    assert "EpochBump" in search(spec.instantiate("unknown-producer-id", {"records": 1,
+                                 "coordinator_failovers": 0})).disabled()
+
+
+def test_kafka_client_resets_where_the_kip_text_aborts():
+    # the same ten steps; at the eleventh, UNKNOWN_PRODUCER_ID with the acknowledged offset below
+    # the log start: Kafka's client restarts at sequence 0 (same epoch), the KIP's text fails the
+    # batch (ABORTABLE_ERROR)
+    doc = scenario("kip360-as-proposed-aborts-instead-of-reset")
+    doc["variant"] = "unknown-producer-id"
+    r = replay(spec.instantiate("unknown-producer-id", doc["params"]), doc)
+    assert not r.ok and r.message.startswith("step 11 (Produce(t=0, r=0, lost=False)): client is "
+                                             "IN_TRANSACTION, expected ABORTABLE_ERROR"), r.message
+    # and unknown-producer-id's seed problem 2 cannot be taken by the KIP's client: its reset
+    # step (sequence 0 at the same epoch) does not happen
+    doc = load(ROOT / "counterexamples/producer/unknown-producer-id/acknowledged-is-appended.json")
+    doc["variant"] = "kip360-as-proposed"
+    r = replay(spec.instantiate("kip360-as-proposed"), doc)
+    assert not r.ok and r.message.startswith("step 9 ") and "batch_seq[0] is 1, expected 0" in r.message
+
+
+def test_kip_text_client_idempotent():
+    # the idempotent producer of the KIP's text fails the batch and bumps once nothing is in
+    # flight (IdempotentEpochBump) instead of renumbering and retrying: problem 1 stays (7 steps)
+    res = search(spec.instantiate("kip360-as-proposed", {"transactional": 0}))
+    assert res.exhaustive and res.distinct_states == 1794
+    assert violations(res) == {"no-duplicate", "appended-retry-is-rejected", "no-log-start-movement"}
+    assert len(res.found["no-duplicate"].steps) == 7
+    assert explore.fired_per_action(res.model, res.fired)["IdempotentEpochBump"] > 0

@@ -189,7 +189,8 @@ UNKNOWN_PRODUCER_ID = ("has a partition leader that answers UNKNOWN_PRODUCER_ID 
                        "KAFKA-7190 checkSequence accepts any sequence from a producer it has no "
                        "state for, or refuses it OUT_OF_ORDER_SEQUENCE_NUMBER after verification")
 UNREACHABLE_VARIANTS = {"pre-kip360": KAFKA_2_3, "pre-kip360-in-flight": KAFKA_2_3,
-                        "kafka-8483": KAFKA_2_3, "unknown-producer-id": UNKNOWN_PRODUCER_ID}
+                        "kafka-8483": KAFKA_2_3, "unknown-producer-id": UNKNOWN_PRODUCER_ID,
+                        "kip360-as-proposed": UNKNOWN_PRODUCER_ID}
 PREPARE = ("PrepareCommit", "PrepareAbort")
 # Requests after which Kafka's coordinator may be preparing (an Ongoing transaction with
 # partitions ends: EndTxn, or an InitProducerId that fences it, TransactionCoordinator.
