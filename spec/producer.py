@@ -59,7 +59,7 @@ JIRA, or recorded as not expressible with what the spec would need.
 """
 import functools
 
-from kcheck import FALSE, TRUE, Array, Bool, Count, Enum, Int, Spec, If, And, Or, Min
+from kcheck import FALSE, TRUE, Array, Bool, Count, Enum, Int, Spec, If, And, Or, Min, Max
 
 spec = Spec("producer", __doc__)
 spec.param("records", 2, lo=1, hi=6, doc="records the producer sends, one per batch")
@@ -77,10 +77,15 @@ spec.param("unknown_producer_id", 0, lo=0, hi=1, doc="1: the partition leader is
            "the client's KIP-360 recovery (TransactionManager.canRetry) is reached")
 spec.param("partitions", 1, lo=1, hi=2, doc="partitions the producer writes to, each with its own "
            "sequences, leader and replicas' producer state; a transaction spans those it touches")
+spec.param("not_leader", 0, lo=0, hi=1, doc="1: a produce request may reach a broker that does not "
+           "lead the partition (yet: a topic just created whose metadata it has not applied) and be "
+           "answered NOT_LEADER_OR_FOLLOWER with nothing appended, which the Sender retries, so a "
+           "later request of the partition can be appended first (KAFKA-15591); the client then "
+           "tracks its last acknowledged sequence (TransactionManager.isNextSequence)")
 
 Error = spec.outcomes(Enum("Error", """NONE DUPLICATE_SEQUENCE_NUMBER OUT_OF_ORDER_SEQUENCE_NUMBER
     UNKNOWN_PRODUCER_ID INVALID_PRODUCER_EPOCH PRODUCER_FENCED INVALID_TXN_STATE
-    CONCURRENT_TRANSACTIONS TRANSACTION_COORDINATOR_FENCED REQUEST_TIMED_OUT"""))
+    CONCURRENT_TRANSACTIONS TRANSACTION_COORDINATOR_FENCED REQUEST_TIMED_OUT NOT_LEADER_OR_FOLLOWER"""))
 ClientState = Enum("ClientState", """UNINITIALIZED INITIALIZING READY IN_TRANSACTION
     COMMITTING_TRANSACTION ABORTING_TRANSACTION ABORTABLE_ERROR FATAL_ERROR""")
 EndTxnRequest = Enum("EndTxnRequest", "NO_REQUEST COMMIT ABORT")
@@ -209,7 +214,16 @@ def state(p):
         "max_appended": Array(Int(-1, p.records - 1), P),     # per partition
         "last_marker_coordinator_epoch": Array(Int(-1, F), P),
         "fenced": Bool,                         # the second instance initialised after the first
-    }
+    } | last_acked_field(p, Array(Int(-1, p.records), P))
+
+
+def last_acked_field(p, value):
+    """With `not_leader=1` the client's lastAckedSequence per partition (TxnPartitionEntry):
+    responses can then come back out of sequence order, so "the batch is the first in flight"
+    no longer tells whether it is the next sequence after the last acknowledged one
+    (TransactionManager.isNextSequence). Without it the field is not there, and every count,
+    trace and conformance key stays as it was."""
+    return {"last_acked_seq": value} if p.not_leader else {}
 
 
 @spec.init
@@ -241,7 +255,7 @@ def init(p):
         "entry_coordinator_epoch": [-1] * R,
         "appended": [0] * p.records, "max_appended": [-1] * P,
         "last_marker_coordinator_epoch": [-1] * P, "fenced": False,
-    }
+    } | last_acked_field(p, [-1] * P)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,7 +267,7 @@ def init(p):
 PER_PARTITION = ("partition_in_txn", "batch", "batch_record", "batch_seq", "next_seq",
                  "epoch_bump_partition", "request", "request_record", "request_seq",
                  "request_epoch", "batch_sent", "txn_partition", "leader", "max_appended",
-                 "last_marker_coordinator_epoch")
+                 "last_marker_coordinator_epoch", "last_acked_seq")
 PER_REPLICA = ("log_start_behind", "acked_below_log_start", "data_below_log_start",
                "producer_epoch", "first_seq", "last_seq", "txn_open", "entry_coordinator_epoch")
 PER_SLOT = ("earlier_batch", "earlier_record", "earlier_seq", "earlier_sent", "next_request",
@@ -528,17 +542,37 @@ def produce_append_v1(s, p, t, r):
     return produce_append_idempotent(s, p, t, r)
 
 
-def produce_append_idempotent(s, p, t, r):
+def produce_append_idempotent(s, p, t, r, empty_log_needs_zero=True):
     """A batch that no coordinator verifies (ProducerAppendInfo.checkProducerEpoch and
     checkSequence with no VerificationStateEntry): a duplicate first, an older epoch is
-    INVALID_PRODUCER_EPOCH, with no state any sequence is accepted, a new epoch must start at
-    0 and the same epoch continue at last+1."""
+    INVALID_PRODUCER_EPOCH, with no state any sequence is accepted, except (since KAFKA-15591,
+    PR #23234, Kafka 4.5) on a partition whose log never held a record
+    (ProducerStateManager.mapEndOffset() == 0), where the first sequence must be 0; a new epoch
+    must start at 0 and the same epoch continue at last+1."""
     s = part(s, p, t)
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
-    in_order = If(pe == NO_EPOCH, True, If(e != pe, q == 0, q == s.last_seq[r] + 1))
+    first = (q == 0) | ~log_never_written(s) if empty_log_needs_zero else TRUE
+    in_order = If(pe == NO_EPOCH, first, If(e != pe, q == 0, q == s.last_seq[r] + 1))
     return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
               If((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH,
                  sequence_check(s, p, r, in_order)))
+
+
+def log_never_written(s):
+    """The partition's log has never held a record, data or marker (mapEndOffset() == 0: it
+    moves with every append, and to the log start offset when that moves, so DeleteRecords
+    never brings it back to 0 once something was written)."""
+    return (s.max_appended == -1) & (s.last_marker_coordinator_epoch == -1)
+
+
+@spec.rule("produce-append", variant="kafka-15591")
+def produce_append_before_kafka_15591(s, p, t, r):
+    """Kafka before KAFKA-15591 (up to 4.4): a producer with no state is accepted at any first
+    sequence even on a partition that has never held a record, so a later batch that overtook
+    an earlier one (answered NOT_LEADER_OR_FOLLOWER) is appended first."""
+    if not p.transactional:
+        return produce_append_idempotent(s, p, t, r, empty_log_needs_zero=False)
+    return produce_append(s, p, t, r)
 
 
 def sequence_check(s, p, r, in_order):
@@ -930,6 +964,19 @@ def heap_remove(s, p, k, when):
         s.in_flight_heap[j] = result[j]
 
 
+def take_head_request(s, p):
+    """The request at the head of the connection is answered; the one queued behind it is next."""
+    s.request = False
+    if p.max_in_flight > 1:
+        nxt = s.next_request[0]
+        s.request = nxt
+        s.request_record = If(nxt, s.next_request_record[0], s.request_record)
+        s.request_seq = If(nxt, s.next_request_seq[0], s.request_seq)
+        s.request_epoch = If(nxt, s.next_request_epoch[0], s.request_epoch)
+        compact(s, ["next_request", "next_request_record", "next_request_seq",
+                    "next_request_epoch"], [TRUE] + [FALSE] * (slots(p) - 1), slots(p))
+
+
 @spec.action(t=partitions, r=replicas, lost=[False, True], actors=("producer", "leader {r}"))
 def Produce(s, p, t, r, lost):
     """The produce request reaches the leader, which appends it or not; lost=True: the
@@ -938,16 +985,7 @@ def Produce(s, p, t, r, lost):
     s.require(s.request, s.leader == r)
     out = s.rule("produce-append", t=t, r=r)
     s.respond(out)
-    s.request = False
-    if p.max_in_flight > 1:
-        # the request queued behind it on the connection is next
-        nxt = s.next_request[0]
-        s.request = nxt
-        s.request_record = If(nxt, s.next_request_record[0], s.request_record)
-        s.request_seq = If(nxt, s.next_request_seq[0], s.request_seq)
-        s.request_epoch = If(nxt, s.next_request_epoch[0], s.request_epoch)
-        compact(s, ["next_request", "next_request_record", "next_request_seq",
-                    "next_request_epoch"], [TRUE] + [FALSE] * (slots(p) - 1), slots(p))
+    take_head_request(s, p)
     ok = out == Error.NONE
     if tv2(s) and p.transactional:
         # the coordinator added the partition when it verified the batch
@@ -1021,9 +1059,18 @@ def Produce(s, p, t, r, lost):
         # TransactionManager.canRetry: OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the
         # next after the last acknowledged one (an older batch is still out) is retried
         queue = in_flight_batches(s, p)
-        retriable = retriable | (mine & ~first_in_flight(queue, w) & oosn)
+
+        def is_next(c):
+            """TransactionManager.isNextSequence: the batch's sequence follows the last
+            acknowledged one. While responses come back in sequence order that is the first
+            batch in flight; with NOT_LEADER_OR_FOLLOWER (not_leader=1) a later batch can be
+            acknowledged first, and the client's lastAckedSequence says it."""
+            if p.not_leader:
+                return queue[c][2] == s.last_acked_seq + 1
+            return first_in_flight(queue, c)
+        retriable = retriable | (mine & ~is_next(w) & oosn)
         if idempotent_retry:
-            bump = bump & (unknown_retried | first_in_flight(queue, w))
+            bump = bump & (unknown_retried | is_next(w))
         gone, fenced_e, failed_e, reset_e, acked_e, bump_e = [], [], [], [], [], []
         for i in range(w):
             mine_e = s.earlier_batch[i] & (rec == s.earlier_record[i])
@@ -1032,11 +1079,11 @@ def Produce(s, p, t, r, lost):
             acked_e.append(mine_e & (ok | (out == Error.DUPLICATE_SEQUENCE_NUMBER)))
             fenced_e.append(mine_e & (out == Error.PRODUCER_FENCED))
             reset_e.append(unknown_e & s.acked_below_log_start[r] if same_epoch_reset else FALSE)
-            retriable_e = (out == Error.CONCURRENT_TRANSACTIONS) | (oosn & ~first_in_flight(queue, i))
+            retriable_e = (out == Error.CONCURRENT_TRANSACTIONS) | (oosn & ~is_next(i))
             if idempotent_retry:
                 retriable_e = retriable_e | unknown_retried_e | oosn
                 bump_e.append(mine_e & (s.request_epoch == s.epoch) &
-                              (unknown_retried_e | (oosn & first_in_flight(queue, i))))
+                              (unknown_retried_e | (oosn & is_next(i))))
             failed_e.append(mine_e & ~acked_e[i] & ~retriable_e & ~fenced_e[i] & ~reset_e[i])
             gone.append(acked_e[i] | failed_e[i] | fenced_e[i])
         if answers_unknown_producer_id(s, p):
@@ -1045,6 +1092,14 @@ def Produce(s, p, t, r, lost):
                 s.acked_below_log_start[x] = s.acked_below_log_start[x] & ~acked & ~Or(*acked_e)
         any_reset = reset | Or(*reset_e)
         bump = bump | Or(*bump_e)
+        if p.not_leader:
+            # maybeUpdateLastAckedSequence on an acknowledgement (only upwards);
+            # startSequencesAtBeginning forgets it
+            acked_seq = s.last_acked_seq
+            for i in range(w):
+                acked_seq = If(acked_e[i], Max(s.last_acked_seq, s.earlier_seq[i]), acked_seq)
+            acked_seq = If(acked, Max(s.last_acked_seq, s.batch_seq), acked_seq)
+            s.last_acked_seq = If(any_reset | bump, -1, acked_seq)
         if idempotent_retry:
             s.epoch = If(bump, s.epoch + 1, s.epoch)
         reset_in_flight(s, p, any_reset | bump)
@@ -1063,6 +1118,9 @@ def Produce(s, p, t, r, lost):
             s.epoch = If(bump, s.epoch + 1, s.epoch)
         s.batch_seq = If(reset | bump, 0, s.batch_seq)
         s.next_seq = If(reset | bump, 1, s.next_seq)
+        if p.not_leader:
+            s.last_acked_seq = If(reset | bump, -1,
+                                  If(acked, Max(s.last_acked_seq, s.batch_seq), s.last_acked_seq))
     failed = failed | failed_any
     if idempotent_retry:
         bump_other_partitions(s, p, bump)
@@ -1096,8 +1154,24 @@ def bump_other_partitions(s, p, when):
             rewrite = TRUE if s.variant != "kafka-12152" else whole.epoch_bump_partition[u]
             idle = ~any_in_flight(part(whole, p, u), p)
             whole.next_seq[u] = If(when & rewrite & idle, 0, whole.next_seq[u])
+            if p.not_leader:
+                whole.last_acked_seq[u] = If(when & rewrite & idle, -1, whole.last_acked_seq[u])
         whole.epoch_bump_partition[u] = If(when, False, whole.epoch_bump_partition[u])
     whole.epoch_bump_required = If(when, False, whole.epoch_bump_required)
+
+
+@spec.action(t=partitions, actors=("producer", "broker"))
+def NotLeaderOrFollower(s, p, t):
+    """With `not_leader=1`: the request at the head of the connection reaches a broker that does
+    not lead the partition (yet: a topic just created whose metadata it has not applied, the first
+    step of KAFKA-15591) and is answered NOT_LEADER_OR_FOLLOWER (ReplicaManager.appendRecords ->
+    Partition.appendRecordsToLeader) with nothing appended; the request behind it on the
+    connection is next. The Sender retries the batch (Sender.completeBatch: a retriable error,
+    TransactionManager.canRetry), which ProduceRequest re-sends once it is the first in flight."""
+    s = part(s, p, t)
+    s.require(p.not_leader == 1, s.request)
+    s.respond(Error.NOT_LEADER_OR_FOLLOWER)
+    take_head_request(s, p)
 
 
 @spec.action(actors=("producer", "producer"))
@@ -1115,6 +1189,8 @@ def IdempotentEpochBump(s, p):
         # (partitionsToRewriteSequences) did, and the others went on at their old sequence
         rewrite = TRUE if s.variant != "kafka-12152" else s.epoch_bump_partition[t]
         s.next_seq[t] = If(rewrite, 0, s.next_seq[t])
+        if p.not_leader:
+            s.last_acked_seq[t] = If(rewrite, -1, s.last_acked_seq[t])
         s.epoch_bump_partition[t] = False
     s.epoch_bump_required = False
 
@@ -2098,6 +2174,36 @@ spec.variant("kafka-12152", "kip360 with KAFKA-12152 undone: the idempotent prod
                  "holds every property.",
              })
 
+spec.variant("kafka-15591", "kip360 with KAFKA-15591 undone: a producer with no state is accepted at "
+             "any first sequence even on a partition whose log never held a record, so a batch that "
+             "overtook an earlier one answered NOT_LEADER_OR_FOLLOWER is appended first",
+             params={"not_leader": 1, "max_in_flight": 2, "transactional": 0,
+                     "coordinator_failovers": 0},
+             violates=["out-of-order-only-after-a-gap", "in-order", "new-records-in-order",
+                       "no-duplicate",
+                       # lemmas of kip360's proofs that this variant breaks
+                       "appended-retry-is-rejected"],
+             findings={
+                 "out-of-order-only-after-a-gap": "KAFKA-15591's story (9 steps): batches 0 and 1 "
+                 "are on the connection to a partition never written, batch 0 is answered "
+                 "NOT_LEADER_OR_FOLLOWER, batch 1 (sequence 1) is appended by a leader with no "
+                 "state, and batch 0's retry is OUT_OF_ORDER_SEQUENCE_NUMBER although nothing before "
+                 "it is missing. With batch 1 acknowledged the client retries batch 0 without a bump "
+                 "(not the next sequence, TransactionManager.canRetry) until it expires: record 0 is "
+                 "lost (scenario kafka-15591-silent-loss). kip360 at the same configuration (924 "
+                 "states) holds every property: batch 1 is refused and waits for batch 0.",
+                 "in-order": "the same race with batch 1's response lost (11 steps): nothing is "
+                 "acknowledged, so batch 0's OUT_OF_ORDER_SEQUENCE_NUMBER looks like a real gap, the "
+                 "idempotent producer bumps its epoch and renumbers both batches "
+                 "(requestIdempotentEpochBumpForPartition), and record 0, sequence 0 of epoch 1, is "
+                 "appended after record 1.",
+                 "new-records-in-order": "as in-order (11 steps): record 0 was never in the log.",
+                 "no-duplicate": "the same bump (13 steps): batch 1's retry, sequence 1 of epoch 1, "
+                 "is appended a second time.",
+                 "appended-retry-is-rejected": "batch 1 is in the log and its retry, renumbered at "
+                 "the new epoch, is not a duplicate of anything the leader retains.",
+             })
+
 
 # ---------------------------------------------------------------------------------------------
 # Known bugs: each names the variant that is kip360 with that one fix undone, or says why the
@@ -2144,6 +2250,13 @@ spec.known_bug("KAFKA-12152", broke="the idempotent producer's epoch bump did no
                "OUT_OF_ORDER_SEQUENCE_NUMBER", fix="PR #9832",
                code="TransactionManager.bumpIdempotentProducerEpoch",
                variant="kafka-12152", property="out-of-order-only-after-a-gap")
+spec.known_bug("KAFKA-15591", broke="an idempotent producer's later batch that overtook an earlier "
+               "one answered NOT_LEADER_OR_FOLLOWER (a topic just created) was accepted at any first "
+               "sequence by a leader with no state, and the earlier batch's retries were "
+               "OUT_OF_ORDER_SEQUENCE_NUMBER until it expired: silent loss (also KAFKA-14312, "
+               "KAFKA-19880)", fix="PR #23234 (Kafka 4.5)",
+               code="ProducerAppendInfo.checkSequence (ProducerStateManager.mapEndOffset() == 0)",
+               variant="kafka-15591", property="out-of-order-only-after-a-gap")
 spec.known_bug("KAFKA-18575", broke="with transaction version 2 a transaction completing while the "
                "leader verified the next one's first batch made that batch fail",
                fix="PR #18604", code="UnifiedLog.batchMissingRequiredVerification",

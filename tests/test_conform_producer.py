@@ -252,8 +252,8 @@ def test_the_prepares_to_hold_and_their_cluster():
     a, found = ProducerAdapter(), {}
     for path in TRACES:
         doc = json.loads(path.read_text())
-        if doc.get("variant") in UNREACHABLE_VARIANTS:
-            continue
+        if doc.get("variant") in UNREACHABLE_VARIANTS or doc.get("params", {}).get("unknown_producer_id"):
+            continue   # not drivable at their start (a leader no 4.x broker is)
         steps = prepares_to_hold(driver.model_of(spec, doc.get("variant"), doc.get("params", {})), doc)
         if steps:
             found[short(path)] = steps

@@ -66,6 +66,9 @@ EXPECTED = {
                    "window-ends-at-the-batch", "no-log-start-movement"},
     # kip360 at two partitions, idempotent, with KAFKA-12152's fix undone
     "kafka-12152": {"out-of-order-only-after-a-gap"},
+    # kip360 at two in flight, idempotent, NOT_LEADER_OR_FOLLOWER possible, KAFKA-15591 undone
+    "kafka-15591": {"out-of-order-only-after-a-gap", "in-order", "new-records-in-order",
+                    "no-duplicate", "appended-retry-is-rejected"},
 }
 # the progress verdicts the record holds, for 'kcheck progress'
 EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
@@ -74,7 +77,7 @@ EXPECTED_PROGRESS = {"kip360": set(), "pre-kip360": {"every-transaction-ends"},
                      "kip360-as-proposed": set(),
                      "kafka-19999": {"every-prepared-transaction-completes"},
                      "kafka-18464": set(), "kafka-20785": set(), "pre-kip360-in-flight": set(),
-                     "kafka-8483": set(), "kafka-12152": set()}
+                     "kafka-8483": set(), "kafka-12152": set(), "kafka-15591": set()}
 # each known bug with a variant: the JIRA, its variant and the property it breaks
 KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
               "KAFKA-9144": ("kafka-9144", "marker-epoch-monotonic"),
@@ -83,7 +86,8 @@ KNOWN_BUGS = {"KAFKA-7190": ("kafka-7190", "no-duplicate"),
               "KAFKA-18464": ("kafka-18464", "fenced-only-when-overtaken"),
               "KAFKA-20785": ("kafka-20785", "aborted-commit-is-fenced"),
               "KAFKA-8483": ("kafka-8483", "new-records-in-order"),
-              "KAFKA-12152": ("kafka-12152", "out-of-order-only-after-a-gap")}
+              "KAFKA-12152": ("kafka-12152", "out-of-order-only-after-a-gap"),
+              "KAFKA-15591": ("kafka-15591", "out-of-order-only-after-a-gap")}
 NOT_EXPRESSIBLE = {"KAFKA-18575", "KAFKA-19367"}
 
 
@@ -92,7 +96,8 @@ def test_names_are_the_issues():
                                    "pre-kip890", "kafka-7190", "unknown-producer-id",
                                    "kip360-as-proposed", "kafka-9144",
                                    "kafka-19999",
-                                   "kafka-18464", "kafka-20785", "kafka-8483", "kafka-12152"]
+                                   "kafka-18464", "kafka-20785", "kafka-8483", "kafka-12152",
+                                   "kafka-15591"]
     assert spec.default_variant == "kip360"
     assert {"every-transaction-ends", "every-prepared-transaction-completes"} == set(spec.progress)
     assert set(PROPERTIES) <= {n for n, p in spec.properties.items() if not p.lemma}
@@ -115,7 +120,7 @@ SOMETIMES = {n for n, p in spec.properties.items() if p.kind == "sometimes"}
 DUPLICATE_IN_FLIGHT_STEPS = {
     "kip360": 6, "pre-kip360": 7, "pre-kip360-in-flight": 5, "no-last-epoch": 6, "pre-kip890": 7,
     "kafka-7190": 6, "unknown-producer-id": 6, "kip360-as-proposed": 6, "kafka-9144": 6, "kafka-19999": 6, "kafka-18464": 6, "kafka-20785": 6,
-    "kafka-8483": 5, "kafka-12152": 5}
+    "kafka-8483": 5, "kafka-12152": 5, "kafka-15591": 5}
 
 
 def violations(res) -> set[str]:
@@ -149,7 +154,7 @@ def test_default_state_counts(default_results):
                       # the idempotent producer retries OUT_OF_ORDER_SEQUENCE_NUMBER with an epoch
                       # bump (canRetry) since issue 35: 44,472 before
                       "kafka-12152": 45720, "unknown-producer-id": 341040,
-                      "kip360-as-proposed": 316704}
+                      "kip360-as-proposed": 316704, "kafka-15591": 1468}
 
 
 SHORTEST = {
@@ -217,6 +222,11 @@ SHORTEST = {
     ("kip360-as-proposed", "appended-retry-is-rejected"): 6,
     ("kip360-as-proposed", "stale-markers-are-fenced"): 11,
     ("kip360-as-proposed", "no-log-start-movement"): 1,
+    ("kafka-15591", "out-of-order-only-after-a-gap"): 9,
+    ("kafka-15591", "in-order"): 11,
+    ("kafka-15591", "new-records-in-order"): 11,
+    ("kafka-15591", "no-duplicate"): 13,
+    ("kafka-15591", "appended-retry-is-rejected"): 9,
 }
 # the saved lassos of the progress properties: (steps, index where the loop starts)
 LASSOS = {
@@ -707,3 +717,48 @@ def test_kip_text_client_idempotent():
     assert violations(res) == {"no-duplicate", "appended-retry-is-rejected", "no-log-start-movement"}
     assert len(res.found["no-duplicate"].steps) == 7
     assert explore.fired_per_action(res.model, res.fired)["IdempotentEpochBump"] > 0
+
+
+# KAFKA-15591 (PR #23234): NOT_LEADER_OR_FOLLOWER lets a later batch overtake an earlier one on a
+# partition never written; the fix makes such a leader take only sequence 0
+
+KAFKA_15591_PARAMS = {"not_leader": 1, "max_in_flight": 2, "transactional": 0,
+                      "coordinator_failovers": 0}
+
+
+def test_kafka_15591_needs_the_race_and_the_fix_undone():
+    # the fixed leader at the variant's configuration holds every property
+    res = search(spec.instantiate("kip360", KAFKA_15591_PARAMS))
+    assert res.exhaustive and res.distinct_states == 924 and not violations(res)
+    # without NOT_LEADER_OR_FOLLOWER responses come back in order and the old rule is harmless
+    res = search(spec.instantiate("kafka-15591", {**KAFKA_15591_PARAMS, "not_leader": 0}))
+    assert res.exhaustive and not violations(res)
+    assert "NotLeaderOrFollower" in res.disabled()
+
+
+@pytest.mark.parametrize("name,variant,steps,appended", [
+    ("kafka-15591-silent-loss", "kafka-15591", 15, [0, 1]),
+    ("kafka-15591-kip360", "kip360", 11, [1, 1]),
+])
+def test_kafka_15591_scenarios(name, variant, steps, appended):
+    doc = scenario(name)
+    assert doc["variant"] == variant and doc["params"] == KAFKA_15591_PARAMS
+    r = replay(spec.instantiate(variant, doc["params"]), doc)
+    assert r.ok, r.message
+    assert len(r.trace.steps) == steps
+    lay = layout_of(r.trace.model)
+    assert lay.show(lay.unpack_flat(r.trace.steps[-1].words))["appended"] == appended
+    # the two part at the leader's answer to batch 1 (step 8): appended, or refused
+    other = "kip360" if variant == "kafka-15591" else "kafka-15591"
+    doc["variant"] = other
+    r = replay(spec.instantiate(other, doc["params"]), doc)
+    assert not r.ok and r.message.startswith("step 8 "), r.message
+
+
+def test_the_default_has_no_not_leader_state():
+    # the parameter's field and action are absent at the defaults: the default layout, counts
+    # and conformance keys are unchanged
+    model = spec.instantiate("kip360")
+    assert "last_acked_seq" not in {f.name.split("[")[0] for f in layout_of(model).fields}
+    assert "NotLeaderOrFollower" in search(spec.instantiate("kip360", {"records": 1,
+                                           "coordinator_failovers": 0})).disabled()

@@ -159,8 +159,17 @@ FOLLOWER_FETCH = ("a 4.x DeleteRecords is answered only once every live replica'
                   "UnifiedLog.maybeIncrementLogStartOffset): no request leaves Kafka's follower "
                   "behind for the step to move it, and only retention, which the driver cannot "
                   "time, does")
+# NOT_LEADER_OR_FOLLOWER for one request and an append for the next on the same connection:
+# the race of a topic just created (KAFKA-15591), whose timing is the broker's metadata
+# propagation, which the driver does not control
+NOT_LEADER = ("the step answers one produce NOT_LEADER_OR_FOLLOWER and lets the request queued "
+              "behind it reach the leader: in Kafka that is a broker that has not yet applied the "
+              "partition's creation (ReplicaManager.appendRecords -> Partition.appendRecordsToLeader, "
+              "KAFKA-15591's race), whose timing is metadata propagation, not a request the driver "
+              "can send")
 NOT_DRIVABLE = {
     "FollowerFetch": FOLLOWER_FETCH,
+    "NotLeaderOrFollower": NOT_LEADER,
 }
 KAFKA_2_3 = ("models Kafka 2.3 (before KIP-360: no epoch bumps, producer state dropped with the "
              "log start, the 2.3 client's sequence reset), a release before KRaft that cannot run "
