@@ -350,6 +350,14 @@ def coordinators(p):
     return range(p.coordinator_failovers + 1)
 
 
+def has_transactions(p):
+    """The transactional producer's steps (transactions, EndTxn, the coordinator's markers and
+    failover) have no instance for the idempotent-only producer (transactional=0): it has no
+    transactional id, so no coordinator ever holds a transaction of it. Static, so those
+    variants draw no vacuity warning for steps Kafka cannot take."""
+    return p.transactional == 1
+
+
 def prepare(s):
     return (s.txn_state == TxnState.PrepareCommit) | (s.txn_state == TxnState.PrepareAbort)
 
@@ -746,7 +754,8 @@ def BeginTransaction(s, p):
 def AddPartitionsToTxn(s, p, t):
     """Transaction version 1: the producer adds the partition before its first send."""
     s = part(s, p, t)
-    s.require(s.client == ClientState.IN_TRANSACTION, ~s.partition_in_txn, s.sent < p.records)
+    s.require(s.client == ClientState.IN_TRANSACTION, ~s.partition_in_txn, s.sent < p.records,
+              has_transactions(p))
     if tv2(s):
         s.require(False)
     out = If(s.epoch != s.txn_epoch, Error.PRODUCER_FENCED,
@@ -1227,7 +1236,7 @@ def DeliveryTimeout(s, p, t):
 @spec.action(actors=("producer", "coordinator"))
 def CommitTransaction(s, p):
     """commitTransaction: EndTxn(COMMIT) once every batch completed (none if nothing was sent)."""
-    s.require(s.client == ClientState.IN_TRANSACTION, ~in_flight_anywhere(s, p))
+    s.require(s.client == ClientState.IN_TRANSACTION, ~in_flight_anywhere(s, p), has_transactions(p))
     touched = Or(*[s.partition_in_txn[t] for t in partitions(p)])
     s.client = If(touched, ClientState.COMMITTING_TRANSACTION, ClientState.READY)
     s.end_txn = If(touched, EndTxnRequest.COMMIT, EndTxnRequest.NO_REQUEST)
@@ -1236,7 +1245,8 @@ def CommitTransaction(s, p):
 @spec.action(actors=("producer", "coordinator"))
 def AbortTransaction(s, p):
     """abortTransaction, by the application or after an abortable error."""
-    s.require((s.client == ClientState.IN_TRANSACTION) | (s.client == ClientState.ABORTABLE_ERROR),
+    s.require(has_transactions(p),
+              (s.client == ClientState.IN_TRANSACTION) | (s.client == ClientState.ABORTABLE_ERROR),
               ~in_flight_anywhere(s, p))
     touched = Or(*[s.partition_in_txn[t] for t in partitions(p)])
     s.client = If(touched | s.epoch_bump_required, ClientState.ABORTING_TRANSACTION,
@@ -1248,7 +1258,7 @@ def AbortTransaction(s, p):
 @spec.action(lost=[False, True], actors=("producer", "coordinator"))
 def EndTxn(s, p, lost):
     """EndTxn reaches the coordinator; lost=True: the response is lost and the producer retries."""
-    s.require(s.end_txn != EndTxnRequest.NO_REQUEST)
+    s.require(has_transactions(p), s.end_txn != EndTxnRequest.NO_REQUEST)
     outs = {}
     for commit in (True, False):
         outs[commit] = s.rule("end-txn", epoch=s.epoch, commit=commit)
@@ -1312,7 +1322,7 @@ def EpochBump(s, p, lost):
 @spec.action(actors=("coordinator", "coordinator"))
 def AbortTimedOutTransaction(s, p):
     """transaction.timeout.ms: the coordinator fences the producer's epoch and aborts."""
-    s.require(s.txn_state == TxnState.Ongoing)
+    s.require(has_transactions(p), s.txn_state == TxnState.Ongoing)
     fence_ongoing(s, True)
 
 
@@ -1320,7 +1330,7 @@ def AbortTimedOutTransaction(s, p):
 def WriteTxnMarker(s, p, c, t):
     """The coordinator (at coordinator epoch c) sends the partition its marker."""
     s = part(s, p, t)
-    s.require(s.coordinator_epoch == c, prepare(s), s.txn_partition, ~s.marker[c])
+    s.require(has_transactions(p), s.coordinator_epoch == c, prepare(s), s.txn_partition, ~s.marker[c])
     s.marker[c] = True
     s.marker_epoch[c] = s.txn_epoch
     s.marker_commit[c] = s.txn_state == TxnState.PrepareCommit
@@ -1330,7 +1340,7 @@ def WriteTxnMarker(s, p, c, t):
 def TxnMarkerArrives(s, p, c, t, r):
     """A marker reaches the leader; the current coordinator completes the transaction."""
     s = part(s, p, t)
-    s.require(s.marker[c], s.leader == r)
+    s.require(has_transactions(p), s.marker[c], s.leader == r)
     out = s.rule("marker-append", t=t, r=r, c=c)
     s.respond(out)
     ok = out == Error.NONE
@@ -1363,7 +1373,7 @@ def CoordinatorFailover(s, p):
     log (coordinator epoch+1); markers of the old one may still be on the wire."""
     # only a failover during PrepareX can matter: the rest of the coordinator's state is in the
     # transaction log, so a failover elsewhere only renames the coordinator epochs
-    s.require(s.coordinator_epoch < p.coordinator_failovers, prepare(s))
+    s.require(has_transactions(p), s.coordinator_epoch < p.coordinator_failovers, prepare(s))
     s.coordinator_epoch = s.coordinator_epoch + 1
 
 

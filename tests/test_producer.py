@@ -422,6 +422,17 @@ def test_idempotent_producer_takes_no_transactional_step():
     assert "IdempotentEpochBump" in set(res.never_fired()) | set(res.disabled())
 
 
+@pytest.mark.parametrize("variant", ["kip360", "pre-kip360-in-flight", "kafka-12152", "kafka-15591"])
+def test_no_vacuity_warning_at_the_defaults(default_results, variant):
+    # every action with an instance takes a step; the transactional steps have none for the
+    # idempotent-only producer (has_transactions), EpochBump none with transaction version 2
+    res = default_results[variant]
+    assert res.never_fired() == []
+    if variant != "kip360":
+        assert {"CommitTransaction", "EndTxn", "WriteTxnMarker", "TxnMarkerArrives",
+                "CoordinatorFailover", "AbortTimedOutTransaction"} <= set(res.disabled())
+
+
 # Several batches in flight (max_in_flight=2 unless given, up to 5): today's producer keeps every
 # property, the 2.3 one (pre-kip360) loses the order as well (the variant pre-kip360-in-flight is
 # its idempotent case).
