@@ -23,6 +23,12 @@ today's client takes its recovery path (TransactionManager.canRetry): the transa
 restarts its sequences at the same epoch when its last acknowledged offset is below the log
 start, else aborts (and bumps); the idempotent producer bumps its epoch, renumbers its batches
 in flight and retries.
+Variant kip360-as-proposed is unknown-producer-id with the client as KIP-360's text proposed it
+(no sequence is ever re-assigned: UNKNOWN_PRODUCER_ID fails the batch and the bump that follows
+restarts the sequences). With `not_leader=1` a produce request may be answered
+NOT_LEADER_OR_FOLLOWER by a broker not leading the partition yet, so a later batch can overtake
+an earlier one (KAFKA-15591: since Kafka 4.5 a leader with no state on a partition never written
+takes only sequence 0), and the client keeps its last acknowledged sequence.
 With `max_in_flight` > 1 up to that many batches of a partition await their response and as many
 requests queue on the connection to its leader: the Sender drains in sequence order and re-sends
 a batch only once it is the first in flight; the leader keeps the last five batches' metadata.

@@ -306,6 +306,24 @@ def test_the_old_marker_while_held_is_said_before_driving():
         ProducerAdapter().begin(run, {})
 
 
+def test_not_leader_is_not_drivable():
+    """KAFKA-15591's race (variant kafka-15591, parameter not_leader): the step that answers one
+    produce NOT_LEADER_OR_FOLLOWER needs a broker that has not applied the partition yet, which
+    the driver cannot time; the traces that take it stop there with the reason."""
+    why = ProducerAdapter().action_reason("NotLeaderOrFollower", {"t": 0})
+    assert "NOT_LEADER_OR_FOLLOWER" in why and "Partition.appendRecordsToLeader" in why
+    steps = {short(p): [st["action"] for st in json.loads(p.read_text())["steps"]] for p in TRACES}
+    taking = {name for name, actions in steps.items() if "NotLeaderOrFollower" in actions}
+    assert taking == {"scenarios/producer/kafka-15591-silent-loss.json",
+                      "scenarios/producer/kafka-15591-kip360.json",
+                      "producer/kafka-15591/out-of-order-only-after-a-gap.json",
+                      "producer/kafka-15591/in-order.json",
+                      "producer/kafka-15591/new-records-in-order.json",
+                      "producer/kafka-15591/no-duplicate.json",
+                      "producer/kafka-15591/appended-retry-is-rejected.json"}
+    assert not taking & CONFORMING
+
+
 def test_walks_take_requests_through_a_prepare_of_one_partition():
     """A walk may send any request but a Produce while the spec's coordinator prepares a
     transaction of one partition (Kafka is held); of two partitions only the markers."""
