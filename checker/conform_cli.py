@@ -69,6 +69,14 @@ def register(sub) -> dict:
     c.add_argument("--move-coordinator-after", metavar="K[,K...]", default=None,
                    help="move the group coordinator to another node after these steps of every "
                         "trace (a cluster of three; consumer_group): the spec says nothing changes")
+    c.add_argument("--assignor", default=None, metavar="NAME",
+                   help="drive the traces with one of Kafka's own server-side assignors (uniform, "
+                        "range; consumer_group) instead of the scripted one: Kafka computes each "
+                        "target, and a trace written for that assignor names the same")
+    c.add_argument("--kafka-default-timing", action="store_true",
+                   help="run the broker at Kafka's default assignment timing (4.3+: the target "
+                        "deferred by group.consumer.assignment.interval.ms and offloaded; "
+                        "consumer_group): a step that asks for a new target waits for it")
     c.add_argument("--exhaustive", action="store_true",
                    help="check every transition of the spec's reachable graph on Kafka's own "
                         "coordinator code, run in-process (no broker): consumer_group")
@@ -162,6 +170,27 @@ def cmd_conform(args, console) -> int:
             raise BadInput("--move-coordinator-after needs the cluster kcheck starts; it cannot "
                            "be used with --bootstrap")
         adapter.coordinator_moves = tuple(int(k) for k in steps)
+    if args.assignor is not None:
+        stock = getattr(adapter, "STOCK_ASSIGNORS", ())
+        if args.assignor not in stock:
+            raise BadInput(f"--assignor {args.assignor!r}: " + (
+                f"give one of {', '.join(stock)}" if stock else
+                f"the {spec.name} adapter drives no server-side assignor (consumer_group does)"))
+        if args.exhaustive:
+            raise BadInput("--assignor drives traces on a broker; --exhaustive scripts every "
+                           "target of the spec's graph in-process: give one of the two")
+        if args.bootstrap:
+            raise BadInput("--assignor needs a broker kcheck starts (it lists uniform and range "
+                           "in group.consumer.assignors); it cannot be used with --bootstrap")
+        adapter.assignor = args.assignor
+    if args.kafka_default_timing:
+        if not hasattr(adapter, "default_timing"):
+            raise BadInput(f"--kafka-default-timing: the {spec.name} adapter computes no "
+                           f"consumer group target (consumer_group does)")
+        if args.exhaustive or args.bootstrap:
+            raise BadInput("--kafka-default-timing sets the settings of a broker kcheck starts: "
+                           "it cannot be used with --exhaustive or --bootstrap")
+        adapter.default_timing = True
     if args.out:
         writable_folder("--out", args.out)    # found before a broker starts, not after a run
     if args.exhaustive:
@@ -200,7 +229,8 @@ def cmd_conform(args, console) -> int:
             except ValueError as e:
                 raise BadInput(str(e)) from None
         else:
-            broker = Broker(args.kafka, jars=args.kafka_jars, extra_settings=adapter.broker_settings)
+            broker = Broker(args.kafka, jars=args.kafka_jars, extra_settings=adapter.broker_settings,
+                            default_timing=args.kafka_default_timing)
         with (console.status(f"starting Kafka {broker.version} ...") if console.is_terminal
               else _Null()):
             broker.start()
@@ -228,7 +258,8 @@ def cmd_conform(args, console) -> int:
                         status.update(f"starting a cluster of three Kafka {version} nodes ...")
                         try:
                             cluster = Cluster(args.kafka, jars=args.kafka_jars,
-                                              extra_settings=adapter.broker_settings).start()
+                                              extra_settings=adapter.broker_settings,
+                                              default_timing=args.kafka_default_timing).start()
                         except (BrokerError, KafkaUnavailable) as e:
                             err.print(f"error: the cluster could not be started: {e}", markup=False)
                             return BROKER_UNAVAILABLE

@@ -48,6 +48,8 @@ spec.param("unsubscribes", 0, lo=0, hi=1, doc="1: each partition stands for a to
            "regex alone drops every topic at once; the resolution later bumps the group epoch")
 spec.param("metadata_changes", 0, lo=0, hi=1, doc="1: the subscribed topic's metadata may change "
            "(partitions added), which bumps the group epoch")
+spec.param("consumer_commits", 0, lo=0, hi=1, doc="1: a client may also commit with OffsetCommit v9 "
+           "(the consumer's own commit), not only with its producer's TxnOffsetCommit")
 
 Error = spec.outcomes(Enum("Error", "NONE STALE_MEMBER_EPOCH ILLEGAL_GENERATION UNKNOWN_MEMBER_ID "
                                     "FENCED_MEMBER_EPOCH UNSUPPORTED_VERSION UNRELEASED_INSTANCE_ID"))
@@ -670,8 +672,13 @@ def LoseHeartbeatResponse(s, p, m):
 
 # The search sends TxnOffsetCommit, the KIP's motivating case (the producer cannot see the
 # consumer's heartbeats); OffsetCommit passes the same rule with another error code, and the
-# scenarios send it (and the other versions) from a given state.
-@spec.action(m=_members, q=_partitions, request=["TXN_OFFSET_COMMIT"],
+# scenarios send it (and the other versions) from a given state, or, at consumer_commits=1,
+# in a step (the stock-assignor zombie, where the new owner's own commit is rolled back).
+def _commit_requests(p):
+    return ["TXN_OFFSET_COMMIT"] + (["OFFSET_COMMIT"] if p.consumer_commits else [])
+
+
+@spec.action(m=_members, q=_partitions, request=_commit_requests,
              c=lambda p: _commit_slots(p), actors=("member {m}", "coordinator"))
 def SendCommit(s, p, m, q, request, c):
     """The client commits an offset for a partition it owns, with the epoch it believes it has

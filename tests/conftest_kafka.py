@@ -72,6 +72,14 @@ def stop_cluster(version: str) -> None:
         c.stop()
 
 
+def stop_broker(version: str) -> None:
+    """Stop this release's broker (a module that alone uses a release frees its memory; a later
+    `broker_for` starts a new one)."""
+    b = _brokers.pop(version, None)
+    if b is not None:
+        b.stop()
+
+
 def stop_all() -> None:
     """Stop every broker and cluster of the session (also run at exit)."""
     for b in list(_brokers.values()) + list(_clusters.values()):

@@ -27,11 +27,11 @@ def test_names_are_the_issues():
     assert {"no-zombie-commit", "no-spurious-fencing", "single-owner", "epoch-order"} <= set(SPEC.properties)
     assert {"members", "partitions", "static_members", "max_epoch", "commits_in_flight",
             "lost_responses", "subscription_changes", "partition_epochs", "metadata_changes",
-            "unsubscribes"} == set(SPEC.params)
+            "unsubscribes", "consumer_commits"} == set(SPEC.params)
     # the new behaviours are off at the defaults: the shipped state space is unchanged
     assert all(SPEC.params[k].default == 0 for k in
                ("lost_responses", "subscription_changes", "partition_epochs", "metadata_changes",
-                "unsubscribes"))
+                "unsubscribes", "consumer_commits"))
     assert SPEC.params["max_epoch"] and any(
         f.type.search_bound for f in layout_of(SPEC.instantiate()).fields if f.base == "group_epoch")
     # the commit decision is a named rule with a replacement per commit-rule variant
@@ -335,3 +335,13 @@ def test_the_upgrade_command(tmp_path):
     r = subprocess.run([*cmd, str(tmp_path / "missing.json")], capture_output=True, text=True, cwd=ROOT,
                        timeout=300)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "missing.json" in r.stderr
+
+
+def test_consumer_commits_adds_offset_commit_to_send_commit_only():
+    """consumer_commits=1 lets a client send OffsetCommit v9 in a step (the stock-assignor zombie
+    scenarios); at 0 SendCommit sends TxnOffsetCommit only, as the search always did."""
+    def sends(**params):
+        model = SPEC.instantiate("kip1251", {"members": 1, "partitions": 1, **params})
+        return sorted({i.args["request"] for i in model.instances if i.action.name == "SendCommit"})
+    assert sends() == ["TXN_OFFSET_COMMIT"]
+    assert sends(consumer_commits=1) == ["OFFSET_COMMIT", "TXN_OFFSET_COMMIT"]

@@ -88,6 +88,13 @@ BASE_SETTINGS = {
     "log.flush.interval.messages": "1",
 }
 
+# The settings that compute the consumer group's target within the heartbeat (above); a broker
+# started with default_timing=True leaves them out and runs Kafka's defaults (4.3+: a target at
+# most once per second, computed on the executor), as `kcheck conform --kafka-default-timing`
+DEFERRED_ASSIGNMENT_SETTINGS = ("group.consumer.assignment.interval.ms",
+                                "group.consumer.min.assignment.interval.ms",
+                                "group.consumer.assignor.offload.enable")
+
 # What a cluster of three runs with instead: every internal topic on the three nodes, so that its
 # partition's leader (the coordinator) can move to another in-sync replica, and topics created
 # without an explicit factor (CreateTopics' replication factor -1, KIP-464) on all three.
@@ -218,7 +225,8 @@ class Broker:
     size = 1
 
     def __init__(self, version: str | None = None, jars: str | Path | None = None,
-                 extra_settings: dict[str, str] | None = None, heap: str = "768m"):
+                 extra_settings: dict[str, str] | None = None, heap: str = "768m",
+                 default_timing: bool = False):
         if jars is not None:
             self.libs = Path(jars)
             if not self.libs.is_dir():
@@ -231,6 +239,9 @@ class Broker:
         if self.size > 1:
             self.settings.update(CLUSTER_SETTINGS)
         self.settings.update(extra_settings or {})
+        if default_timing:
+            for key in DEFERRED_ASSIGNMENT_SETTINGS:
+                self.settings.pop(key, None)
         self.heap = heap
         self.nodes: list[Node] = []
         self.workdir: Path | None = None
@@ -498,8 +509,9 @@ class Cluster(Broker):
     size = 3
 
     def __init__(self, version: str | None = None, jars: str | Path | None = None,
-                 extra_settings: dict[str, str] | None = None, heap: str = "512m"):
-        super().__init__(version, jars, extra_settings, heap)
+                 extra_settings: dict[str, str] | None = None, heap: str = "512m",
+                 default_timing: bool = False):
+        super().__init__(version, jars, extra_settings, heap, default_timing)
 
     def describe(self) -> str:
         shown = ", ".join(f"{k}={v}" for k, v in self.settings.items()

@@ -36,6 +36,7 @@ from kio.static.primitive import i32, i64
 from kcheck.conform.driver import (NOT_GIVEN, Absent, Adapter, NotDrivable, RecordedDivergence,
                                    SpecStep, TimerFired, TraceRun, compare, said, version_key,
                                    register_adapter)
+from kcheck.conform.broker import generous
 from kcheck.conform.wire import WireError, error_name, ms, schema
 
 LEFT, STATIC_LEFT = -1, -2
@@ -59,6 +60,31 @@ def _member_id(run_name: str, m: int, incarnation: int) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=").replace("-", "A")
 
 
+def _java_hash_bucket(text: str) -> int:
+    """Where java.util.HashMap puts a String key: String.hashCode, spread (h ^ h >>> 16), in a
+    table of 64 buckets (its low six bits; a smaller table takes fewer of the same bits)."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & 63
+
+
+@functools.lru_cache(maxsize=4096)
+def _ordered_member_id(run_name: str, m: int, incarnation: int) -> str:
+    """A member id for slot m that Kafka's stock assignors see in slot order: UniformAssignor's
+    builders walk GroupSpec.memberIds() (a HashMap's keys: bucket order) and give the partitions
+    above the minimum quota to the members they meet first (UniformHomogeneousAssignmentBuilder.
+    maybeRevokePartitions), RangeAssignor sorts the member ids. So slot m's id starts with the
+    m-th letter and falls in bucket m + 1 of every table of 4 to 64 buckets: a trace written for a
+    stock assignor gets the same target on every run, whatever the run's name."""
+    for n in range(1 << 16):
+        raw = hashlib.sha256(f"{run_name}/{m}/{incarnation}/{n}".encode()).digest()[:16]
+        text = "ABCDEFGH"[m] + base64.urlsafe_b64encode(raw).decode().rstrip("=").replace("-", "A")[1:]
+        if _java_hash_bucket(text) == m + 1:
+            return text
+    raise RuntimeError(f"no member id for slot {m} in hash bucket {m + 1}")
+
+
 class ConsumerGroupAdapter(Adapter):
     spec_name = "consumer_group"
     # KIP-1251 shipped in 4.3 (OffsetMetadataManager / ConsumerGroup.validateOffsetCommit with
@@ -71,6 +97,10 @@ class ConsumerGroupAdapter(Adapter):
         ("4.3.0", None, "kip1251", "KIP-1251: assignment epoch <= commit epoch <= member epoch"),
         ("4.0.0", "4.3.99", "kafka-20442", "KAFKA-20442 is not in this release: fencing the last "
                                            "member leaves the target assignment epoch behind"),
+        ("4.0.0", "4.1.99", "unrevoked-epoch-bump",
+         "KAFKA-19974's fix (PR #21107, merged to trunk and 4.2) is not in this release: "
+         "UNREVOKED_PARTITIONS -> UNREVOKED_PARTITIONS moves the member to epoch + 1 "
+         "(CurrentAssignmentBuilder.build calls computeNextAssignment(memberEpoch + 1, ...))"),
     ]
 
     # -- what cannot be driven ---------------------------------------------------------------
@@ -91,7 +121,22 @@ class ConsumerGroupAdapter(Adapter):
     # holds, prepares a commit, or loses a response (counted apart by the exhaustive check)
     client_side_actions = ("HeartbeatResponse", "SendCommit", "LoseHeartbeatResponse")
 
-    def __init__(self, coordinator_moves: tuple[int, ...] = ()):
+    # the server-side assignors Kafka ships (group.consumer.assignors: UniformAssignor.NAME,
+    # RangeAssignor.NAME), which a trace may be driven with instead of the scripted one
+    STOCK_ASSIGNORS = ("uniform", "range")
+
+    def __init__(self, coordinator_moves: tuple[int, ...] = (), assignor: str | None = None):
+        # assignor: None drives the scripted assignor with the target each step names; a stock
+        # assignor's name ("uniform", "range") is sent as every member's ServerAssignor and
+        # nothing is scripted: Kafka computes the target itself, and the describe comparison
+        # says whether it is the one the trace names (a trace written for that assignor)
+        if assignor is not None and assignor not in self.STOCK_ASSIGNORS:
+            raise ValueError(f"unknown assignor {assignor!r}: give one of "
+                             f"{', '.join(self.STOCK_ASSIGNORS)} (or none: the scripted assignor)")
+        self.assignor = assignor
+        # Kafka's default assignment timing (broker.DEFERRED_ASSIGNMENT_SETTINGS not overridden):
+        # a heartbeat that asks for a new target waits for it (_settle)
+        self.default_timing = False
         # steps after whose request the group coordinator moves to another node (a cluster of
         # three: Cluster.move_coordinator), before Kafka's view of the step is read. The spec has
         # no failover action: the group's state is in its records (__consumer_offsets), which the
@@ -232,6 +277,9 @@ class ConsumerGroupAdapter(Adapter):
             self._script(run, {warm: []})
             r = self._heartbeat(run, warm, 0, frozenset(), None)
             self._ok(r, "setup: warm-up join")
+            if getattr(self, "default_timing", False):   # its epoch is the target's: wait for it
+                r = self._settle(run, warm, None, None, None, r, frozenset())
+                self._ok(r, "setup: warm-up join at the deferred target")
             self._ok(self._heartbeat(run, warm, LEFT, None, None, leave=True), "setup: warm-up leave")
             epoch = int(r.member_epoch) + 1
             cycle += 1
@@ -323,7 +371,7 @@ class ConsumerGroupAdapter(Adapter):
             st["commits"][c] = {"request": req, "member_id": self._mid(run, m),
                                 "instance_id": self._instance(run, m),
                                 "epoch": self._to_kafka(run, commit["epoch"]),
-                                "q": commit["partition"]}
+                                "q": commit["partition"], "offset": len(run.wire_log)}
             if req.startswith("TXN"):
                 st["commits"][c]["producer"] = self._begin_transaction(run, f"c{c}")
         # the prefix must have reached the trace's initial state, as far as Kafka shows it
@@ -406,9 +454,11 @@ class ConsumerGroupAdapter(Adapter):
             obs[f"client_owns[{m}]"] = sorted(st["owns"][m])
         elif action == "SendCommit":
             c = args["c"]
+            # the offset is the client's when it sends (a delayed commit carries an old one)
             commit = {"request": args["request"], "member_id": self._mid(run, m),
                       "instance_id": self._instance(run, m),
-                      "epoch": st["client_epoch"][m], "q": args["q"]}
+                      "epoch": st["client_epoch"][m], "q": args["q"],
+                      "offset": len(run.wire_log)}
             if args["request"].startswith("TXN"):
                 commit["producer"] = self._begin_transaction(run, f"c{c}")
             st["commits"][c] = commit
@@ -604,7 +654,40 @@ class ConsumerGroupAdapter(Adapter):
 
     def _member_heartbeat(self, run, m, epoch, owns):
         names, regex = self._subscription(run, m)
-        return self._heartbeat(run, self._mid(run, m), epoch, owns, self._instance(run, m),
+        r = self._heartbeat(run, self._mid(run, m), epoch, owns, self._instance(run, m),
+                            subscription=names, regex=regex)
+        if getattr(self, "default_timing", False) and r.error_code == ErrorCode.none:
+            r = self._settle(run, self._mid(run, m), self._instance(run, m), names, regex, r, owns)
+        return r
+
+    def _settle(self, run, member_id, instance_id, names, regex, r, owns):
+        """At Kafka's default assignment timing (4.3+: the target is computed at most once per
+        group.consumer.assignment.interval.ms, 1 s, on the executor when
+        group.consumer.assignor.offload.enable): a heartbeat that bumped the group epoch may
+        return before the target it asked for exists, and the coordinator computes it only in a
+        later heartbeat once the interval has passed (it sets no timer of its own). The spec
+        computes it in that heartbeat; here member m keeps heartbeating, as its client does
+        every heartbeat interval, with the epoch it was given and the partitions it owns, until
+        ConsumerGroupDescribe shows the target at the group epoch (bounded), and the answer to
+        the first heartbeat at that target is the step's."""
+        deadline = time.monotonic() + generous(15.0)
+        while True:
+            self._describe_raw(run)
+            g = run.state["described"]
+            if g is None or int(g.assignment_epoch) >= int(g.group_epoch):
+                break
+            if time.monotonic() > deadline:
+                raise TimerFired(f"the deferred target assignment (group epoch {int(g.group_epoch)}, "
+                                 f"target epoch {int(g.assignment_epoch)}) was not computed within "
+                                 f"{generous(15.0):.0f} s of heartbeats")
+            time.sleep(0.2)   # the client's next heartbeat (its interval is 1 s; the target's too)
+            r = self._heartbeat(run, member_id, int(r.member_epoch), owns, instance_id,
+                                subscription=names, regex=regex)
+            if r.error_code != ErrorCode.none:
+                return r
+        if g is None or int(r.member_epoch) >= int(g.assignment_epoch):
+            return r
+        return self._heartbeat(run, member_id, int(r.member_epoch), owns, instance_id,
                                subscription=names, regex=regex)
 
     def _await_resolution(self, run, sent: float, epoch: int, what: str) -> None:
@@ -744,6 +827,7 @@ class ConsumerGroupAdapter(Adapter):
                 instance_id=instance_id, rebalance_timeout=ms(REBALANCE_TIMEOUT_MS),
                 subscribed_topic_names=st["topics"] if subscription is None else subscription,
                 subscribed_topic_regex=regex,
+                server_assignor=self._server_assignor(run),
                 topic_partitions=self._owned(run, owns))
         return (conn or st["coordinator"]).send(req)
 
@@ -998,7 +1082,7 @@ class ConsumerGroupAdapter(Adapter):
         st = run.state
         group = group or st["group"]
         req = commit["request"]
-        offset = i64(len(run.wire_log))
+        offset = i64(commit.get("offset", len(run.wire_log)))
         if req in ("OFFSET_COMMIT", "OFFSET_COMMIT_V8"):
             oc = schema("offset_commit", 9 if req == "OFFSET_COMMIT" else 8)
             topic, _, part = st["where"][commit["q"]]
@@ -1052,9 +1136,18 @@ class ConsumerGroupAdapter(Adapter):
                 pass
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _server_assignor(self, run) -> str | None:
+        """The ServerAssignor a heartbeat names: the stock assignor in the trace's group, none
+        (the broker's first, the scripted one) otherwise (the probe group)."""
+        stock = getattr(self, "assignor", None)
+        return stock if stock and not run.state["group"].endswith("-probe") else None
+
     def _mid(self, run, m: int) -> str:
-        """Slot m's member id: the adapter's own (KIP-1082), or Kafka's for a classic member."""
+        """Slot m's member id: the adapter's own (KIP-1082), or Kafka's for a classic member.
+        With a stock assignor, ids that Kafka's assignors see in slot order (_ordered_member_id)."""
         st = run.state
+        if getattr(self, "assignor", None) and m < run.params.members:
+            return st["kafka_member_id"].get(m) or _ordered_member_id(run.name, m, st["incarnation"][m])
         return st["kafka_member_id"].get(m) or _member_id(run.name, m, st["incarnation"][m])
 
     def _is_static(self, run, m: int) -> bool:
@@ -1074,8 +1167,12 @@ class ConsumerGroupAdapter(Adapter):
 
     def _script(self, run, member_partitions: dict) -> None:
         """Give the scripted assignor the next target, spec partitions by member id (in the
-        assignor's words: a partition number, or TOPICID:P with a topic per spec partition)."""
+        assignor's words: a partition number, or TOPICID:P with a topic per spec partition).
+        With a stock assignor nothing is scripted in the trace's group (the probe group keeps
+        the scripted assignor)."""
         st = run.state
+        if self._server_assignor(run):
+            return
         if st.get("extra"):
             member_partitions = {mid: [f"{_kafka_uuid(st['where'][q][1])}:{st['where'][q][2]}"
                                        for q in qs] for mid, qs in member_partitions.items()}
