@@ -498,6 +498,9 @@ def conform_document(spec, outcomes, version: str, which_variant: bool) -> dict:
         doc["variants"] = [{"variant": n, "change": d, "siding_with_default": a,
                             "siding_with_change": b, "kafka": v}
                            for n, d, a, b, v in variant_verdicts(spec, outcomes)]
+        doc["profiles"] = [{"profile": n, "changes": c, "declared": bool(mine), "matching": a,
+                            "against": b, "kafka": v}
+                           for n, c, mine, a, b, v in profile_verdicts(spec, version, outcomes)]
     return doc
 
 
@@ -528,6 +531,30 @@ def variant_verdicts(spec, outcomes) -> list[tuple[str, str, int, int, str]]:
     return rows
 
 
+def profile_verdicts(spec, version, outcomes) -> list[tuple[str, str, str, int, int, str]]:
+    """Profile by profile (spec.profile: the default with several changes composed): among the
+    drivable traces that tell it apart from the default, how many Kafka matched and how many it
+    contradicted; and whether it is the profile the spec declares for this release."""
+    default = spec.default_variant
+    drivable = [o for o in outcomes
+                if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN, driver.SPEC_REGRESSION)]
+    declared = spec.profile_for(version) if hasattr(spec, "profile_for") else None
+    rows = []
+    for name, prof in getattr(spec, "profiles", {}).items():
+        # a trace tells the profile from the default when Kafka matched one and not the other
+        told = [o for o in drivable if (name in o.matches) != (default in o.matches)
+                and name not in o.undecided and default not in o.undecided]
+        agree = sum(1 for o in told if name in o.matches)
+        against = len(told) - agree
+        verdict = ("runs this profile" if agree and not against else
+                   "not this profile" if against and not agree else
+                   "mixed: traces side with both" if agree else "not told apart from the default")
+        rows.append((name, ", ".join(prof.changes) or "(none: the default)",
+                     "yes" if declared is not None and declared.name == name else "",
+                     agree, against, verdict))
+    return rows
+
+
 def _print_variants(console, spec, version, outcomes) -> None:
     t = Table(title=f"Which rules Kafka {version} runs ({spec.name}; each variant is "
                     f"{spec.default_variant} with one change)")
@@ -539,3 +566,15 @@ def _print_variants(console, spec, version, outcomes) -> None:
     for name, doc, a, b, verdict in variant_verdicts(spec, outcomes):
         t.add_row(name, doc, str(a), str(b), verdict)
     console.print(t)
+    rows = profile_verdicts(spec, version, outcomes)
+    if rows:
+        t = Table(title=f"Which profile Kafka {version} runs ({spec.name}; a profile is "
+                        f"{spec.default_variant} with several changes composed)")
+        for col in ("profile", "its changes", f"declared for {version}"):
+            t.add_column(col)
+        t.add_column("traces matching it", justify="right")
+        t.add_column("traces against it", justify="right")
+        t.add_column("Kafka")
+        for name, changes, mine, a, b, verdict in rows:
+            t.add_row(name, changes, mine, str(a), str(b), verdict)
+        console.print(t)

@@ -107,7 +107,7 @@ def _steps(n: int) -> str:
 def _cell(status: str, trace: Trace | None, spec, variant: str, prop: str,
           note: str | None = None) -> str:
     from kcheck.verdict import Verdict, cell, differs_from_record
-    expected = bool(spec.variants) and prop in spec.variants[variant].expected_violations
+    expected = bool(spec.variants) and prop in spec.variant_info(variant).expected_violations
     differs = differs_from_record(spec, variant, prop, status) is not None
     text = cell(status, len(trace) if trace is not None else None,
                 lasso=trace is not None and trace.loop_index is not None)
@@ -137,7 +137,7 @@ def _matrix(rep: SpecReport) -> str:
         head += f"<th>lemmas ({len(lemmas)})</th>"
     rows = []
     for r in runs:
-        exp = spec.variants[r.variant].expected_violations if spec.variants else set()
+        exp = spec.variant_info(r.variant).expected_violations if spec.variants else set()
         cells = [_cell(r.search.status(p), r.traces.get(p), spec, r.variant, p) for p in safety]
         cells += [_cell(r.progress.status(p), r.progress_traces.get(p), spec, r.variant, p,
                         r.progress.reason(p)) for p in prog]

@@ -175,7 +175,7 @@ def run_variant(spec, variant: str | None, params: dict | None = None,
     options = options or Options()
     model = spec.instantiate(variant, params)
     res = search(model, engine, options, search_progress)
-    run = VariantRun(model.variant, spec.variants[model.variant].doc if spec.variants else "",
+    run = VariantRun(model.variant, spec.variant_info(model.variant).doc if spec.variants else "",
                      model.params.as_dict(), res, traces_of(res))
     if progress and (spec.progress or spec.check_deadlock) and not res.interrupted:
         run.progress, run.progress_traces = progress_of(spec, model.variant, params, options)

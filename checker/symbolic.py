@@ -638,7 +638,7 @@ def _fields_at(spec, variant: str, params: dict) -> list[FieldInfo]:
     """The fields of the spec's model at these parameters, from the state declaration alone
     (instantiating the model builds every action instance: fit_model tried up to 85 models
     for one consumer_group trace, 0.15 s each, where it needs the fields of each and one model)."""
-    defaults = spec.variants[variant].params if variant in spec.variants else {}
+    defaults = spec.variant_info(variant).params if variant in spec.variants or variant in spec.profiles else {}
     return spec.fields_at(spec.resolve_params({**defaults, **params})).fields
 
 
@@ -1297,7 +1297,7 @@ def rule_call_sites(model: Model, rule: str) -> list[dict]:
     seen, out = set(), []
     for action in model.spec.actions:
         for args in model._arg_combinations(action):
-            t = Transition(model.fields, model.params, model.variant, model.spec)
+            t = Transition(model.fields, model.params, model.variant, model.spec, getattr(model, "runs", None))
             try:
                 action.fn(t, model.params, **args)
             except SpecError:
@@ -1435,8 +1435,8 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
     else:
         bad = set()
         for v in (ma.variant, mb.variant):
-            if v in spec.variants:
-                bad |= spec.variants[v].expected_violations
+            if v in spec.variants or v in spec.profiles:
+                bad |= spec.variant_info(v).expected_violations
         assumed = [p.name for p in ma.invariants if (p.lemma or assume == "invariants") and p.name not in bad]
     arg_vars = {n: z3.Int(f"arg.{n}") for n in lift}
     res = CompareResult(ma, rule, (ma.variant, mb.variant), assumed, len(sites), None, lifted=lift)
@@ -1504,7 +1504,7 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
 
 
 def _call_rule(impl, model: Model, args: dict, where: str, rule: str) -> Expr:
-    t = Transition(model.fields, model.params, model.variant, model.spec)
+    t = Transition(model.fields, model.params, model.variant, model.spec, getattr(model, "runs", None))
     try:
         r = impl(t, model.params, **args)
     except SpecError as e:

@@ -104,6 +104,9 @@ def differs_from_record(spec, variant: str | None, prop: str, status: str) -> st
     A 'bounded' the record does not mention is not a difference (it is not an answer), but a
     'bounded' where the record says violated is one."""
     v = spec.variants.get(variant) if variant is not None else None
+    prof = getattr(spec, "profiles", {}).get(variant) if variant is not None else None
+    if v is None and prof is not None and prof.recorded:
+        v = prof.variant
     if v is None:
         return None
     where = f"{spec.name}/{v.name}: {prop}"

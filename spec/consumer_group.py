@@ -1082,6 +1082,39 @@ spec.known_bug("KAFKA-19974", broke="leaving UNREVOKED_PARTITIONS for UNREVOKED_
 
 
 # ---------------------------------------------------------------------------------------------
+# Release profiles: what each Kafka 4.x release runs, as the default with the rule changes it
+# lacks (issue 34). Read in each release's sources jar (kafka-group-coordinator-V-sources.jar from
+# Maven Central; 4.3.2 and 4.4.0 publish none: their entries are measured on brokers instead):
+# - strict: ConsumerGroup.validateOffsetCommit checks epoch == member epoch up to 4.2.x (no
+#   assignment-epoch validator for consumer groups: 4.0.0-4.2.1 read; KIP-1251 is 4.3.0);
+# - unrevoked-epoch-bump (KAFKA-19974 not in): CurrentAssignmentBuilder.build's
+#   UNREVOKED_PARTITIONS case calls computeNextAssignment(member.memberEpoch() + 1, ...) in 4.0.0,
+#   4.0.1, 4.0.2, 4.1.0, 4.1.1, 4.1.2; not in 4.2.0, 4.2.1, 4.3.1;
+# - kafka-19449 (not in): computeNextAssignment has no "pending revocation by the current member"
+#   exception in 4.0.0, 4.0.1, 4.1.0, 4.1.1; it has in 4.0.2, 4.1.2 and 4.2.0 on (backported);
+# - kafka-19233 (not in): GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid has no
+#   early return for epoch 0 up to 4.1.2; it has from 4.2.0;
+# - kafka-20442 (not in): measured on 4.2.2 and 4.3.1 (docs/conformance.md, "The releases
+#   tested"); PR #22045 is of 2026-04, after 4.0-4.2 were cut; 4.4.0 has the fix, and so has
+#   4.3.2 (its GroupMetadataManager.consumerGroupFenceMembers calls
+#   GroupCoordinatorRecordHelpers.newConsumerGroupTargetAssignmentMetadataRecord, 4.3.1's does not:
+#   javap -c of both jars).
+# Not a change of this spec: KAFKA-19431 (updateCurrentAssignment, withHasSubscriptionChanged) is
+# in 4.2.0 on only; before it a topic dropped while its regex is unresolved is not taken away at
+# the same epoch, which only the unsubscribes=1 actions do, so no profile of 4.0-4.1 predicts a
+# trace that takes them. KAFKA-16147's fix (PR #15212, 2024) is in every 4.x release.
+_BEFORE_4_2 = ["strict", "unrevoked-epoch-bump", "kafka-19233", "kafka-20442"]
+spec.profile("kafka-4.0.0", _BEFORE_4_2 + ["kafka-19449"], releases=["4.0.0", "4.0.1"])
+spec.profile("kafka-4.0.2", _BEFORE_4_2, releases=["4.0.2"])
+spec.profile("kafka-4.1.0", _BEFORE_4_2 + ["kafka-19449"], releases=["4.1.0", "4.1.1"])
+spec.profile("kafka-4.1.2", _BEFORE_4_2, releases=["4.1.2"])
+spec.profile("kafka-4.2", ["strict", "kafka-20442"], releases=["4.2.0", "4.2.1", "4.2.2"])
+spec.profile("kafka-4.3", ["kafka-20442"], releases=["4.3.0", "4.3.1"])
+spec.profile("kafka-4.3.2", [], releases=["4.3.2"])
+spec.profile("kafka-4.4.0", [], releases=["4.4.0"])
+
+
+# ---------------------------------------------------------------------------------------------
 # Properties
 
 @spec.transition_property("no-zombie-commit", actions=["HandleCommit"])

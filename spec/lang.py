@@ -803,7 +803,30 @@ class DeclaredName(str):
     __hash__ = str.__hash__
 
 
-def _declared_name(name: str, names, what: str, kind: str) -> DeclaredName:
+class ComposedName(DeclaredName):
+    """``s.variant`` in a profile's model (``spec.profile``): one name for several independent
+    rule changes. ``s.variant == "x"`` (and ``in`` a tuple) is true when the profile runs change
+    x; a lookup by hash (a set, a dict) cannot say which of its changes is meant, so it is an
+    error naming the spec's line."""
+
+    def __eq__(self, other):
+        self._known(other)
+        return other in self.runs
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        raise SpecError(f"s.variant of profile {str(self)} stands for several variants "
+                        f"({', '.join(sorted(self.runs))}): compare it with == or look it up in a "
+                        f"tuple, not in a set or dict (at {_user_frame()})")
+
+
+def _declared_name(name: str, names, what: str, kind: str, runs=None) -> DeclaredName:
+    if runs is not None:
+        v = ComposedName(name)
+        v.names, v.what, v.kind, v.runs = tuple(names), what, kind, frozenset(runs)
+        return v
     v = DeclaredName(name)
     v.names, v.what, v.kind = tuple(names), what, kind
     return v
@@ -825,13 +848,14 @@ class Transition(StateView):
     define the state after it. ``require`` adds guard conjuncts, ``respond`` sets the outcome,
     ``post`` reads the next state as assigned so far."""
 
-    def __init__(self, fields, params, variant, spec):
+    def __init__(self, fields, params, variant, spec, runs=None):
         StateView.__init__(self, fields, "pre")
         d = object.__getattribute__(self, "__dict__")
         # rule_calls: every s.rule(name, **args) this action made, in order (the symbolic
         # engine's compare finds a rule's call sites by it)
         d.update(_guard=[], _writes={}, _outcome=None, params=params,
-                 variant=_declared_name(variant, spec.variants, "s.variant", "variant"), _spec=spec, post=None,
+                 variant=_declared_name(variant, spec.variants, "s.variant", "variant", runs),
+                 _spec=spec, post=None,
                  rule_calls=[])
         d["post"] = Post(self)
 
@@ -1101,6 +1125,19 @@ class Variant:
 
 
 @dataclass
+class Profile:
+    """What one Kafka release runs: the default variant with a set of independent rule changes,
+    each a declared variant (``spec.profile``). A profile is a model like a variant
+    (``spec.instantiate(name)``): ``s.variant == x`` is true in it for each change x it runs, and
+    ``s.rule(name)`` is the replacement of the one change that replaces that rule."""
+    name: str
+    changes: tuple[str, ...]
+    releases: tuple[str, ...]
+    variant: Variant          # how the engines see it: its doc, expected verdicts, parameters
+    recorded: bool = False    # its expected verdicts were declared (violates=), so they are compared
+
+
+@dataclass
 class Symmetry:
     """Slots of one kind (member slots, partitions) that the spec treats alike: swapping two of
     them, in every array indexed by them and every field whose value names one, maps initial
@@ -1158,6 +1195,7 @@ class Spec:
         self.properties: dict[str, Property] = {}
         self.progress: dict[str, Progress] = {}
         self.variants: dict[str, Variant] = {}
+        self.profiles: dict[str, Profile] = {}
         self.known_bugs: list[KnownBug] = []
         self.symmetries: list[Symmetry] = []
         self.epochs: dict[str, Epoch] = {}
@@ -1248,6 +1286,10 @@ class Spec:
         impls = self.rules.get(name)
         if not impls:
             raise SpecError(f"unknown rule '{name}'; rules: {', '.join(self.rules) or 'none'}")
+        runs = getattr(variant, "runs", None)
+        if runs is not None:      # a profile: the one change that replaces it (spec.profile checks)
+            owner = next((v for v in sorted(runs) if v in impls), None)
+            return impls[owner] if owner is not None else impls[None]
         return impls.get(variant) or impls[None]
 
     def invariant(self, name: str, lemma: bool = False):
@@ -1314,13 +1356,79 @@ class Spec:
             if k not in self.params:
                 raise SpecError(f"variant {name}: unknown parameter '{k}' ({_user_frame()}); "
                                 f"parameters: {', '.join(self.params) or 'none'}")
-        self._declare("variant", name, self.variants, "variant")
+        self._declare("variant|profile", name, list(self.variants) + list(self.profiles), "variant")
         if default and self.default_variant is not None:
             raise SpecError(f"{self.lines[('variant', name)]}: variant {name} is the default, but "
                             f"so is {self.default_variant}")
         self.variants[name] = Variant(name, doc, set(violates), dict(findings or {}), dict(params or {}))
         if default:
             self.default_variant = name
+
+    def profile(self, name: str, changes: Iterable[str] = (), releases: Iterable[str] = (),
+                doc: str = "", violates: Iterable[str] | None = None,
+                findings: dict[str, str] | None = None):
+        """What a Kafka release runs, as a model: the default variant with ``changes`` (declared
+        variants, each one rule change) composed. The changes must be independent: two that
+        replace the same named rule (``@spec.rule(name, variant=...)``), or that are checked at
+        different values of one parameter, are refused with the spec's lines. ``releases`` names
+        the releases that run it (``kcheck conform --kafka V`` checks V against it). ``violates``
+        records the properties known to be violated in it; without it the profile claims no
+        expected verdict. Its parameters are its changes' (``Variant.params``)."""
+        self._declare("profile|variant", name, list(self.variants) + list(self.profiles), "profile")
+        changes = tuple(changes)
+        where = self.lines[("profile", name)]
+        for c in changes:
+            if c not in self.variants:
+                raise SpecError(f"{where}: profile {name}: unknown variant '{c}'; variants: "
+                                f"{', '.join(self.variants)}")
+            if c == self.default_variant:
+                raise SpecError(f"{where}: profile {name}: {c} is the default variant, which every "
+                                f"profile starts from: list only the changes it makes")
+        if len(set(changes)) != len(changes):
+            raise SpecError(f"{where}: profile {name} names a change twice")
+        params: dict[str, int] = {}
+        for c in changes:
+            for k, v in self.variants[c].params.items():
+                if params.get(k, v) != v:
+                    other = next(o for o in changes if self.variants[o].params.get(k) == params[k])
+                    raise SpecError(f"{where}: profile {name}: {other} is checked at {k}="
+                                    f"{params[k]} and {c} at {k}={v}: give the profile's own "
+                                    f"configuration by composing variants that agree")
+                params[k] = v
+        self._check_independent(name, changes)
+        for r in releases:
+            owner = next((p.name for p in self.profiles.values() if r in p.releases), None)
+            if owner is not None:
+                raise SpecError(f"{where}: profile {name}: release {r} is already profile {owner}'s")
+        docs = "; ".join(self.variants[c].doc for c in changes)
+        variant = Variant(name, doc or (f"{self.default_variant} with {', '.join(changes)}: {docs}"
+                                        if changes else f"the default variant {self.default_variant}"),
+                          set(violates or ()), dict(findings or {}), params)
+        self.profiles[name] = Profile(name, changes, tuple(releases), variant, violates is not None)
+
+    def _check_independent(self, name: str, changes: tuple[str, ...]) -> None:
+        where = self.lines.get(("profile", name), self.source_file)
+        for rule, impls in self.rules.items():
+            owners = [c for c in changes if c in impls]
+            if len(owners) > 1:
+                at = ", ".join(f"{c} at {self.lines.get(('rule', f'{rule}/{c}'), '?')}" for c in owners)
+                raise SpecError(f"{where}: profile {name} composes {' and '.join(owners)}, which "
+                                f"each replace rule {rule} ({at}): two changes of one rule are not "
+                                f"independent; declare their combination as a variant of its own")
+
+    def variant_info(self, name: str) -> Variant:
+        """The variant, or the profile as the engines see it (its doc, verdicts, parameters)."""
+        if name in self.variants:
+            return self.variants[name]
+        if name in self.profiles:
+            return self.profiles[name].variant
+        raise SpecError(f"unknown variant '{name}' for spec {self.name}; variants: "
+                        f"{', '.join(self.variants)}" + (f"; profiles: {', '.join(self.profiles)}"
+                                                         if self.profiles else ""))
+
+    def profile_for(self, release: str) -> Profile | None:
+        """The profile a Kafka release runs (declared by its releases=), or None."""
+        return next((p for p in self.profiles.values() if release in p.releases), None)
 
     def symmetry(self, kind: str, *, count: Callable, slots: Callable | None = None,
                  arrays: dict[str, str], values: Iterable[str] = (), why: str = ""):
@@ -1427,6 +1535,8 @@ class Spec:
                 if a not in actions:
                     unknown(self.environment.line, "environment names action", a, actions)
         self._validate_symmetries(unknown)
+        for prof in self.profiles.values():
+            self._check_independent(prof.name, prof.changes)
         for rule, impls in self.rules.items():
             for v in impls:
                 if v is not None and v not in self.variants:
@@ -1506,9 +1616,14 @@ class Spec:
 
     def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
         variant = self.variant_name(variant)
+        if variant in self.profiles:
+            prof = self.profiles[variant]
+            return Model(self, variant, self.resolve_params({**prof.variant.params, **(params or {})}),
+                         runs=prof.changes)
         if self.variants and variant not in self.variants:
             raise SpecError(f"unknown variant '{variant}' for spec {self.name}; variants: "
-                            f"{', '.join(self.variants)}")
+                            f"{', '.join(self.variants)}" + (f"; profiles: {', '.join(self.profiles)}"
+                                                             if self.profiles else ""))
         defaults = self.variants[variant].params if variant in self.variants else {}
         return Model(self, variant, self.resolve_params({**defaults, **(params or {})}))
 
@@ -1535,8 +1650,10 @@ class Model:
     """A spec at one variant and parameter setting: the fields, the initial states and every
     action instance with its guard, writes and outcome built as expression trees."""
 
-    def __init__(self, spec: Spec, variant: str, params: Params):
+    def __init__(self, spec: Spec, variant: str, params: Params, runs: tuple[str, ...] | None = None):
         self.spec, self.variant, self.params = spec, variant, params
+        # a profile's model: the changes it composes (None: one variant's model)
+        self.runs = runs
         if spec._state_fn is None or spec._init_fn is None:
             raise SpecError(f"spec {spec.name} declares no state or no initial states")
         self.fields = spec.fields_at(params)
@@ -1553,7 +1670,7 @@ class Model:
         self.instances: list[ActionInstance] = []
         for action in spec.actions:
             for args in self._arg_combinations(action):
-                t = Transition(self.fields, params, variant, spec)
+                t = Transition(self.fields, params, variant, spec, runs)
                 call_spec(f"action {action.name}{args or ''}", action.fn, t, params, **args)
                 guard = And(*t._guard)
                 if is_const(guard) and not guard.args[0]:

@@ -95,7 +95,7 @@ class ConsumerGroupAdapter(Adapter):
         ("4.0.0", "4.2.99", "strict", "before KIP-1251 the coordinator accepts a commit only at "
                                       "the member epoch (ConsumerGroup.validateOffsetCommit)"),
         ("4.3.0", None, "kip1251", "KIP-1251: assignment epoch <= commit epoch <= member epoch"),
-        ("4.0.0", "4.3.99", "kafka-20442", "KAFKA-20442 is not in this release: fencing the last "
+        ("4.0.0", "4.3.1", "kafka-20442", "KAFKA-20442 is not in this release: fencing the last "
                                            "member leaves the target assignment epoch behind"),
         ("4.0.0", "4.1.99", "unrevoked-epoch-bump",
          "KAFKA-19974's fix (PR #21107, merged to trunk and 4.2) is not in this release: "

@@ -486,7 +486,8 @@ def run_trace(broker, adapter: Adapter, spec, job: Job, version: str | None,
     records = [r for r in adapter.expected_divergences if r.applies(job.name, version)]
     # past a divergence the run drives on where an expectation may explain it (the release
     # record or a recorded divergence), so that the steps after it are compared too
-    drive_on = all_variants or bool(records) or bool(adapter.expected_variants(version or ""))
+    drive_on = all_variants or bool(records) or bool(adapter.expected_variants(version or "")) \
+        or (version is not None and getattr(spec, "profile_for", lambda v: None)(version) is not None)
     run = (run_class or TraceRun)(broker, f"{slug(job.name)}-{secrets.token_hex(3)}", model.params,
                                   model=model, actions=[(st["action"], dict(st.get("args", {})))
                                                         for st in doc["steps"]])
@@ -638,7 +639,7 @@ def _expected_by_record(adapter, run, spec, doc, initial, version, driven: int):
     prediction differs there from the default's; where none does, the default's rules apply."""
     releases = adapter.expected_variants(version) if version else []
     if not releases:
-        return None
+        return _expected_by_profile(spec, doc, version)
     params = doc.get("params", {})
     steps = doc["steps"]
     default = spec.default_variant
@@ -654,18 +655,31 @@ def _expected_by_record(adapter, run, spec, doc, initial, version, driven: int):
                                          for a, b in zip(pred[:driven], base[:driven])):
             bearing.append((variant, why, pred))
     if len(bearing) > 1:
-        return None
+        # their combination is what the release runs: its profile, if the spec declares one
+        return _expected_by_profile(spec, doc, version)
     if bearing:
         return bearing[0]
     why = next((w for v, w in releases if v == default), "the default's rules")
     return default, why, base
 
 
+def _expected_by_profile(spec, doc, version):
+    """The release's profile (spec.profile: the default with the changes the release runs,
+    composed) and its prediction, or None when the spec declares none for this release."""
+    prof = spec.profile_for(version) if version and hasattr(spec, "profile_for") else None
+    if prof is None:
+        return None
+    model = model_of(spec, prof.name, doc.get("params", {}))
+    why = (f"the default with {', '.join(prof.changes)}" if prof.changes
+           else "the default's rules")
+    return prof.name, why, predict(model, initial_words(model, doc), doc["steps"])
+
+
 def _matching_variants(adapter, run, spec, model, initial, doc, observations):
     """(every variant whose prediction Kafka matched at every step it drove, every variant that
     does not enable the trace's steps up to Kafka's first disagreement with it)."""
     names, undecided = [], []
-    for v in spec.variants:
+    for v in list(spec.variants) + list(getattr(spec, "profiles", {})):
         try:
             other = model_of(spec, v, doc.get("params", {}))
             pred = predict(other, initial_words(other, doc), doc["steps"][:len(observations)])
