@@ -150,9 +150,11 @@ def cmd_conform(args, console) -> int:
         adapter = driver.adapter_for(spec.name)
     except SpecError as e:
         raise BadInput(str(e)) from None
-    if args.variant is not None and args.variant not in spec.variants:
+    if args.variant is not None and args.variant not in spec.variants \
+            and args.variant not in getattr(spec, "profiles", {}):
         raise BadInput(f"unknown variant '{args.variant}' for spec {spec.name}; variants: "
-                       f"{', '.join(spec.variants)}")
+                       f"{', '.join(spec.variants)}" + (
+                           f"; profiles: {', '.join(spec.profiles)}" if getattr(spec, "profiles", None) else ""))
     if args.kafka is not None:     # an empty one is refused, not taken for the default
         try:
             check_version(args.kafka)
@@ -533,22 +535,23 @@ def variant_verdicts(spec, outcomes) -> list[tuple[str, str, int, int, str]]:
 
 def profile_verdicts(spec, version, outcomes) -> list[tuple[str, str, str, int, int, str]]:
     """Profile by profile (spec.profile: the default with several changes composed): among the
-    drivable traces that tell it apart from the default, how many Kafka matched and how many it
-    contradicted; and whether it is the profile the spec declares for this release."""
+    drivable traces its model replays, how many Kafka matched at every step and how many it
+    contradicted; "runs this profile" when none contradicts it and some trace tells it from the
+    default; and whether it is the profile the spec declares for this release."""
     default = spec.default_variant
     drivable = [o for o in outcomes
                 if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN, driver.SPEC_REGRESSION)]
     declared = spec.profile_for(version) if hasattr(spec, "profile_for") else None
     rows = []
     for name, prof in getattr(spec, "profiles", {}).items():
-        # a trace tells the profile from the default when Kafka matched one and not the other
-        told = [o for o in drivable if (name in o.matches) != (default in o.matches)
-                and name not in o.undecided and default not in o.undecided]
-        agree = sum(1 for o in told if name in o.matches)
-        against = len(told) - agree
-        verdict = ("runs this profile" if agree and not against else
-                   "not this profile" if against and not agree else
-                   "mixed: traces side with both" if agree else "not told apart from the default")
+        # every drivable trace the profile's model can replay: Kafka matched it or not
+        decided = [o for o in drivable if name not in o.undecided]
+        agree = sum(1 for o in decided if name in o.matches)
+        against = len(decided) - agree
+        told = any((name in o.matches) != (default in o.matches) for o in decided)
+        verdict = ("runs this profile" if agree and not against and told else
+                   "not told apart from the default" if not against else
+                   "contradicted by some traces")
         rows.append((name, ", ".join(prof.changes) or "(none: the default)",
                      "yes" if declared is not None and declared.name == name else "",
                      agree, against, verdict))

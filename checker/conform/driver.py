@@ -557,6 +557,8 @@ def _judge(out: Outcome, adapter, run, spec, doc, model, initial, version, recor
         variant, why, pred = expected
         k2, diff2 = _first_mismatch(adapter, run, pred, observations)
         if k is None and variant != model.variant and k2 is not None:
+            if _profile_explains(adapter, run, spec, doc, version, variant, observations, None):
+                return      # the release's profile predicts every step, as the trace's variant does
             out.kind, out.step = DIVERGES, k2
             out.detail = (f"the record expects Kafka {version} to run variant {variant} ({why}), "
                           f"which predicts " + (said(diff2) if diff2 else
@@ -573,6 +575,17 @@ def _judge(out: Outcome, adapter, run, spec, doc, model, initial, version, recor
             out.kind = EXPECTED
             out.detail += _rest(k, len(observations), variant,
                                 k2 - 1 if k2 is not None else len(observations), stopped)
+            return
+    if k is not None:
+        explained = _profile_explains(adapter, run, spec, doc, version,
+                                      expected[0] if expected else spec.default_variant,
+                                      observations, k)
+        if explained is not None:
+            name, why, k2 = explained
+            out.kind = EXPECTED
+            out.detail += (f" (Kafka {version} runs profile {name}: {why})"
+                           + _rest(k, len(observations), name,
+                                   k2 - 1 if k2 is not None else len(observations), stopped))
             return
     record = next((r for r in records if r.step == (k or r.step)), None)
     if record is None:
@@ -673,6 +686,26 @@ def _expected_by_profile(spec, doc, version):
     why = (f"the default with {', '.join(prof.changes)}" if prof.changes
            else "the default's rules")
     return prof.name, why, predict(model, initial_words(model, doc), doc["steps"])
+
+
+def _profile_explains(adapter, run, spec, doc, version, record_variant, observations, k):
+    """Where the release record's one change (or the default) does not explain what Kafka did:
+    (profile, why, first step it mispredicts or None) when the release's profile predicts every
+    step up to k and beyond (k None: every step), else None. The record must agree with the
+    profile (its variant the default or one of the profile's changes): a record naming a change
+    the profile does not compose is a wrong record, and stays a divergence."""
+    expected = _expected_by_profile(spec, doc, version)
+    if expected is None:
+        return None
+    name, why, pred = expected
+    if record_variant not in (spec.default_variant, name) + spec.profiles[name].changes:
+        return None
+    k2, diff2 = _first_mismatch(adapter, run, pred, observations)
+    if k is None:
+        return (name, why, None) if k2 is None else None
+    if len(pred) >= k and (k2 is None or (diff2 is not None and k2 > k)):
+        return name, why, k2
+    return None
 
 
 def _matching_variants(adapter, run, spec, model, initial, doc, observations):
