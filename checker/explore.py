@@ -1,8 +1,9 @@
 """The explicit-state core: one breadth-first level loop that every explicit engine builds on.
 
 The single-process search (checker/bfs.py), the state graph (checker/graph.py), Spark's slices
-(checker/spark.py, its driver's prefix) and Spark's ownership mode (checker/spark_owner.py, its
-driver's prefix and every owner's expansion) all run what this module defines:
+(checker/spark.py, its driver's prefix) and Spark's ownership mode (checker/spark_owner.py: its
+driver's prefix, and every owner's search over its share of each level, ``Explorer``'s
+``share``) all run what this module defines:
 
 (a) **expansion** of a block of states (``expand_block``): every enabled action instance's
     successors, the steps that left a search bound, and per action instance how often it fired;
@@ -11,7 +12,8 @@ driver's prefix and every owner's expansion) all run what this module defines:
 (c) **the parent rule**: a state first reached at level d gets as parent the predecessor at level
     d-1 that minimises (action instance id, parent), the parent compared by its place in level
     d-1 (``Level``, ``least_per_state``);
-(d) the **invariant and transition checks**, and deadlocks (``Explorer``);
+(d) the **invariant and transition checks**, and deadlocks (``Explorer``), what a level found
+    merged by one rule (``keep_least``) across blocks, and across owners (``Findings``);
 (e) the **stopping rule** (``Pending``, ``replay_stop``);
 (f) **action coverage** (``never_fired``, ``disabled_actions``).
 
@@ -107,6 +109,16 @@ class Pending:
         if max_depth is not None and depth >= max_depth:
             return "max-depth"
         return None
+
+
+def keep_least(found: dict, name: str, candidate):
+    """The merge rule for what a level finds, written once: of the candidates for one property
+    (a transition property's (pre-state, action instance), an invariant's or a deadlock's
+    state, each state by its place in the level), the least is kept, whichever block, share or
+    owner found it. The single process's blocks, and Spark's owners' summaries, all merge
+    through it, so the tie-break is the same everywhere (the module's docstring)."""
+    if name not in found or candidate < found[name]:
+        found[name] = candidate
 
 
 def decided_at(kind: str, steps: int) -> int:
@@ -449,9 +461,7 @@ def expand_block(comp: Compiled, S: np.ndarray, fired: list, skip=(), deadlock: 
         if on_batch is not None:
             on_batch(k, idx, sub, T, ok)
         for name, i in comp.step_violations(k, sub, T, out, ok, skip):
-            cand = (int(idx[i]), k)
-            if name not in viol or cand < viol[name]:
-                viol[name] = cand
+            keep_least(viol, name, (int(idx[i]), k))
         if ok is not None:
             blk.cut += int(idx.size - ok.sum())
         keep = ok
@@ -708,6 +718,52 @@ class Level:
 # ---------------------------------------------------------------------------------------------
 # (d), (e) The level loop
 
+@dataclass
+class Findings:
+    """What one level's step found, each state named by its key (``Whole.key``: its position in
+    the level; an owner's: its fingerprint): transition property -> (pre-state's key, action
+    instance), the least stuck state's key, invariant -> the key of its least violating state
+    in the level added, and how many states that level has."""
+    transition: dict = field(default_factory=dict)
+    deadlock: int | None = None
+    invariant: dict = field(default_factory=dict)
+    new: int = 0
+
+
+class Whole:
+    """The share of a search that holds every state of each level (the single process, the
+    state graph, Spark's slices and its drivers' prefixes): a state is known by its position
+    in its level, a level ends by sorting what was gathered (``Level.finish``), what this
+    process found is what the search found, and a violation's trace is rebuilt at once from
+    the parents kept. Spark's ownership gives an ``Explorer`` another share (one owner's of P:
+    checker/spark_owner.py), whose level ends with an exchange, and whose findings are merged
+    with the other owners' before the core decides; the loop, the blocks and the stopping rule
+    stay the core's."""
+
+    def key(self, ex: "Explorer", position: int) -> int:
+        """The key of the state at ``position`` of the current frontier (its order in a level is
+        its keys' order)."""
+        return position
+
+    def finish(self, ex: "Explorer", level: "Level") -> tuple:
+        """The level's end -> (fingerprints, states, parents, action instances) of the new states
+        this share holds, in level order (or four Nones when it holds none)."""
+        return level.finish() if level.upper else (None,) * 4
+
+    def gather(self, ex: "Explorer", found: Findings) -> Findings:
+        """This share's findings -> the search's."""
+        return found
+
+    def located(self, ex: "Explorer", name: str, kind: str, depth: int, key: int, last):
+        """A violation decided at the state of key ``key`` at ``depth`` (``last``: the
+        violating step's action instance, for a transition property) -> what ``found`` keeps:
+        the counterexample, replayed from the parents kept."""
+        initial, steps = ex.trace_to(depth, key)
+        if last is not None:
+            steps.append(last)
+        return ex.counterexample(name, kind, initial, steps)
+
+
 class Explorer:
     """A breadth-first search's state between levels, and the loop over levels.
 
@@ -719,12 +775,16 @@ class Explorer:
     out) and the properties pending. ``keyed``:
     tell apart distinct states that share a 64-bit fingerprint (the single process); the state
     graph and Spark know a state by its fingerprint. ``canonical``: one representative per
-    orbit of a symmetry (checker/symmetry.py). ``successors``: replaces ``comp.successors``."""
+    orbit of a symmetry (checker/symmetry.py). ``successors``: replaces ``comp.successors``.
+    ``share``: which part of each level this process holds (``Whole``, the default: all of it;
+    see checker/spark_owner.py for one owner's)."""
 
     def __init__(self, model, comp: Compiled, properties, deadlock: bool, *, keyed: bool = True,
                  canonical: Callable | None = None, block: int = BLOCK,
-                 counterexample: Callable | None = None, successors: Callable | None = None):
+                 counterexample: Callable | None = None, successors: Callable | None = None,
+                 share: Whole | None = None):
         self.model, self.comp, self.block = model, comp, block
+        self.share = share if share is not None else Whole()
         words = layout_of(model).words
         self.keyed = keyed and words > 1
         # a one-word state is its own fingerprint: a level keeps it once
@@ -742,6 +802,9 @@ class Explorer:
         self.transitions = self.cut = self.cut_only = 0
         self.depth = 0
         self.frontier: np.ndarray | None = None
+        # the states of the current level, over every share (this process's frontier holds
+        # them all unless it is one owner of several): the loop ends when a level has none
+        self.level_states = 0
         self.parents: list[np.ndarray] = []
         self.actions: list[np.ndarray] = []
         self.initial_words: list[tuple] = []
@@ -769,6 +832,7 @@ class Explorer:
         self.parents = [np.full(self.frontier.shape[1], -1, dtype=np.int32)]
         self.actions = [np.zeros(self.frontier.shape[1], dtype=np.int32)]
         self.depth = 0
+        self.level_states = self.frontier.shape[1]
         self.check_invariants(self.frontier, 0)
         return fp0
 
@@ -786,6 +850,19 @@ class Explorer:
             self.found[name] = self.counterexample(name, f.kind, f.initial, f.steps)
             self.pending.decide(name)
         self.depth = saved.depth
+        self.level_states = self.frontier.shape[1]
+
+    def take_over(self, visited: np.ndarray, frontier: np.ndarray, depth: int,
+                  level_states: int, left):
+        """A search another process began, from ``depth`` on: this share's visited states
+        (sorted fingerprints; the share is not keyed) and frontier (its states of level
+        ``depth``, in level order), the whole level's size, and the properties still
+        ``left`` to decide. The parents of the levels before are not held here."""
+        self.visited.add(visited, None)
+        self.frontier, self.depth, self.level_states = frontier, depth, level_states
+        self.parents = [None] * (depth + 1)
+        self.actions = [None] * (depth + 1)
+        self.pending.left = set(left)
 
     # -- traces and checks -------------------------------------------------------------------
 
@@ -799,33 +876,84 @@ class Explorer:
         steps.reverse()
         return self.initial_words[index], steps
 
-    def _record(self, name, kind, level, index, last=None):
-        initial, steps = self.trace_to(level, index)
-        if last is not None:
-            steps.append(last)
-        self.found[name] = self.counterexample(name, kind, initial, steps)
+    def _record(self, name, kind, level, key, last=None):
+        self.found[name] = self.share.located(self, name, kind, level, key, last)
         self.pending.decide(name)
 
     def check_invariants(self, S: np.ndarray, level: int):
         """Each invariant still pending, on the states S of ``level`` (in level order)."""
+        for name, key in self.invariant_violations(S).items():
+            self._record(name, "invariant", level, key)
+
+    def invariant_violations(self, S: np.ndarray) -> dict:
+        """Invariant still pending -> the key of its first violating state among S (the
+        frontier, in level order), in the spec's order of invariants."""
         pending = [name for name in self.comp.invariants if name in self.pending]
         found = self.comp.first_violations(pending, S, self.block)
-        for name in pending:
-            if name in found:
-                self._record(name, "invariant", level, found[name])
+        return {name: self.share.key(self, found[name]) for name in pending if name in found}
 
     # -- one level ---------------------------------------------------------------------------
 
     def expand_level(self, before_block=None, after_block=None, on_batch=None, on_block=None,
                      on_level=None) -> np.ndarray | None:
         """Expands the frontier block by block and adds the next level -> its fingerprints (in
-        level order), or None when it adds no state (the frontier is then empty).
+        level order; this share's), or None when the level adds no state (this share's frontier
+        is then empty).
 
         Hooks: ``before_block(start, n)``; ``after_block(start, m, n, level)`` returns a stop
         reason to end the level after that block (what it found stands, the states gathered
         are added, ``stop_reason`` is set); ``on_batch`` (see expand_block);
         ``on_block(start, T, parent, action, fp)`` sees a block's successors inside the bounds
         before deduplication; ``on_level(depth, fp)`` sees the level added."""
+        level, tviol, deadlocked = self.expand_frontier(before_block, after_block, on_batch,
+                                                        on_block)
+        share = self.share
+        found = Findings({name: (share.key(self, i), k) for name, (i, k) in tviol.items()},
+                         None if deadlocked is None else share.key(self, deadlocked))
+        fp = words = parent = action = None
+        if self.stop_reason == "memory":
+            # the level's end would take the memory there is not: its states are let go, and
+            # the search ends at the level before, with the violations this level's steps found
+            del level
+        else:
+            # the level sorted once; the level expanded is no longer needed (parents are
+            # positions in it)
+            width = self.frontier.shape[0]
+            self.frontier = None
+            fp, words, parent, action = share.finish(self, level)
+            del level
+            if fp is None or not len(fp):
+                fp, words = None, np.empty((width, 0), dtype=np.uint64)
+                parent, action = np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)
+            else:
+                self.visited.add(fp, self.keys(words))
+                found.invariant = self.invariant_violations(words)
+            found.new = 0 if fp is None else len(fp)
+            self.frontier = words          # this share's part of the new level
+        found = share.gather(self, found)
+        for name, (key, k) in sorted(found.transition.items()):
+            self._record(name, "transition", self.depth, key, k)
+        if found.deadlock is not None and DEADLOCK in self.pending:
+            self._record(DEADLOCK, "deadlock", self.depth, found.deadlock)
+        if self.stop_reason == "memory":
+            return None
+        self.level_states = found.new
+        if not found.new:
+            return None
+        self.parents.append(parent)
+        self.actions.append(action)
+        self.depth += 1
+        for name, key in found.invariant.items():
+            self._record(name, "invariant", self.depth, key)
+        if on_level is not None and fp is not None:
+            on_level(self.depth, fp)
+        return fp
+
+    def expand_frontier(self, before_block=None, after_block=None, on_batch=None,
+                        on_block=None) -> tuple:
+        """The frontier expanded block by block (expand_level's hooks) -> (the next level's
+        states gathered, ``Level``; transition property -> (least pre-state position, action
+        instance); the first stuck state's position or None), the counters updated."""
         comp, block = self.comp, self.block
         frontier = self.frontier
         n = frontier.shape[1]
@@ -846,9 +974,7 @@ class Explorer:
             self.cut += blk.cut
             self.cut_only += blk.cut_only
             for name, (i, k) in blk.violations.items():
-                cand = (start + i, k)
-                if name not in tviol or cand < tviol[name]:
-                    tviol[name] = cand
+                keep_least(tviol, name, (start + i, k))
             if blk.stuck is not None and deadlocked is None:
                 deadlocked = start + blk.stuck
             if blk.words is not None:
@@ -877,45 +1003,14 @@ class Explorer:
                 if reason:
                     self.stop_reason = reason
                     break
-        if self.stop_reason == "memory":
-            # the level's end would take the memory there is not: its states are let go, and
-            # the search ends at the level before, with the violations this level's steps found
-            del level
-            for name, (parent, k) in sorted(tviol.items()):
-                self._record(name, "transition", self.depth, parent, k)
-            if deadlocked is not None:
-                self._record(DEADLOCK, "deadlock", self.depth, deadlocked)
-            return None
-        for name, (parent, k) in sorted(tviol.items()):
-            self._record(name, "transition", self.depth, parent, k)
-        if deadlocked is not None:
-            self._record(DEADLOCK, "deadlock", self.depth, deadlocked)
-        # the level sorted once; the level expanded is no longer needed (parents are positions
-        # in it)
-        del S
-        width = frontier.shape[0]
-        frontier = self.frontier = None
-        fp, words, parent, action = level.finish() if level.upper else (None,) * 4
-        del level
-        if fp is None or not len(fp):
-            self.frontier = np.empty((width, 0), dtype=np.uint64)
-            return None
-        self.parents.append(parent)
-        self.actions.append(action)
-        self.visited.add(fp, self.keys(words))
-        self.frontier = words
-        self.depth += 1
-        self.check_invariants(words, self.depth)
-        if on_level is not None:
-            on_level(self.depth, fp)
-        return fp
+        return level, tviol, deadlocked
 
     def run(self, max_depth: int | None = None, until: Callable | None = None,
             **hooks) -> str | None:
         """Levels until the space ends, the stopping rule stops the search, a hook stops it, or
         ``until()`` holds before a level -> the stop reason (None: the space ended or ``until``
         held). ``hooks``: those of expand_level."""
-        while self.frontier.shape[1]:
+        while self.level_states:
             reason = self.pending.stop_before(self.depth, max_depth)
             if reason:
                 self.stop_reason = reason

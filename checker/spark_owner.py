@@ -14,44 +14,47 @@ level-synchronous; each state is explored exactly once, by its owner:
    the CPU it takes, not its wall time.
 2. The owners run as one Spark job in barrier mode (``mode="barrier"``, the default when every
    owner has a task slot): P tasks started together, each the long-lived home of one owner's
-   visited set, frontier and parent links, in its own memory, for the whole search. Per level,
-   each owner expands its frontier with the compiled numpy code (checker/compile.Compiled),
-   checks the transition properties and deadlocks on its own states, and writes its
-   successors for each other owner as one packed array (fingerprint, parent fingerprint, action
-   instance, words: 8 bytes a word) to the exchange directory (``exchange_root``); a barrier;
-   each owner reads what it was sent, drops what it has seen, keeps one parent per new state
-   and checks the invariants on its new states. An owner does per state what the single
-   process does (steps that leave their state unchanged dropped before any sort, its own
-   successors checked against its visited set while it gathers them, every invariant checked
-   at once); what it does more is the exchange and the merge of the runs it received. One ``allGather`` of the owners' small
-   summaries (counts, the least violating fingerprint per property) gives every owner the same
-   view, so each applies the driver's stopping rule (``Rule``, the core's ``explore.Pending``)
-   itself and they stop together. No Spark job, shuffle or serialisation per level: a level
-   costs the work, the exchange through files and two round trips of ``FileSync`` (files in
-   the exchange directory; Spark's own barrier() took a second each).
+   visited set, frontier and parent links, in its own memory, for the whole search. Each owner
+   is the core's ``explore.Explorer`` over its share (``_OwnerShare``): the core's loop over
+   levels, its block step (the compiled numpy code, steps that leave their state unchanged
+   dropped before any sort, its own successors checked against its visited set while it
+   gathers them, every invariant checked at once) and its stopping rule. What the share adds
+   is the end of a level and the merge of what was found: each owner writes its successors for
+   each other owner as one packed array (fingerprint, parent fingerprint, action instance,
+   words: 8 bytes a word) to the exchange directory (``exchange_root``); a barrier; each owner
+   reads what it was sent, drops what it has seen and keeps one parent per new state; then one
+   ``allGather`` of the owners' small summaries (the least violating fingerprint per property,
+   by the core's merge rule ``explore.keep_least``) gives every owner's core the same
+   findings, so each decides as one process would and they stop together. No Spark job,
+   shuffle or serialisation per level: a level costs the work, the exchange through files and
+   two round trips of ``FileSync`` (files in the exchange directory; Spark's own barrier()
+   took a second each).
 3. Traces: when the search stops, the owners walk each violation back through the parents they
    hold, handing over to the owner that holds the next parent (one ``allGather`` per hand-over;
    a parent is known by its fingerprint, which does not tell the owner of a wider state), down to
-   the driver's prefix; the task returns the per-level summaries and the walks, and the driver
-   replays the summaries through ``bfs.search``'s loop, finishes each walk through the prefix
-   it holds and kcheck.trace.build replays it.
+   the driver's prefix; the tasks return what their cores decided (owner 0: the stop, the
+   violations, the levels' sizes, the walks; each: its counts), and the driver adds the counts,
+   finishes each walk through the prefix it holds, and kcheck.trace.build replays it.
 
 With more owners than task slots (barrier mode needs every task running at once), or with
 ``mode="levels"``, each level is one Spark job of two stages instead (the mode this module had
-first; docs/spark.md has what each costs): stage 1 expands each owner's frontier and emits its
-successors keyed by owner, Spark shuffles them, stage 2 zips each owner's store (a persisted
-RDD of one record per owner: sorted visited fingerprints, frontier words, per level the parent
-fingerprint and action instance of each state) with what it received; lineage is truncated every
-``CHECKPOINT_EVERY`` levels; traces are walked back by lookup jobs on the stores.
+first; docs/spark.md has what each costs): the driver's core runs the loop and decides, its
+share (``_LevelJobs``) holding no state, and a level's end is a job: stage 1 runs the core's
+block loop on each owner's frontier and emits its successors keyed by owner, Spark shuffles
+them, stage 2 zips each owner's store (a persisted RDD of one record per owner: sorted visited
+fingerprints, frontier words, per level the parent fingerprint and action instance of each
+state) with what it received; lineage is truncated every ``CHECKPOINT_EVERY`` levels; traces
+are walked back by lookup jobs on the stores.
 
 The exchange directory must be one that every executor reaches: on one machine (local masters,
 a standalone cluster on 127.0.0.1) the default, /dev/shm or the temporary directory; on several
 machines a shared filesystem, named by ``KCHECK_EXCHANGE_DIR``.
 
 Exactness. Every state is expanded once, at its BFS depth, so distinct-state counts, levels,
-verdicts and shortest trace lengths are those of checker/bfs.py by construction; the driver
-replays bfs.search's loop (the all-violated and max-depth stops, the properties still pending
-at each level) on the merged summaries, so a search stops where bfs stops. Transitions and
+verdicts and shortest trace lengths are those of checker/bfs.py by construction; the loop over
+levels and the stopping rule (the all-violated and max-depth stops, the properties still
+pending at each level) are the core's, fed every owner's findings merged, so a search stops
+where bfs stops. Transitions and
 transitions cut by search bounds are counted once, as in bfs.
 
 Tie-break: the single process's (checker/explore.py, "the parent rule"). The end of a trace:
@@ -273,74 +276,62 @@ def exchange_root() -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
-# The owners' work on the explicit-state core (checker/explore.py)
+# An owner's share of the core's level step (checker/explore.py)
 
 
-@dataclass
-class Expansion:
-    """The successors of one frontier, one candidate per distinct fingerprint (the least
-    (action instance, parent fingerprint)), sorted by fingerprint."""
-    fp: np.ndarray
-    words: np.ndarray
-    parent: np.ndarray
-    action: np.ndarray
-    transitions: int = 0
-    cut: int = 0
-    cut_only: int = 0                             # states whose every step left a search bound
-    fired: list = field(default_factory=list)     # steps per action instance
-    tviol: dict = field(default_factory=dict)     # property -> (pre-state fingerprint, instance)
-    deadlock: int | None = None                   # least fingerprint of a stuck state
-
-
-def _least(fp, words, parent, action):
-    sel = explore.least_per_state(fp, action, parent)
-    return fp[sel], words[:, sel], parent[sel], action[sel]
-
-
-def expand(comp: Compiled, S: np.ndarray, fps: np.ndarray, tprops: set, deadlock: bool,
-           block: int = BLOCK, canonical=None, visited: explore.Visited | None = None) -> Expansion:
-    """Expands the states S (columns, sorted by fingerprint ``fps``) as the core expands one
-    level: counts, transition properties still pending (``tprops``), deadlocks. ``canonical``:
-    a symmetry's representative of each successor (checker/symmetry.py), or None.
-    ``visited``: the owner's visited set, whose states are dropped here already.
-
-    The successors are gathered as the core gathers a level (``explore.Level``): the frontier
-    is in fingerprint order, so the least parent position is the least parent fingerprint,
-    and the candidate kept for each state is the least (action instance, parent)."""
-    words = S.shape[0]
-    judged_elsewhere = set(comp.tprop_names) - set(tprops)   # already violated, or not asked
-    ninst = len(comp.model.instances)
-    ex = Expansion(_EMPTY, np.zeros((words, 0), dtype=np.uint64), _EMPTY, np.zeros(0, np.int32),
-                   fired=[0] * ninst)
-    # a one-word state is its own fingerprint and is kept once, as it (the core's fast path)
-    level = explore.Level(visited if visited is not None else explore.Visited(0), False,
-                          max(1, (ninst - 1).bit_length()), words == 1,
-                          layout_of(comp.model).bits)
-    act_dtype = np.int16 if ninst < 32000 else np.int32
-    for start in range(0, S.shape[1], block):
-        B = S[:, start:start + block]
-        Bfp = fps[start:start + block]
-        # as the core's level loop: steps that leave their state as it was reach a state seen
-        # already (two_phase: 37 % of its steps) and are dropped before any sort
-        blk = explore.expand_block(comp, B, ex.fired, judged_elsewhere, deadlock,
-                                   deadlock and ex.deadlock is None, act_dtype, loops=False)
-        ex.transitions += blk.transitions
-        ex.cut += blk.cut
-        ex.cut_only += blk.cut_only
-        for name, (i, k) in blk.violations.items():
-            cand = (int(Bfp[i]), k)
-            if name not in ex.tviol or cand < ex.tviol[name]:
-                ex.tviol[name] = cand
-        if blk.stuck is not None and ex.deadlock is None:
-            ex.deadlock = int(Bfp[blk.stuck])
-        if blk.words is not None:
-            T = blk.words if canonical is None else canonical(blk.words)
-            level.add(T, fingerprint(T), blk.parent, blk.action, start)
-        del blk
+def _outgoing(level: explore.Level, frontier_fp: np.ndarray, words: int, P: int, mask) -> tuple:
+    """An owner's end of the core's block loop: the states it gathered (one per state, the
+    least (action instance, parent), its own visited states dropped already), each parent
+    named by its fingerprint (``frontier_fp``: the expanded level's, in level order, so the
+    least parent position is the least parent fingerprint) -> ((fingerprints, words, parent
+    fingerprints, action instances), each state's owner)."""
     if level.upper:
         fp, T, par, act = level.finish()
-        ex.fp, ex.words, ex.parent, ex.action = fp, T, fps[par], act.astype(np.int32)
-    return ex
+        cands = (fp, T, frontier_fp[par], act.astype(np.int32))
+    else:
+        cands = (_EMPTY, np.zeros((words, 0), dtype=np.uint64), _EMPTY, np.zeros(0, np.int32))
+    return cands, owner_of(cands[0], P, mask, cands[1])
+
+
+def _plain(found: explore.Findings) -> dict:
+    """One owner's findings of a level, as plain data (its states known by fingerprint)."""
+    return {"tviol": {n: [int(f), int(k)] for n, (f, k) in found.transition.items()},
+            "deadlock": found.deadlock, "inv": dict(found.invariant), "new": found.new}
+
+
+def _merged(sums: list[dict]) -> explore.Findings:
+    """The owners' summaries of one level -> the level's findings, by the core's merge rule
+    (``explore.keep_least``): what one process would have found in the whole level."""
+    found = explore.Findings(new=sum(s["new"] for s in sums))
+    stuck: dict = {}
+    for s in sums:
+        for name, cand in s["tviol"].items():
+            explore.keep_least(found.transition, name, tuple(cand))
+        if s["deadlock"] is not None:
+            explore.keep_least(stuck, DEADLOCK, s["deadlock"])
+        for name, f in s["inv"].items():
+            explore.keep_least(found.invariant, name, f)
+    found.deadlock = stuck.get(DEADLOCK)
+    return found
+
+
+def _level_profile(sums: list[dict], new: int, wall: float | None = None) -> dict:
+    """One level's time per phase, the slowest owner's, for ``Ownership.profile``. ``wall``
+    (levels mode): the job's wall time, of which what the owners' phases do not account for
+    is Spark's (scheduling, moving the stores and the successors between the JVM and
+    Python); in barrier mode the level is the slowest owner's round (they end together)."""
+    phases = sorted({k for s in sums for k in s["prof"]}, key=lambda k: (k not in PHASES, k))
+    prof = {k: max(s["prof"].get(k, 0.0) for s in sums) for k in phases}
+    level = wall if wall is not None else max(sum(s["prof"].values()) for s in sums)
+    if wall is not None:
+        prof["spark"] = max(0.0, wall - sum(prof.values()))
+    prof["level"], prof["states"] = level, new
+    return prof
+
+
+def _busy(prof: dict) -> float:
+    """An owner's time at work in a level, not waiting for the others."""
+    return sum(v for k, v in prof.items() if k not in ("wait", "gather", "name"))
 
 
 def _candidates(parts: list[tuple]) -> tuple | None:
@@ -422,62 +413,6 @@ def merge(visited: np.ndarray, parts: list[tuple]) -> tuple:
     fresh = explore.absent(visited, fp)
     fp, S, par, act = fp[fresh], S[:, fresh], par[fresh], act[fresh]
     return (fp, S, par, act), explore.insert_sorted(visited, fp)
-
-
-def check_invariants(comp: Compiled, S: np.ndarray, fps: np.ndarray, names: set,
-                     block: int = BLOCK) -> dict:
-    """-> {invariant: least violating fingerprint} over the states S (sorted by fingerprint).
-    Every invariant at once, block by block, as the core checks a level (shared field reads)."""
-    return {name: int(fps[i]) for name, i in comp.first_violations(names, S, block).items()}
-
-
-def combine(sums: list[dict]) -> tuple[dict, int | None, dict, int]:
-    """The owners' summaries of one level -> (transition property -> least (pre-state
-    fingerprint, instance), least deadlocked fingerprint or None, invariant -> least violating
-    fingerprint, new states)."""
-    tviol: dict = {}
-    for s in sums:
-        for name, cand in s["tviol"].items():
-            if name not in tviol or tuple(cand) < tviol[name]:
-                tviol[name] = tuple(cand)
-    dl = [s["deadlock"] for s in sums if s["deadlock"] is not None]
-    inv: dict = {}
-    for s in sums:
-        for name, f in s["inv"].items():
-            inv[name] = min(inv.get(name, f), f)
-    return tviol, (min(dl) if dl else None), inv, sum(s["new"] for s in sums)
-
-
-class Rule:
-    """The single process's decisions between levels (checker/explore.py): which properties
-    are pending, the stopping rule, and where each violation was found. The driver holds one;
-    in barrier mode every owner holds a copy, fed the same summaries, so all stop together."""
-
-    def __init__(self, comp: Compiled, pending: explore.Pending, max_depth: int | None):
-        self.comp, self.pending, self.max_depth = comp, pending, max_depth
-        self.where: dict[str, tuple] = {}          # property -> (kind, fingerprint, depth, k)
-
-    def pending_tprops(self):
-        return {p for p in self.pending.left if p in self.comp.tprop_names}
-
-    def pending_invariants(self):
-        return {p for p in self.pending.left if p in self.comp.invariants}
-
-    def record(self, depth, tviol, deadlock, inv_next, new):
-        """One level's merged summary, in the core's order."""
-        for name, (fp, k) in sorted(tviol.items()):
-            self.where[name] = ("transition", fp, depth, k)
-            self.pending.decide(name)
-        if deadlock is not None and DEADLOCK in self.pending:
-            self.where[DEADLOCK] = ("deadlock", deadlock, depth, None)
-            self.pending.decide(DEADLOCK)
-        if new:
-            for name, fp in sorted(inv_next.items()):
-                self.where[name] = ("invariant", fp, depth + 1, None)
-                self.pending.decide(name)
-
-    def stop_before(self, depth) -> str | None:
-        return self.pending.stop_before(depth, self.max_depth)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -570,53 +505,123 @@ def _inject_fault(ctx: dict, depth: int, me: int):
             raise RuntimeError(f"kcheck test fault: owner 0 fails expanding level {depth} once")
 
 
-class _Owner:
-    """One owner's state for the whole search, in its task's memory: the visited set (the
-    core's, merged into in place), the frontier, and per level its states' parents."""
+class _OwnerShare(explore.Whole):
+    """One owner's share of each level, for the core's level step (``explore.Explorer``'s
+    ``share``; the loop, the block step and the stopping rule are the core's). A state is known
+    by its fingerprint: the owner's frontier is in fingerprint order, so a position's order is
+    its fingerprint's. A level ends with the exchange: this owner's successors written for
+    their owners, a barrier, what the others sent read, its visited states dropped, and one
+    candidate kept per state, the least (action instance, parent fingerprint) (``_candidates``).
+    What the owner found is merged with every other owner's through one ``allGather`` of small
+    summaries (``_merged``), so every owner's core decides as one process would and all stop at
+    the same level. A violation is kept as where it is, (kind, fingerprint, depth, action
+    instance): its trace is walked back across owners when the search ends."""
 
-    def __init__(self, ctx: dict, me: int):
-        self.comp, self.sym = _compiled(ctx)
-        self.P, self.me, self.block = ctx["parts"], me, ctx["block"]
+    def __init__(self, ctx: dict, me: int, fp: np.ndarray, words: int, sym, exchange):
+        self.ctx, self.me, self.P, self.sym = ctx, me, ctx["parts"], sym
         self.mask = ctx.get("owner_mask")
-        share = load_share(Path(ctx["exchange"]), me)
-        self.visited = explore.Visited(0)
-        self.visited.add(share["visited"], None)
-        self.S, self.fp = share["words"], share["fp"]
-        self.one_word = self.S.shape[0] == 1
-        self.levels: dict[int, tuple] = {}
+        self.fp, self.words = fp, words       # the frontier's fingerprints, its state's words
+        self.levels: dict[int, tuple] = {}    # depth -> (fingerprints, parents', actions): walks
+        self._exchange = exchange
+        self.where: Path | None = None
+        self.bar = None
+        self.distinct = ctx["distinct"]
+        self.level_sizes: list[int] = []      # the levels' states, every owner's (owner 0 reports)
+        self.profile: list[dict] = []         # per level, each phase's slowest owner (owner 0)
+        self.totals = {"sent": 0, "sent_away": 0, "unreduced": 0, "busy": 0.0, "cpu": 0.0}
+        self.prof: dict = {}
+        self.t, self.cpu = time.perf_counter(), time.process_time()
 
-    def expand(self, tprops, deadlock) -> tuple[Expansion, np.ndarray]:
-        ex = expand(self.comp, self.S, self.fp, tprops, deadlock, self.block,
-                    None if self.sym is None else self.sym.canonical, self.visited)
-        return ex, owner_of(ex.fp, self.P, self.mask, ex.words)
+    def connect(self):
+        """The run's exchange directory and the owners' FileSync, once (``_owner_task``)."""
+        if self.where is None:
+            self.where, self.bar = self._exchange()
 
-    def merge(self, depth: int, kept: tuple, received: list[tuple]) -> int:
-        """This owner's own candidates (``kept``: already checked against its visited set while
-        it expanded) and those the others sent -> its states of level ``depth`` (the
-        frontier). Only what the others sent is looked up in the visited set."""
-        fresh = []
+    def key(self, ex, position: int) -> int:
+        return int(self.fp[position])
+
+    def finish(self, ex, level) -> tuple:
+        prof = self.prof = {}
+        t = _lap(prof, "expand", self.t)
+        if self.where is None:
+            self.connect()
+            t = _lap(prof, "name", t)
+        P, me, depth = self.P, self.me, ex.depth
+        (fp, T, par, act), dest = _outgoing(level, self.fp, self.words, P, self.mask)
+        kept = None
+        for q in range(P):
+            sel = dest == q
+            part = (fp[sel], T[:, sel], par[sel], act[sel])
+            if q == me:
+                kept = part
+            else:
+                np.save(self.where / f"{depth}-{me}-{q}.npy", _pack(*part, self.words == 1))
+        self.totals["sent"] += len(fp)
+        self.totals["sent_away"] += int((dest != me).sum())
+        del dest, fp, T, par, act
+        t = _lap(prof, "write", t)
+        self.bar.barrier()
+        t = _lap(prof, "wait", t)
+        received = []
+        for p in range(P):
+            if p != me:
+                path = self.where / f"{depth}-{p}-{me}.npy"
+                received.append(_unpack(np.load(path)))
+                path.unlink()
+        t = _lap(prof, "read", t)
+        # this owner's own candidates were checked against its visited set as it gathered
+        # them; only what the others sent is looked up
+        fresh = [kept]
         for part in received:
-            new = self.visited.absent(part[0], None)
+            new = ex.visited.absent(part[0], None)
             fresh.append(part if new.all() else tuple(x[..., new] for x in part))
-        got = _candidates([kept] + fresh)
+        del received, kept
+        got = _candidates(fresh)
         del fresh
         if got is None:
-            self.fp, self.S = _EMPTY, self.S[:, :0]
-            self.levels[depth] = (_EMPTY, _EMPTY, np.zeros(0, np.int32))
-            return 0
-        fp, S, par, act = got
-        self.visited.add(fp, None)
-        self.fp, self.S = fp, S
-        self.levels[depth] = (fp, par, act)
-        return len(fp)
+            got = (_EMPTY, np.zeros((self.words, 0), dtype=np.uint64), _EMPTY,
+                   np.zeros(0, np.int32))
+        self.fp = got[0]
+        self.levels[depth + 1] = (got[0], got[2], got[3])
+        self.t = _lap(prof, "merge", t)
+        return got if len(got[0]) else (None,) * 4
+
+    def gather(self, ex, found: explore.Findings) -> explore.Findings:
+        prof = self.prof
+        t = _lap(prof, "invariants", self.t)
+        if found.new:
+            self.totals["unreduced"] += (found.new if self.sym is None
+                                         else int(self.sym.orbit_sizes(ex.frontier).sum()))
+        summary = dict(_plain(found), owner=self.me, prof=prof,
+                       cpu=time.process_time() - self.cpu)
+        self.totals["busy"] += _busy(prof)
+        self.totals["cpu"] += summary["cpu"]
+        sums = [json.loads(m) for m in self.bar.allGather(json.dumps(summary))]
+        _lap(prof, "gather", t)
+        merged = _merged(sums)
+        if merged.new:
+            self.level_sizes.append(merged.new)
+            self.distinct += merged.new
+        if self.me == 0:
+            sums[0]["prof"]["gather"] = prof["gather"]     # this owner's own view of the round
+            self.profile.append(_level_profile(sums, merged.new))
+            if self.ctx.get("progress_file"):
+                Path(self.ctx["progress_file"]).write_text(
+                    json.dumps([ex.depth + 1, self.distinct, merged.new]))
+        self.t, self.cpu = time.perf_counter(), time.process_time()
+        return merged
+
+    def located(self, ex, name, kind, depth, key, last):
+        return (kind, key, depth, last)
 
 
 def _owner_task(ctx: dict, it, bar=None):
-    """Barrier mode: one owner for the whole search (see the module's docstring). ``bar``:
-    what synchronises the owners (``barrier()``, ``allGather(message)``): Spark's
-    BarrierTaskContext, or ``Threads`` (tests of the protocol without Spark)."""
+    """Barrier mode: one owner for the whole search (see the module's docstring), the core's
+    Explorer over its share. ``bar``: what synchronises the owners (``barrier()``,
+    ``allGather(message)``): Spark's BarrierTaskContext, or ``Threads`` (tests of the protocol
+    without Spark)."""
     t_task = time.perf_counter()
-    me, P = _one(it), ctx["parts"]
+    me = _one(it)
     if bar is None:
         from pyspark import BarrierTaskContext
         bar = BarrierTaskContext.get()
@@ -636,92 +641,43 @@ def _owner_task(ctx: dict, it, bar=None):
             raise RuntimeError("kcheck: the owners' first synchronisation failed")
         where = Path(ctx["exchange"]) / named[0]
         where.mkdir(parents=True, exist_ok=True)
-        return where, FileSync(where, me, P, getattr(bar, "aborted", None))
-    own = _Owner(ctx, me)
-    where = None
-    pending = explore.Pending(ctx["props"], ctx["deadlock"])
-    pending.left = set(ctx["left"])
-    rule = Rule(own.comp, pending, ctx["max_depth"])
-    depth = ctx["depth"]
-    history: list[list[dict]] = []
-    distinct = ctx["distinct"]
+        return where, FileSync(where, me, ctx["parts"], getattr(bar, "aborted", None))
+    comp, sym = _compiled(ctx)
+    share = load_share(Path(ctx["exchange"]), me)
+    own = _OwnerShare(ctx, me, share["fp"], share["words"].shape[0], sym, exchange)
+    ex = explore.Explorer(comp.model, comp, ctx["props"], ctx["deadlock"], keyed=False,
+                          block=ctx["block"], share=own,
+                          canonical=None if sym is None else sym.canonical)
+    ex.take_over(share["visited"], share["words"], ctx["depth"], ctx["frontier_states"],
+                 ctx["left"])
+    del share
     ready_s = time.perf_counter() - t_task
-    while not rule.stop_before(depth):
-        prof = {}
-        cpu = time.process_time()
-        t = time.perf_counter()
-        _inject_fault(ctx, depth, me)
-        ex, dest = own.expand(rule.pending_tprops(), DEADLOCK in rule.pending)
-        t = _lap(prof, "expand", t)
-        if where is None:
-            where, bar = exchange()
-            t = _lap(prof, "name", t)
-        kept = None
-        for q in range(P):
-            sel = dest == q
-            part = (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
-            if q == me:
-                kept = part
-            else:
-                np.save(where / f"{depth}-{me}-{q}.npy", _pack(*part, own.one_word))
-        sent, away = len(ex.fp), int((dest != me).sum())
-        del dest
-        t = _lap(prof, "write", t)
-        bar.barrier()
-        t = _lap(prof, "wait", t)
-        parts = []
-        for p in range(P):
-            if p != me:
-                path = where / f"{depth}-{p}-{me}.npy"
-                parts.append(_unpack(np.load(path)))
-                path.unlink()
-        received = len(kept[0]) + sum(len(x[0]) for x in parts)
-        t = _lap(prof, "read", t)
-        new = own.merge(depth + 1, kept, parts)
-        del parts, kept
-        t = _lap(prof, "merge", t)
-        inv = check_invariants(own.comp, own.S, own.fp, rule.pending_invariants(),
-                               own.block) if new else {}
-        unreduced = int(own.sym.orbit_sizes(own.S).sum()) if own.sym is not None and new else new
-        t = _lap(prof, "invariants", t)
-        summary = {"owner": me, "transitions": ex.transitions, "cut": ex.cut,
-                   "cut_only": ex.cut_only, "fired": [int(c) for c in ex.fired],
-                   "tviol": {n: [int(f), int(k)] for n, (f, k) in ex.tviol.items()},
-                   "deadlock": ex.deadlock, "sent": sent, "sent_away": away, "new": new,
-                   "inv": inv, "received": received, "owned": own.visited.n,
-                   "unreduced": unreduced, "prof": prof,
-                   "cpu": time.process_time() - cpu}
-        del ex
-        sums = [json.loads(m) for m in bar.allGather(json.dumps(summary))]
-        _lap(prof, "gather", t)
-        sums[me]["prof"]["gather"] = prof["gather"]     # this owner's own view of the round
-        history.append(sums)
-        tviol, dl, inv_all, total_new = combine(sums)
-        rule.record(depth, tviol, dl, inv_all, total_new)
-        distinct += total_new
-        if me == 0 and ctx.get("progress_file"):
-            Path(ctx["progress_file"]).write_text(json.dumps([depth + 1, distinct, total_new]))
-        if not total_new:
-            break
-        depth += 1
-    if where is None:                  # no level was built (a bound or a stop came first)
-        where, bar = exchange()
+    own.t, own.cpu = time.perf_counter(), time.process_time()
+    # the core's loop: (tests) a fault is injected where a level begins, once the stopping
+    # rule has let it begin
+    stop = ex.run(ctx["max_depth"], until=lambda: _inject_fault(ctx, ex.depth, me))
+    own.connect()                      # no level was built (a bound or a stop came first)
     t = time.perf_counter()
     # the traces: every owner walks the violations through the parents it owns, in rounds
-    walking = {name: [fp, d, []] for name, (_, fp, d, _) in rule.where.items()}
+    walking = {name: [fp, d, []] for name, (_, fp, d, _) in ex.found.items()}
     rounds = 0
     while any(w[1] > ctx["depth"] for w in walking.values()):
         away = {n: w for n, w in walking.items() if w[1] > ctx["depth"]}
-        for m in bar.allGather(json.dumps(_walk_levels(own.levels, away))):
+        for m in own.bar.allGather(json.dumps(_walk_levels(own.levels, away))):
             walking.update(json.loads(m))
         _unheld(away, walking, ctx["depth"])
         rounds += 1
     walk_s = time.perf_counter() - t
     # the directory stays: another owner may still be reading the last round's messages (the
-    # driver removes the run's directory after the job)
-    yield {"owner": me, "history": history if me == 0 else None,
-           "walking": walking if me == 0 else None, "rounds": rounds, "ready_s": ready_s,
-           "task_s": time.perf_counter() - t_task, "walk_s": walk_s}
+    # driver removes the run's directory after the job). Owner 0 reports what every owner
+    # decided alike (the stop, the violations, the levels' sizes); each its own counts
+    first = me == 0
+    yield dict(own.totals, owner=me, stop=stop, found=ex.found if first else None,
+               walking=walking if first else None, levels=own.level_sizes if first else None,
+               profile=own.profile if first else None, rounds=rounds, ready_s=ready_s,
+               task_s=time.perf_counter() - t_task, walk_s=walk_s, transitions=ex.transitions,
+               cut=ex.cut, cut_only=ex.cut_only, fired=[int(c) for c in ex.fired],
+               owned=ex.visited.n)
 
 
 class FileSync:
@@ -824,9 +780,9 @@ def _lap(prof: dict, name: str, t: float) -> float:
 # -- levels mode: one Spark job per level, the stores in Spark's cache -----------------------
 
 
-def _expand_task(ctx, depth, tprops, deadlock, index, it):
-    """Stage 1: an owner's frontier -> (owner, payload) for every owner, its statistics to
-    itself."""
+def _expand_task(ctx, depth, left, index, it):
+    """Stage 1: an owner's frontier, through the core's block loop (``left``: the properties
+    still to decide) -> (owner, payload) for every owner, its statistics to itself."""
     t0 = time.perf_counter()
     store = _one(it)
     t1 = time.perf_counter()
@@ -837,16 +793,20 @@ def _expand_task(ctx, depth, tprops, deadlock, index, it):
     if store["owner"] != index:
         raise RuntimeError(f"kcheck: partition {index} holds owner {store['owner']}'s store")
     comp, sym = _compiled(ctx)
-    P = ctx["parts"]
-    ex = expand(comp, store["words"], store["fp"], tprops, deadlock, ctx["block"],
-                None if sym is None else sym.canonical)
-    dest = owner_of(ex.fp, P, ctx.get("owner_mask"), ex.words)
+    P, fps, S = ctx["parts"], store["fp"], store["words"]
+    ex = explore.Explorer(comp.model, comp, ctx["props"], ctx["deadlock"], keyed=False,
+                          block=ctx["block"], canonical=None if sym is None else sym.canonical)
+    ex.take_over(store["visited"], S, depth, len(fps), left)
+    level, tviol, stuck = ex.expand_frontier()
+    (fp, T, par, act), dest = _outgoing(level, fps, S.shape[0], P, ctx.get("owner_mask"))
+    del level
     for q in range(P):
         sel = dest == q
-        yield q, (ex.fp[sel], ex.words[:, sel], ex.parent[sel], ex.action[sel])
+        yield q, (fp[sel], T[:, sel], par[sel], act[sel])
     yield index, {"owner": store["owner"], "transitions": ex.transitions, "cut": ex.cut,
                   "fired": ex.fired, "cut_only": ex.cut_only,
-                  "tviol": ex.tviol, "deadlock": ex.deadlock, "sent": len(ex.fp),
+                  "tviol": {n: (int(fps[i]), k) for n, (i, k) in tviol.items()},
+                  "deadlock": None if stuck is None else int(fps[stuck]), "sent": len(fp),
                   "sent_away": int((dest != store["owner"]).sum()),
                   "prof": {"read store": t1 - t0, "expand": time.perf_counter() - t1}}
 
@@ -870,7 +830,8 @@ def _merge_task(ctx, depth, invariants, pair):
     if S is None:
         S = np.zeros((store["words"].shape[0], 0), dtype=np.uint64)
     t1 = time.perf_counter()
-    inv = check_invariants(comp, S, fp, invariants, ctx["block"]) if len(fp) else {}
+    inv = ({name: int(fp[i]) for name, i in
+            comp.first_violations(invariants, S, ctx["block"]).items()} if len(fp) else {})
     unreduced = int(sym.orbit_sizes(S).sum()) if sym is not None else len(fp)
     levels = dict(store["levels"])
     levels[depth] = (fp, par, act)
@@ -881,7 +842,7 @@ def _merge_task(ctx, depth, invariants, pair):
             "summary": summary}
 
 
-def _summary(store):
+def _store_summary(store):
     return store["summary"]
 
 
@@ -958,65 +919,70 @@ class Ownership:
                 f"exchanged, {self.sent_away:,} to another owner; no state explored twice")
 
 
-class _Search(Rule):
-    """The single process's loop over levels (checker/explore.py): the driver's prefix is the
-    core's Explorer; the levels after it are expanded by the owners, and their merged summaries
-    go through the same stopping rule (``Rule``)."""
+class _LevelJobs(explore.Whole):
+    """Levels mode's share of the core's level step, in the driver: the driver holds no state
+    of the levels after its prefix (its frontier there is empty, so the core's block loop in
+    the driver has nothing to do); a level ends with one Spark job over the owners' stores
+    (stage 1 runs the core's block loop on each owner's frontier, Spark moves each successor to
+    its owner, stage 2 merges and checks the invariants), and what the owners found is merged
+    as in barrier mode (``_merged``). The driver's core then decides, and stops, as one
+    process would."""
 
-    def __init__(self, model, props, check_deadlock, max_depth, block=BLOCK, sym=None,
-                 comp=None, res=None):
-        self.model, self.props = model, props
-        self.comp = comp or Compiled(model, props)
-        self.check_deadlock = check_deadlock
-        self.res = res or SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
-                                       deadlock_checked=check_deadlock)
-        self.block, self.sym = block, sym
-        self.prefix = explore.Explorer(model, self.comp, props, check_deadlock, keyed=False,
-                                       counterexample=Counterexample, block=block,
-                                       canonical=None if sym is None else sym.canonical)
-        super().__init__(self.comp, self.prefix.pending, max_depth)
-        self.levels: list[int] = []
-        self.fired = self.prefix.fired             # steps per action instance, prefix and owners
-        self.owner_mask = None                     # owner_mask's choice at the hand-over
-        self.handed = None                         # the prefix's (fingerprints, words) a level
+    def __init__(self, sc, store, ctx: dict, dist: Ownership, progress, levels: list[int]):
+        self.sc, self.store, self.ctx, self.dist = sc, store, ctx, dist
+        self.progress, self.levels = progress, levels
+        self.unreduced = 0
+        self.sums: list[dict] = []
+        self.wall = 0.0
 
-    def record(self, depth, tviol, deadlock, inv_next, new):
-        super().record(depth, tviol, deadlock, inv_next, new)
-        if new:
-            self.levels.append(new)
+    def key(self, ex, position: int) -> int:      # pragma: no cover (the driver holds no state)
+        raise RuntimeError("kcheck: the driver holds no state of the owners' levels")
 
-    def absorb(self, depth: int, sums: list[dict], dist: Ownership, wall: float | None = None) -> int:
-        """One level's summaries from the owners, into the result -> its new states."""
-        res = self.res
-        sums = sorted(sums, key=lambda s: s["owner"])
-        tviol, dl, inv, new = combine(sums)
-        res.transitions += sum(s["transitions"] for s in sums)
-        res.cut_by_bounds += sum(s["cut"] for s in sums)
-        res.cut_only_states += sum(s["cut_only"] for s in sums)
-        res.unreduced_states += sum(s["unreduced"] for s in sums)
+    def finish(self, ex, level) -> tuple:
+        from pyspark import StorageLevel
+        t = time.perf_counter()
+        depth, ctx, P = ex.depth, self.ctx, self.ctx["parts"]
+        exp = self.store.mapPartitionsWithIndex(functools.partial(
+            _expand_task, ctx, depth, sorted(ex.pending.left)))
+        inc = exp.partitionBy(P, _identity).mapPartitions(_gather)
+        nxt = self.store.zip(inc).map(functools.partial(
+            _merge_task, ctx, depth + 1,
+            {p for p in ex.pending.left if p in ex.comp.invariants}))
+        nxt.persist(StorageLevel.MEMORY_AND_DISK)
+        if (depth + 1) % CHECKPOINT_EVERY == 0:
+            nxt.localCheckpoint()
+        self.sums = sorted(nxt.map(_store_summary).collect(), key=lambda s: s["owner"])
+        self.store.unpersist()
+        self.store = nxt
+        self.wall = time.perf_counter() - t
+        return (None,) * 4
+
+    def gather(self, ex, found: explore.Findings) -> explore.Findings:
+        sums, dist = self.sums, self.dist
+        merged = _merged(sums)
+        ex.transitions += sum(s["transitions"] for s in sums)
+        ex.cut += sum(s["cut"] for s in sums)
+        ex.cut_only += sum(s["cut_only"] for s in sums)
         for s in sums:
             for k, c in enumerate(s["fired"]):
-                self.fired[k] += c
+                ex.fired[k] += c
+        self.unreduced += sum(s["unreduced"] for s in sums)
         dist.sent += sum(s["sent"] for s in sums)
         dist.sent_away += sum(s["sent_away"] for s in sums)
         dist.owner_states = [s["owned"] for s in sums]
-        phases = sorted({k for s in sums for k in s["prof"]}, key=lambda k: (k not in PHASES, k))
-        prof = {k: max(s["prof"].get(k, 0.0) for s in sums) for k in phases}
-        # the level's wall time: barrier mode, the slowest owner's round (they end together)
-        level = wall if wall is not None else max(sum(s["prof"].values()) for s in sums)
-        if wall is not None:
-            # levels mode: what the two stages' slowest owners do not account for is Spark's
-            # (scheduling, moving the stores and the successors between the JVM and Python)
-            prof["spark"] = max(0.0, wall - sum(prof.values()))
-        prof["level"], prof["states"] = level, new
-        dist.profile.append(prof)
-        busy = [sum(v for k, v in s["prof"].items() if k not in ("wait", "gather", "name"))
-                for s in sums]
-        dist.owner_busy_s = [a + b for a, b in zip(dist.owner_busy_s or [0.0] * len(busy), busy)]
-        cpu = [s.get("cpu", 0.0) for s in sums]
-        dist.owner_cpu_s = [a + b for a, b in zip(dist.owner_cpu_s or [0.0] * len(cpu), cpu)]
-        self.record(depth, tviol, dl, inv, new)
-        return new
+        dist.profile.append(_level_profile(sums, merged.new, self.wall))
+        dist.owner_busy_s = [a + _busy(s["prof"]) for a, s in
+                             zip(dist.owner_busy_s or [0.0] * len(sums), sums)]
+        dist.spark_s += self.wall
+        dist.spark_levels += 1
+        if merged.new:
+            self.levels.append(merged.new)
+            if self.progress:
+                self.progress(ex.depth + 1, sum(self.levels), merged.new)
+        return merged
+
+    def located(self, ex, name, kind, depth, key, last):
+        return (kind, key, depth, last)
 
 
 def check(model: Model, properties: list[str] | None = None, max_depth: int | None = None,
@@ -1052,14 +1018,17 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
                        deadlock_checked=check_deadlock)
     sym = symmetry_.prepare(model, comp, res, symmetry)
-    srch = _Search(model, props, check_deadlock, max_depth, block, sym, comp, res)
-    pre = srch.prefix
+    symmetric = symmetry and sym is not None
+    # the driver's prefix: the core's Explorer, the whole of each level
+    pre = explore.Explorer(model, comp, props, check_deadlock, keyed=False,
+                           counterexample=Counterexample, block=block,
+                           canonical=None if sym is None else sym.canonical)
     if starter is not None:
-        starter.warm(_ctx(srch, model, 0, 0, None, symmetry and sym is not None))
+        starter.warm(_ctx(model, pre, props, check_deadlock, 0, max_depth, None, symmetric))
 
     # level 0, and the prefix, in the driver: the core's loop, one owner
     prefix_fp = [pre.start(initial_words(model))]
-    srch.levels.append(len(prefix_fp[0]))
+    levels = [len(prefix_fp[0])]                 # distinct states per depth, prefix and owners
     # states of several words may be owned by their bits, which their fingerprints do not
     # tell: the driver keeps its levels' words to split its visited set at the hand-over
     kept = {"words": [pre.frontier] if pre.frontier.shape[0] > 1 else None, "bytes": 0}
@@ -1073,7 +1042,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
             kept["bytes"] += pre.frontier.nbytes
             if kept["bytes"] > PREFIX_WORDS_BYTES:
                 kept["words"] = None
-        srch.levels.append(len(fp))
+        levels.append(len(fp))
         if sym is not None:
             res.unreduced_states += int(sym.orbit_sizes(pre.frontier).sum())
         if progress:
@@ -1087,11 +1056,10 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
             return True
         return pre.frontier.shape[1] >= prefix_states and (starter is None or starter.ready())
 
-    stop, store, walking, sc = None, None, {}, None
+    stop, store, owners_found, walking, sc = None, None, {}, {}, None
     try:
         stop = pre.run(max_depth, until=hand_over, on_level=level_added)
-        depth = pre.depth
-        dist.prefix_depth, dist.prefix_states = depth, pre.visited.n
+        dist.prefix_depth, dist.prefix_states = pre.depth, pre.visited.n
         dist.prefix_s = time.perf_counter() - t0
         needed = stop is None and pre.frontier.shape[1] > 0
         if starter is not None and (needed or starter.ready()):
@@ -1110,18 +1078,18 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
                 raise spark.SparkError("the search outgrew the driver's prefix and no Spark master was given")
             if pre.frontier.shape[0] > 1 and kept["words"] is None:
                 # the prefix's words were let go: its visited set cannot be split by bits
-                srch.owner_mask, dist.crossing = None, 1.0 - 1.0 / P
+                mask, dist.crossing = None, 1.0 - 1.0 / P
             else:
-                srch.owner_mask, dist.crossing = owner_mask(
+                mask, dist.crossing = owner_mask(
                     comp, pre.frontier, P, None if sym is None else sym.canonical)
-            dist.owner_bits = owner_bits(srch.owner_mask)
-            if kept["words"] is not None:
-                srch.handed = list(zip(prefix_fp, kept["words"]))
+            dist.owner_bits = owner_bits(mask)
+            handed = list(zip(prefix_fp, kept["words"])) if kept["words"] is not None else None
             kept["words"] = None
+            ctx = _ctx(model, pre, props, check_deadlock, P, max_depth, fail_once_at, symmetric,
+                       mask)
             run = _barrier if mode == "barrier" else _levels
-            store, walking, stop = run(sc, srch, model, P, pre.visited.sorted_fp,
-                                       pre.frontier, prefix_fp[-1], depth, dist, progress,
-                                       fail_once_at, symmetry and sym is not None)
+            store, owners_found, walking, stop = run(
+                sc, ctx, pre, handed, prefix_fp[-1], dist, progress, levels, res)
         else:
             dist.in_driver = True
     except KeyboardInterrupt:
@@ -1129,23 +1097,23 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     try:
         res.stop_reason = stop
         res.exhaustive = stop is None
-        res.depth = len(srch.levels) - 1
-        res.distinct_states = sum(srch.levels)
+        res.depth = len(levels) - 1
+        res.distinct_states = sum(levels)
         if sym is None:
             res.unreduced_states = 0
         res.transitions += pre.transitions
         res.cut_by_bounds += pre.cut
         res.cut_only_states += pre.cut_only
-        res.fired = list(srch.fired)
+        res.fired = [a + b for a, b in zip(pre.fired, res.fired or [0] * len(pre.fired))]
         if store is not None:
-            walking = _lookup(sc, srch, store, P, dist)
-        res.found = _traces(srch, prefix_fp, walking)
+            walking = _lookup(sc, owners_found, store, dist)
+        res.found = _traces(pre, prefix_fp, owners_found, walking, res.properties)
     finally:
         if store is not None:
             store.unpersist()
     if sym is not None:
         symmetry_.finish(model, comp, sym, res)
-    dist.levels = list(srch.levels)
+    dist.levels = list(levels)
     if dist.in_driver:
         dist.owner_states = [res.distinct_states]
     res.elapsed_s = time.perf_counter() - t0
@@ -1228,12 +1196,16 @@ def add_spec_file(sc, ref: str):
 _ADDED: dict = {}
 
 
-def _ctx(srch: _Search, model, P: int, depth: int, fail_once_at, symmetry: bool) -> dict:
+def _ctx(model, pre: explore.Explorer, props, deadlock: bool, P: int, max_depth, fail_once_at,
+         symmetry: bool, mask=None) -> dict:
+    """What every owner is told: the model, the properties and what is left of them, where the
+    driver's prefix ended (``pre``), and how states are owned."""
     return {"spec": spark.spec_ref(model.spec), "variant": model.variant,
-            "params": model.params.as_dict(), "props": srch.props, "parts": P,
-            "fail_once_at": fail_once_at, "block": srch.block, "symmetry": symmetry,
-            "deadlock": srch.check_deadlock, "max_depth": srch.max_depth, "depth": depth,
-            "left": sorted(srch.pending.left), "owner_mask": srch.owner_mask}
+            "params": model.params.as_dict(), "props": props, "parts": P,
+            "fail_once_at": fail_once_at, "block": pre.block, "symmetry": symmetry,
+            "deadlock": deadlock, "max_depth": max_depth, "depth": pre.depth,
+            "frontier_states": pre.frontier.shape[1], "distinct": pre.visited.n,
+            "left": sorted(pre.pending.left), "owner_mask": mask}
 
 
 def _split(P: int, visited, S, fp, mask=None, prefix=None):
@@ -1275,26 +1247,34 @@ def load_share(where: Path, me: int) -> dict:
     return {name: np.load(where / f"share-{me}-{name}.npy") for name in SHARE_ARRAYS}
 
 
-def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, fail_once_at,
-             symmetry):
-    """The levels after the prefix, one barrier job -> (None, the walks, stop)."""
-    ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
+def _add_counts(res: SearchResult, counts: dict):
+    """An owner's (or the owners') counts into the result."""
+    res.transitions += counts["transitions"]
+    res.cut_by_bounds += counts["cut"]
+    res.cut_only_states += counts["cut_only"]
+    res.unreduced_states += counts["unreduced"]
+    res.fired = [a + b for a, b in zip(res.fired or [0] * len(counts["fired"]), counts["fired"])]
+
+
+def _barrier(sc, ctx: dict, pre: explore.Explorer, handed, fp, dist: Ownership, progress,
+             levels: list[int], res: SearchResult):
+    """The levels after the prefix, one barrier job, each owner's core deciding alike -> (None,
+    the owners' violations, their walks, the stop); their levels' sizes onto ``levels``, their
+    counts into ``res``."""
+    P = ctx["parts"]
     if sc is not None:
         add_spec_file(sc, ctx["spec"])
     root = exchange_root() / f"kcheck-owners-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     root.mkdir(parents=True)
     ctx["exchange"] = str(root)
-    ctx["distinct"] = srch.prefix.visited.n
     poller = None
     if progress:
         ctx["progress_file"] = str(root / "progress.json")
         poller = _Poller(Path(ctx["progress_file"]), progress)
     t = time.perf_counter()
-    stop = None
     try:
-        save_shares(root, P, visited, S, fp, ctx["owner_mask"], srch.handed)
-        srch.handed = None
-        del visited, S, fp
+        save_shares(root, P, pre.visited.sorted_fp, pre.frontier, fp, ctx["owner_mask"], handed)
+        del handed, fp
         shares = list(range(P))
         if sc is None:
             outs = run_owners_in_threads(ctx, shares)
@@ -1307,26 +1287,29 @@ def _barrier(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress,
     except KeyboardInterrupt:
         if sc is not None:
             sc.cancelAllJobs()
-        return None, {}, "interrupted"
+        return None, {}, {}, "interrupted"
     finally:
         if poller:
             poller.stop()
         shutil.rmtree(root, ignore_errors=True)
     dist.job_s = time.perf_counter() - t
-    first = next(o for o in outs if o["owner"] == 0)
+    outs = sorted(outs, key=lambda o: o["owner"])
+    first = outs[0]
     dist.ready_s = max(o["ready_s"] for o in outs)
     dist.walk_s = max(o["walk_s"] for o in outs)
     dist.lookup_jobs = first["rounds"]
-    for sums in first["history"]:
-        new = srch.absorb(depth, sums, dist)
-        dist.spark_levels += 1
-        if not new:
-            break
-        depth += 1
-    else:
-        stop = srch.stop_before(depth)
+    for o in outs:
+        _add_counts(res, o)
+    dist.sent = sum(o["sent"] for o in outs)
+    dist.sent_away = sum(o["sent_away"] for o in outs)
+    dist.owner_states = [o["owned"] for o in outs]
+    dist.owner_busy_s = [o["busy"] for o in outs]
+    dist.owner_cpu_s = [o["cpu"] for o in outs]
+    dist.profile = first["profile"]
+    dist.spark_levels = len(dist.profile)
     dist.spark_s = sum(p["level"] for p in dist.profile)
-    return None, {n: tuple(w) for n, w in first["walking"].items()}, stop
+    levels += first["levels"]
+    return None, first["found"], {n: tuple(w) for n, w in first["walking"].items()}, first["stop"]
 
 
 class _Poller:
@@ -1353,74 +1336,59 @@ class _Poller:
         self.thread.join()
 
 
-def _levels(sc, srch: _Search, model, P, visited, S, fp, depth, dist, progress, fail_once_at,
-            symmetry):
-    """The levels after the prefix, one Spark job each -> (final store RDD, {}, stop)."""
+def _levels(sc, ctx: dict, pre: explore.Explorer, handed, fp, dist: Ownership, progress,
+            levels: list[int], res: SearchResult):
+    """The levels after the prefix, one Spark job each, decided by the driver's core (its
+    share, ``_LevelJobs``, holds none of their states) -> (the final store RDD, the owners'
+    violations, {}, the stop); their levels' sizes onto ``levels``, their counts into
+    ``res``."""
     from pyspark import StorageLevel
-    ctx = _ctx(srch, model, P, depth, fail_once_at, symmetry)
     add_spec_file(sc, ctx["spec"])
-    store = sc.parallelize(_shares(P, visited, S, fp, ctx["owner_mask"], srch.handed), P).persist(
+    words = pre.frontier.shape[0]
+    store = sc.parallelize(_shares(ctx["parts"], pre.visited.sorted_fp, pre.frontier, fp,
+                                   ctx["owner_mask"], handed), ctx["parts"]).persist(
         StorageLevel.MEMORY_AND_DISK)
-    del visited, S, fp
-    srch.handed = None
-    stop = None
+    del handed, fp
+    jobs = _LevelJobs(sc, store, ctx, dist, progress, levels)
+    drv = explore.Explorer(pre.model, pre.comp, ctx["props"], ctx["deadlock"], keyed=False,
+                           block=ctx["block"], share=jobs)
+    drv.take_over(_EMPTY, np.zeros((words, 0), dtype=np.uint64), ctx["depth"],
+                  ctx["frontier_states"], ctx["left"])
     try:
-        while True:
-            stop = srch.stop_before(depth)
-            if stop:
-                break
-            t = time.perf_counter()
-            exp = store.mapPartitionsWithIndex(functools.partial(
-                _expand_task, ctx, depth, srch.pending_tprops(), DEADLOCK in srch.pending))
-            inc = exp.partitionBy(P, _identity).mapPartitions(_gather)
-            nxt = store.zip(inc).map(functools.partial(_merge_task, ctx, depth + 1,
-                                                       srch.pending_invariants()))
-            nxt.persist(StorageLevel.MEMORY_AND_DISK)
-            if (depth + 1) % CHECKPOINT_EVERY == 0:
-                nxt.localCheckpoint()
-            sums = nxt.map(_summary).collect()
-            store.unpersist()
-            store = nxt
-            wall = time.perf_counter() - t
-            dist.spark_s += wall
-            dist.spark_levels += 1
-            new = srch.absorb(depth, sums, dist, wall)
-            if not new:
-                break
-            depth += 1
-            if progress:
-                progress(depth, sum(srch.levels), new)
+        stop = drv.run(ctx["max_depth"])
     except KeyboardInterrupt:
         stop = "interrupted"
-    return store, {}, stop
+    _add_counts(res, {"transitions": drv.transitions, "cut": drv.cut, "cut_only": drv.cut_only,
+                      "unreduced": jobs.unreduced, "fired": drv.fired})
+    return jobs.store, drv.found, {}, stop
 
 
-def _lookup(sc, srch: _Search, store, P, dist) -> dict:
+def _lookup(sc, found: dict, store, dist: Ownership) -> dict:
     """Levels mode: the violations walked back through the owners' stores, one lookup job per
     hand-over between owners (all violations at once), down to the driver's prefix."""
-    walking = {name: (fp, depth, []) for name, (_, fp, depth, _) in srch.where.items()}
+    walking = {name: (fp, depth, []) for name, (_, fp, depth, _) in found.items()}
     while True:
         away = {n: w for n, w in walking.items() if w[1] > dist.prefix_depth}
         if not away:
             return walking
         # every owner looks: an owner is known by the states it holds (_walk_levels)
-        for n, w in sc.runJob(store, functools.partial(_walk, away), list(range(P))):
+        for n, w in sc.runJob(store, functools.partial(_walk, away), list(range(dist.owners))):
             walking[n] = tuple(w)
         _unheld(away, walking, dist.prefix_depth)
         dist.lookup_jobs += 1
 
 
-def _traces(srch: _Search, prefix_fp, walking: dict) -> dict:
+def _traces(pre: explore.Explorer, prefix_fp, owners_found: dict, walking: dict,
+            properties) -> dict:
     """Every violation as a trace: those the driver's prefix found are the core's already; the
-    others, walked back through the owners (``walking``: name -> where the walk reached the
-    prefix and the actions on the way, in reverse), are finished through the prefix to an
-    initial state."""
-    res, pre = srch.res, srch.prefix
+    owners' (``owners_found``: name -> (kind, fingerprint, depth, action instance)), walked back
+    through the owners (``walking``: name -> where the walk reached the prefix and the actions
+    on the way, in reverse), are finished through the prefix to an initial state."""
     found = dict(pre.found)
-    for name, (kind, fp, depth, k) in srch.where.items():
+    for name, (kind, fp, depth, k) in owners_found.items():
         fp, depth, rev = walking.get(name, (fp, depth, []))
         i = int(np.searchsorted(prefix_fp[depth], np.uint64(fp)))
         initial, steps = pre.trace_to(depth, i)
         steps += list(rev)[::-1] + ([k] if kind == "transition" else [])
         found[name] = Counterexample(name, kind, initial, steps)
-    return {p: found[p] for p in res.properties if p in found}
+    return {p: found[p] for p in properties if p in found}

@@ -37,7 +37,8 @@ def timed(fn):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller instances (N=7 instead of 8)")
-    ap.add_argument("--only", choices=["slices", "ownership", "overhead", "profile", "command"])
+    ap.add_argument("--only", choices=["slices", "ownership", "overhead", "profile", "command",
+                                       "owners"])
     ap.add_argument("--n", type=int, action="append",
                     help="two_phase sizes for --only profile (default 8 9) or command (default 10)")
     ap.add_argument("--repeat", type=int, default=3,
@@ -53,6 +54,11 @@ def main():
     big = 7 if args.quick else 8
     two_phase = load_spec("two_phase")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+    if args.only == "owners":
+        for spec in ([args.spec] if args.spec else ["consumer_group", "classic_group"]):
+            owners(spec, args.repeat)
+        spark.stop_session()
+        return
     if args.only == "command":
         if args.spec:
             name, _, rest = args.spec.partition(":")
@@ -243,6 +249,41 @@ def profile(two_phase, n, mode):
     print(f"per level: {d.per_level_s:.3f} s on average; the smallest levels "
           f"({min(p['states'] for p in d.profile):,} states) took "
           f"{min(p['level'] for p in d.profile):.3f} s")
+
+
+def owners(spec: str, repeat: int = 3):
+    """The owners' own work, Spark's start left out: a spec at its defaults (``NAME`` or
+    ``NAME:K=V,...``) in one process, then by two owners handed the search at the level a
+    quarter of the way down (so that the owners, not the driver, build most levels), as
+    threads of this process (the protocol without Spark) and as one barrier job on
+    ``local[2]`` (a warmed session); wall time of each, best of ``repeat``, and whether the
+    counts and traces are the single process's."""
+    name, _, rest = spec.partition(":")
+    params = dict(kv.split("=", 1) for kv in rest.split(",") if kv)
+    model = load_spec(name).instantiate(None, {k: int(v) for k, v in params.items()})
+    single, _ = timed(lambda: bfs.search(model))
+    hand_over = max(1, single.depth // 4)
+    spark_owner.check(model, master=MASTER, owners=2, prefix_depth=hand_over, max_depth=hand_over + 2)
+    runs = {"one process": lambda: bfs.search(model),
+            "2 owners as threads": lambda: spark_owner.check(
+                model, master=None, owners=2, threads=True, prefix_depth=hand_over),
+            f"2 owners, barrier job on {MASTER}": lambda: spark_owner.check(
+                model, master=MASTER, owners=2, prefix_depth=hand_over)}
+    best = {k: float("inf") for k in runs}
+    same = True
+    load0 = os.getloadavg()[0]
+    for _ in range(repeat):
+        for label, run in runs.items():
+            res, t = timed(run)
+            best[label] = min(best[label], t)
+            same &= (res.distinct_states == single.distinct_states
+                     and res.transitions == single.transitions and res.depth == single.depth
+                     and {p: (f.initial, f.steps) for p, f in res.found.items()}
+                     == {p: (f.initial, f.steps) for p, f in single.found.items()})
+    print(f"{spec} ({single.distinct_states:,} states, depth {single.depth}; owners from level "
+          f"{hand_over}), best of {repeat}: " + "; ".join(f"{k} {v:.2f} s" for k, v in best.items())
+          + f"; load average {load0:.1f}-{os.getloadavg()[0]:.1f}; same counts and traces: {same}",
+          flush=True)
 
 
 def _tree_cpu(root: int, seen: dict):

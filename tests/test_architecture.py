@@ -152,3 +152,97 @@ def test_one_exit_code_table():
                 if {"OK", "VIOLATED", "BAD_INPUT", "DIVERGED", "NOT_REDISCOVERED"} & set(names):
                     tables.append(name)
     assert tables == ["kcheck.options"]
+
+
+# -- one core loop, one result model -------------------------------------------------------------
+
+# what a loop over breadth-first levels does: apply the stopping rule, expand a level or a
+# block of one, or step to the next depth
+_LEVEL_CALLS = {"stop_before", "expand_level", "expand_frontier", "expand_block", "replay_stop"}
+
+
+def level_loops(source: str) -> list[str]:
+    """The functions of ``source`` with a loop over breadth-first levels of their own: a
+    ``for``/``while`` whose body (or ``else``) applies the stopping rule, expands a level or a
+    block (``_LEVEL_CALLS``), or adds to a depth (``depth += 1``, ``self.depth += 1``). A
+    function nested in a loop's body counts for the function that holds it."""
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for loop in (n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While))):
+            for n in ast.walk(loop):
+                called = (n.func.attr if isinstance(n.func, ast.Attribute) else
+                          getattr(n.func, "id", None)) if isinstance(n, ast.Call) else None
+                target = getattr(n, "target", None) if isinstance(n, ast.AugAssign) else None
+                deeper = target is not None and (getattr(target, "id", None) == "depth"
+                                                 or getattr(target, "attr", None) == "depth")
+                if called in _LEVEL_CALLS or deeper:
+                    found.append(fn.name)
+                    break
+            else:
+                continue
+            break
+    return sorted(set(found))
+
+
+def test_the_level_loop_detector_sees_the_shapes_spark_owner_had():
+    """The check below is not trivially true: the three shapes spark_owner.py had before it ran
+    on the core (issue 31) are each found."""
+    owner_loop = ("def task(rule, depth):\n"
+                  "    while not rule.stop_before(depth):\n"
+                  "        depth += 1\n")
+    block_loop = ("def expand(comp, S):\n"
+                  "    for start in range(0, S.shape[1], 8):\n"
+                  "        blk = explore.expand_block(comp, S[:, start:start + 8], [])\n")
+    replay = ("def barrier(srch, history, depth):\n"
+              "    for sums in history:\n"
+              "        if not srch.absorb(depth, sums):\n"
+              "            break\n"
+              "        depth += 1\n"
+              "    else:\n"
+              "        stop = srch.stop_before(depth)\n")
+    assert level_loops(owner_loop) == ["task"]
+    assert level_loops(block_loop) == ["expand"]
+    assert level_loops(replay) == ["barrier"]
+    walk = ("def walk(levels, fp, depth):\n"            # a trace's walk back is not a level loop
+            "    while depth > 0:\n"
+            "        fp, depth = levels[depth][fp], depth - 1\n")
+    assert level_loops(walk) == []
+
+
+def test_one_core_loop():
+    """The loop over breadth-first levels, the block loop and the stopping rule are
+    checker/explore.py's (``Explorer.run``, ``expand_level``, ``Pending``): no other module has a
+    level loop of its own (Spark's ownership runs the core's over each owner's share), but the
+    recorded exceptions of docs/architecture.md; and no other module defines a stopping rule."""
+    recorded = set(re.findall(r"\*\*Level loop outside the core: ([\w.]+)\.\*\*", DOC))
+    found = {f"{name.removeprefix('kcheck.')}.{fn}" for name, path in MODULES.items()
+             if name != "kcheck.explore" for fn in level_loops(path.read_text())}
+    assert found == recorded
+    assert not [f for f in found if f.startswith("spark_owner.")]
+    rules = [f"{name}.{node.name}" for name, path in MODULES.items() if name != "kcheck.explore"
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.ClassDef) and any(
+                 isinstance(m, ast.FunctionDef) and m.name == "stop_before" for m in node.body)]
+    assert rules == []
+
+
+_RESULT_NAME = re.compile(r"\w*Result|\w*Outcome|Found|Violation|Counterexample")
+
+
+def test_one_result_model():
+    """A class named as a result (``*Result``, ``*Outcome``, ``Found``, ``Violation``,
+    ``Counterexample``) is the result module's (checker/verdict.py), or an engine's extension
+    of its ``RunResult``; the others are the recorded exceptions of docs/architecture.md."""
+    recorded = set(re.findall(r"\*\*Result type outside the result model: ([\w.]+)\.\*\*", DOC))
+    outside = set()
+    for name, path in MODULES.items():
+        if name == "kcheck.verdict":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and _RESULT_NAME.fullmatch(node.name):
+                bases = {getattr(b, "id", None) or getattr(b, "attr", None) for b in node.bases}
+                if "RunResult" not in bases:
+                    outside.add(f"{name.removeprefix('kcheck.')}.{node.name}")
+    assert outside == recorded
