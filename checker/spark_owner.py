@@ -1204,7 +1204,9 @@ def _ctx(model, pre: explore.Explorer, props, deadlock: bool, P: int, max_depth,
             "params": model.params.as_dict(), "props": props, "parts": P,
             "fail_once_at": fail_once_at, "block": pre.block, "symmetry": symmetry,
             "deadlock": deadlock, "max_depth": max_depth, "depth": pre.depth,
-            "frontier_states": pre.frontier.shape[1], "distinct": pre.visited.n,
+            # (before level 0, for warming the owners' workers, there is no frontier yet)
+            "frontier_states": 0 if pre.frontier is None else pre.frontier.shape[1],
+            "distinct": pre.visited.n,
             "left": sorted(pre.pending.left), "owner_mask": mask}
 
 
