@@ -11,7 +11,7 @@ driver's prefix, and every owner's search over its share of each level, ``Explor
     level, block by block and once more when the level ends;
 (c) **the parent rule**: a state first reached at level d gets as parent the predecessor at level
     d-1 that minimises (action instance id, parent), the parent compared by its place in level
-    d-1 (``Level``, ``least_per_state``);
+    d-1 (``Level``; across Spark's owners, spark_owner._candidates);
 (d) the **invariant and transition checks**, and deadlocks (``Explorer``), what a level found
     merged by one rule (``keep_least``) across blocks, and across owners (``Findings``);
 (e) the **stopping rule** (``Pending``, ``replay_stop``);
@@ -184,18 +184,6 @@ def insert_sorted(sorted_fp: np.ndarray, new: np.ndarray) -> np.ndarray:
     if not len(new):
         return sorted_fp
     return np.insert(sorted_fp, np.searchsorted(sorted_fp, new), new)
-
-
-def least_per_state(fp: np.ndarray, action: np.ndarray, parent: np.ndarray) -> np.ndarray:
-    """Positions of one candidate per distinct fingerprint, the least (action instance, parent),
-    in fingerprint order: the parent rule where a parent is known by its fingerprint (Spark's
-    owners, whose candidates come from every other owner)."""
-    if not len(fp):
-        return np.empty(0, dtype=np.int64)
-    order = np.lexsort((parent, action, fp))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = fp[order[1:]] != fp[order[:-1]]
-    return order[first]
 
 
 def _sort_with_tag(fp: np.ndarray, tag: np.ndarray, tag_bits: int):

@@ -202,13 +202,6 @@ def test_first_of_each_keeps_the_least_action_then_the_earliest_run(top):
     assert got.tolist() == _brute_first(fp, runs, act).tolist()
 
 
-def test_least_per_state_orders_by_action_then_parent():
-    fp = np.array([7, 9, 7, 7], dtype=np.uint64)
-    action = np.array([3, 0, 2, 2], dtype=np.int32)
-    parent = np.array([50, 1, 60, 40], dtype=np.uint64)
-    assert explore.least_per_state(fp, action, parent).tolist() == [3, 1]
-
-
 def test_the_stopping_rule_replayed_is_the_search_s():
     """replay_stop (Spark's slices explore past the single process's stop) says where the loop
     of Pending stops: a level decides what it found from the next level on."""
