@@ -368,9 +368,8 @@ def compare_run(r) -> RunReport:
 
 
 def _header(console, m, what):
-    from kcheck.render import params_str
-    console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
-                  f"({params_str(m.params.as_dict())}): {what}")
+    from kcheck.render import heading, params_str
+    console.print(heading(m, params_str(m.params.as_dict())).append(f": {what}"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,9 +520,10 @@ def cmd_compare(args, console) -> int:
         # two variants: the run's own variant field stays empty, "variants" names them
         print_json({**compare_run(r).to_json(), "variant": None}, "run")
     else:
-        console.print(f"[bold]{spec.name}[/bold] rule [bold]{r.rule}[/bold]: {a} vs {b} "
+        from rich.text import Text
+        console.print(Text.assemble((spec.name, "bold"), " rule ", (r.rule, "bold"), f": {a} vs {b} "
                       f"({r.call_sites} request shape(s); accepted = {r.accept_value or 'true'}; "
-                      f"assuming {', '.join(r.assumed) or 'nothing beyond field ranges'})")
+                      f"assuming {', '.join(r.assumed) or 'nothing beyond field ranges'})"))
         if r.inconclusive:
             console.print(f"UNKNOWN: {r.inconclusive}", markup=False)
         else:
