@@ -28,6 +28,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kcheck", default=str(Path(sys.executable).parent / "kcheck"),
                     help="the kcheck to measure (default: this environment's)")
     ap.add_argument("--runs", type=int, default=1, help="runs per command; the least figures are kept")
+    ap.add_argument("--only", choices=("check", "progress", "report"), action="append",
+                    help="run only these commands (repeatable): a second kcheck's report against the "
+                         "first's check and progress")
     args = ap.parse_args(argv)
     if not Path(args.kcheck).exists():
         print(f"bench_report: no kcheck at {args.kcheck}", file=sys.stderr)
@@ -40,12 +43,16 @@ def main(argv=None) -> int:
                         "report": ["report", spec, "-o", str(Path(tmp) / "pages")]}
             best = {}
             for label, cmd in commands.items():
+                if args.only and label not in args.only:
+                    continue
                 runs = [measure(args.kcheck, cmd) for _ in range(args.runs)]
                 best[label] = {k: min(r[k] for r in runs) for k in ("wall_s", "cpu_s", "peak_mb")}
                 best[label]["exit"] = runs[-1]["exit"]
                 r = best[label]
                 print(f"{spec:<16} {label:<10} {r['exit']:>4} {r['cpu_s']:>8.1f} {r['wall_s']:>8.1f} "
                       f"{r['peak_mb']:>8.0f}", flush=True)
+            if len(best) < 3:
+                continue
             both = best["check"]["cpu_s"] + best["progress"]["cpu_s"]
             print(f"{spec:<16} report / (check + progress): CPU {best['report']['cpu_s'] / both:.2f}x "
                   f"(target: at most 1.5x); peak memory {best['report']['peak_mb']:.0f} MB against "

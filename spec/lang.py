@@ -1543,13 +1543,19 @@ class Spec:
         return self.default_variant or next(iter(self.variants), "default") \
             if variant is None else variant
 
-    def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
+    def variant_params(self, variant: str | None = None, params: dict | None = None) -> Params:
+        """The parameters ``instantiate(variant, params)`` compiles at (the spec's defaults, the
+        variant's, then ``params``), without compiling: a caller can tell two runs at the same
+        configuration apart from two at different ones."""
         variant = self.variant_name(variant)
         if self.variants and variant not in self.variants:
             raise SpecError(f"unknown variant '{variant}' for spec {self.name}; variants: "
                             f"{', '.join(self.variants)}")
         defaults = self.variants[variant].params if variant in self.variants else {}
-        return Model(self, variant, self.resolve_params({**defaults, **(params or {})}))
+        return self.resolve_params({**defaults, **(params or {})})
+
+    def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
+        return Model(self, self.variant_name(variant), self.variant_params(variant, params))
 
 
 def _doc(fn) -> str:
