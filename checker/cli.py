@@ -15,8 +15,6 @@ import signal
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from kcheck import ci_outputs
 from kcheck.spec import SHIPPED
 from kcheck.spec.lang import SpecError
@@ -103,6 +101,10 @@ def register(sub) -> dict:
     ck.add_argument("--por", action="store_true",
                     help="partial-order reduction: expand ample sets of steps that commute with "
                          "the rest (same verdicts; a trace may be longer than the shortest)")
+    ck.add_argument("--explain", action="store_true",
+                    help="list every warning (actions that never took a step, verdicts bounded by "
+                         "a search bound) instead of their counts; docs/warnings.md says what "
+                         "each means")
     add_engine_options(ck)
     ci_outputs.add_options(ck)
 
@@ -187,6 +189,7 @@ def main(argv=None) -> int:
 
 
 def cmd_list(args, console) -> int:
+    from rich.text import Text
     from kcheck.loader import load_spec
     out = []
     for name in SHIPPED:
@@ -206,7 +209,7 @@ def cmd_list(args, console) -> int:
         print_json(out, "list")
         return OK
     for s in out:
-        console.print(f"[bold]{s['spec']}[/bold]: {s['doc']}")
+        console.print(Text.assemble((s["spec"], "bold"), f": {s['doc']}"))
         console.print("  parameters: " + ", ".join(f"{k}={v['default']} ({v['min']}..{v['max']})"
                                                     for k, v in s["parameters"].items()))
         console.print("  variants:   " + ", ".join(k + (" (default)" if v["default"] else "")
@@ -273,23 +276,15 @@ def _exit_for(res) -> int:
                      res.stop_reason if res.interrupted else None)
 
 
-def _warn_never_fired(run, err: Console):
-    never = run.statistics.get("never_fired")
-    if never:
-        m = run.model
-        err.print(f"kcheck: warning: {m.spec.name}/{m.variant}: action"
-                  f"{'s' if len(never) > 1 else ''} {', '.join(never)} never took a step though "
-                  f"enabled by the parameters: a property about {'them' if len(never) > 1 else 'it'} "
-                  f"holds vacuously", markup=False)
-
-
 def cmd_check(args, console) -> int:
     import time
     from kcheck.loader import load_spec
     from kcheck.render import print_check, print_matrix
     from kcheck.render import save_all
+    from kcheck.notices import Notices
     params_ = params(args.param)
     out = out_dir(args)
+    notices = Notices()
     if args.json and args.json_lines:
         raise BadInput("--json and --json-lines are two output formats: give one")
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
@@ -315,7 +310,10 @@ def cmd_check(args, console) -> int:
                 print_json(run.to_json(), "run", indent=2 if args.json else None)
             else:
                 print_check(console, res, traces, {})
-            _warn_never_fired(run, err)
+            notices.idle(run)
+            # one variant's warnings are few: each in full (its bounded verdicts' reasons are
+            # printed under its table)
+            notices.print(err, True, "check")
             saved, failure = save_all(traces, out)
             if not args.json and not args.json_lines:
                 for p in saved.values():
@@ -337,7 +335,8 @@ def cmd_check(args, console) -> int:
             if args.json_lines:
                 print_json({**run.to_json(), "record": {"matches": not d, "differences": d}},
                            "run_with_record", indent=None)
-            _warn_never_fired(run, err)
+            notices.idle(run)
+            notices.bounded_verdicts(res)
             _, failure = save_all(traces, out)
             if failure:
                 save_errors.append(failure)
@@ -365,6 +364,8 @@ def cmd_check(args, console) -> int:
         console.print(f"{compared} verdicts compared with the record: "
                       f"{'all match' if not differing else f'{differing} differ'}; "
                       f"{time.perf_counter() - t0:.1f}s", markup=False)
+    # after the results: one short summary of what deserves a look (issue 37)
+    notices.print(err, args.explain, "check all" if args.spec == "all" else f"check {args.spec} --all-variants")
     if save_errors:
         raise SaveFailed(save_errors[0] + (f" (and {len(save_errors) - 1} more)" if len(save_errors) > 1 else ""))
     for c in (TERMINATED, INTERRUPTED, VIOLATED, BOUNDED):

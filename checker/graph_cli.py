@@ -44,6 +44,9 @@ def register(sub) -> dict:
                         "disturbances (default: the spec's declared bound; 'unbounded': no bound)")
     p.add_argument("--deadlock", action="store_true",
                    help="report states with no successor even if the spec declares no terminal states")
+    p.add_argument("--explain", action="store_true",
+                   help="list every warning (verdicts bounded by a search bound, with the reason) "
+                        "instead of their counts; docs/warnings.md says what each means")
     ci_outputs.add_options(p)
     return {"graph": cmd_graph, "progress": cmd_progress}
 
@@ -140,10 +143,9 @@ def result_json(res, traces) -> dict:
 
 
 def _print_one(console, res, traces, saved):
-    from kcheck.render import loop_sentence, params_str, trace_table
+    from kcheck.render import heading, loop_sentence, params_str, trace_table
     m = res.model
-    console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
-                  f"({params_str(m.params.as_dict())})")
+    console.print(heading(m, params_str(m.params.as_dict())))
     console.print(_graph_line(res), markup=False)
     t = Table(show_header=True)
     for col in ("property", "kind", "fair (weak, per instance)", "verdict", "meaning"):
@@ -179,8 +181,10 @@ def cmd_progress(args, console) -> int:
     from kcheck.render import params_str
     import time
     from kcheck.render import save_all
+    from kcheck.notices import Notices
     params_ = params(args.param)
     out = out_dir(args)
+    notices = Notices()
     names = list(SHIPPED) if args.spec == "all" else [args.spec]
     all_variants = args.all_variants or args.spec == "all"
     if args.spec == "all" and args.variant:
@@ -223,6 +227,7 @@ def cmd_progress(args, console) -> int:
                 res, traces = run_progress(spec, variant, params_, args)
                 ci_outputs.record_progress(args, res, traces, against_record=True)
                 d = search_differences(spec, res)
+                notices.bounded_verdicts(res)
                 res.keep_figures_only()
                 results.append((res, traces))
                 diffs += d
@@ -248,7 +253,7 @@ def cmd_progress(args, console) -> int:
                              "results": [result_json(*r) for r in results],
                              "record": {"matches": not diffs, "differences": diffs}})
         else:
-            from kcheck.render import print_folded
+            from kcheck.render import differs_line, print_folded
             props = list(results[0][0].properties) if results else []
             rows = []
             for res, traces in results:
@@ -276,12 +281,9 @@ def cmd_progress(args, console) -> int:
             for res, _ in results:
                 if res.cap_raised is not None:
                     console.print(f"{res.model.variant}: {_raised(res)[2:]}", markup=False)
-                for n in res.properties:
-                    if res.reason(n):
-                        console.print(f"{res.model.variant}: {n}: no violation (bounded): {res.reason(n)}",
-                                      markup=False)
+            # the bounded verdicts' reasons: in the summary of warnings at the end (kcheck.notices)
             for d in diffs:
-                console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
+                console.print(differs_line(d))
         # a bounded verdict that the record expects (spec.bounded) matches it, like a violation
         codes.append(VIOLATED if diffs else
                      BOUNDED if any(unrecorded_bounded(spec, r[0].model.variant, r[0].verdicts)
@@ -295,6 +297,8 @@ def cmd_progress(args, console) -> int:
         console.print(f"{compared} verdicts compared with the record: "
                       f"{'all match' if not differing else f'{differing} differ'}; "
                       f"{time.perf_counter() - t0:.1f}s", markup=False)
+    notices.print(make_console(stderr=True, soft_wrap=True), args.explain,
+                  "progress all" if args.spec == "all" else f"progress {args.spec} --all-variants")
     if save_errors:
         raise SaveFailed(save_errors[0])
     if stopped is not None:

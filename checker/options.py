@@ -45,9 +45,11 @@ def write_file(path, text: str) -> None:
 
 def make_console(stderr: bool = False, **kw) -> Console:
     """Every terminal output of kcheck, made here: no emoji codes (rich reads an error's
-    'my_spec.py:100:' as the emoji code ':100:' and prints 'my_spec.py💯') and no highlighting
-    of the numbers and names in kcheck's own lines."""
-    return Console(stderr=stderr, highlight=False, emoji=False, **kw)
+    'my_spec.py:100:' as the emoji code ':100:' and prints 'my_spec.py💯'), no markup (a
+    user's spec, variant or file name with brackets, 'fix[/]1', was read as a tag: mangled, or
+    a MarkupError traceback; kcheck styles its own words with rich.text.Text instead) and no
+    highlighting of the numbers and names in kcheck's own lines."""
+    return Console(stderr=stderr, highlight=False, emoji=False, markup=False, **kw)
 
 OK, VIOLATED, BAD_INPUT, BOUNDED, BROKER_FAILED, SAVE_FAILED = 0, 1, 2, 3, 4, 5
 INTERRUPTED, TERMINATED = 130, 143

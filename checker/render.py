@@ -96,9 +96,8 @@ def params_str(params: dict) -> str:
 
 def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
     m = r.model
-    console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
-                  f"({params_str(m.params.as_dict())})")
-    console.print(stats_line(r))
+    console.print(heading(m, params_str(m.params.as_dict())))
+    console.print(stats_line(r), markup=False)
     coverage = r.statistics.get("steps_per_action") if hasattr(r, "statistics") else None
     if coverage:
         # action coverage: an action with few steps is one a "holds" leans on lightly
@@ -121,7 +120,18 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
         what = "witness" if r.status(p) is Verdict.REACHED else "counterexample"
         console.print(trace_table(tr, f"Shortest {what} for {p} ({len(tr)} steps)"))
         if p in saved:
-            console.print(f"saved: {saved[p]}")
+            console.print(f"saved: {saved[p]}", markup=False)
+
+
+def heading(m, detail: str) -> Text:
+    """'SPEC variant VARIANT (detail)' with the names in bold: a Text, not markup, since a user's
+    spec and variant names may hold brackets that rich would read as tags."""
+    return Text.assemble((m.spec.name, "bold"), " variant ", (m.variant or "", "bold"), f" ({detail})")
+
+
+def differs_line(d: str) -> Text:
+    """A difference from the record, its label in red (the difference quotes user names)."""
+    return Text.assemble(("DIFFERS FROM RECORD", "red"), f": {d}")
 
 
 def print_folded(console: Console, build, names: list[str]):
@@ -178,14 +188,10 @@ def print_matrix(console: Console, spec, results: list[SearchResult], traces: di
         for row in rows:
             t.add_row(*row)
         return t
+    # the bounded verdicts' reasons are in the run's summary of warnings (kcheck.notices)
     print_folded(console, build, props)
-    for r in results:
-        for p in r.properties if r.exhaustive and hasattr(r, "reason") else ():
-            why = r.reason(p)
-            if why:
-                console.print(f"{r.model.variant}: {p}: no violation (bounded): {why}", markup=False)
     for d in diffs:
-        console.print(f"[red]DIFFERS FROM RECORD[/red]: {d}")
+        console.print(differs_line(d))
 
 
 def markdown(tr: Trace, doc: dict) -> str:

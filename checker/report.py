@@ -59,19 +59,28 @@ def collect(spec: Spec, params: dict | None = None, *, progress: bool = True, pr
     t0 = time.perf_counter()
     runs = run_variants(spec, None, params, Options(max_states=max_states, max_nodes=max_nodes),
                         progress=progress, prove=prove, on_variant=on_variant)
-    saved = replay_saved(spec, saved_dir) if saved_dir else []
+    # the saved traces replay in the runs' own compiled models when their parameters match
+    models = {(r.variant, _key(r.model.params.as_dict())): r.model for r in runs}
+    saved = replay_saved(spec, saved_dir, models) if saved_dir else []
     return SpecReport(spec, runs, saved, time.perf_counter() - t0)
 
 
-def replay_saved(spec: Spec, saved_dir: str | Path) -> list[SavedTrace]:
-    """Every counterexample saved for this spec under saved_dir/<spec>/<variant>/, replayed."""
+def _key(params: dict) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+def replay_saved(spec: Spec, saved_dir: str | Path, models: dict | None = None) -> list[SavedTrace]:
+    """Every counterexample saved for this spec under saved_dir/<spec>/<variant>/, replayed.
+    ``models``: compiled models by (variant, sorted parameters), reused (and added to) rather
+    than compiling a variant once per saved trace."""
     from kcheck.trace import TraceError, load, replay
     out = []
+    models = {} if models is None else models
     root = Path(saved_dir) / spec.name
     for path in sorted(root.glob("*/*.json")):
         try:
             doc = load(path)
-            model = spec.instantiate(doc.get("variant"), doc.get("params", {}))
+            model = _model_for(spec, doc, models)
             r = replay(model, doc)
             ok, msg = r.ok, r.message
         except (TraceError, SpecError) as e:
@@ -80,6 +89,17 @@ def replay_saved(spec: Spec, saved_dir: str | Path) -> list[SavedTrace]:
         out.append(SavedTrace(str(path), doc.get("variant"), doc.get("property"),
                               len(doc.get("steps", [])), ok, msg))
     return out
+
+
+def _model_for(spec: Spec, doc: dict, models: dict):
+    """The compiled model a saved trace replays in: one already compiled at the parameters it
+    resolves to, else compiled once and kept. A trace gives only the parameters it changed, so
+    they are resolved as instantiate resolves them before they are compared."""
+    variant, given = doc.get("variant"), doc.get("params", {})
+    key = (spec.variant_name(variant), _key(spec.variant_params(variant, given).as_dict()))
+    if key not in models:
+        models[key] = spec.instantiate(variant, given)
+    return models[key]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,17 +131,25 @@ def _cell(status: str, trace: Trace | None, spec, variant: str, prop: str,
     differs = differs_from_record(spec, variant, prop, status) is not None
     text = cell(status, len(trace) if trace is not None else None,
                 lasso=trace is not None and trace.loop_index is not None)
+    # one compact cell: the verdict's word, the whole sentence and its reason on hover
+    full = text + (f": {note}" if note else "") + (" (differs from the record)" if differs else "")
+    if status == Verdict.BOUNDED:
+        text = "bounded"
     if status == Verdict.VIOLATED:
         text = f'<a href="#{_anchor(variant, prop)}">{text}</a>'
     cls = f"verdict {status}" + (" differs" if differs else "")
     rec = ' <span class="record">≠ record</span>' if differs else \
         (' <span class="recorded">recorded</span>' if expected and status == Verdict.VIOLATED else "")
-    title = f' title="{_e(note)}"' if note else ""
+    title = f' title="{_e(full)}"'
     return (f'<td class="{cls}" data-variant="{_e(variant)}" data-property="{_e(prop)}"{title} '
             f'data-status="{_e(status)}" data-matches-record="{str(not differs).lower()}">{text}{rec}</td>')
 
 
 def _matrix(rep: SpecReport) -> str:
+    """The verdicts, variants by properties, in a box of its own that scrolls (its header row and
+    variant column stay in view), so the page is never wider than the window; the lemmas, which
+    are many and matter to the proofs, in their own table below (issue 37: the lemmas column was
+    crushed to one letter a line and the matrix overflowed 1400 px)."""
     spec = rep.spec
     runs = rep.runs
     safety = list(runs[0].search.properties) if runs else []
@@ -129,12 +157,12 @@ def _matrix(rep: SpecReport) -> str:
     safety = [p for p in safety if p not in lemmas]
     # the search checks deadlock too when the spec declares terminal states: one column for it
     prog = [p for p in runs[0].progress.properties if p not in safety] if runs and runs[0].progress else []
-    head = "".join(f'<th title="{_e(spec.properties[p].doc if p in spec.properties else "")}">{_e(p)}</th>'
+    head = "".join(f'<th title="{_e(spec.properties[p].doc if p in spec.properties else "")}">{_header(p)}</th>'
                    for p in safety)
-    head += "".join(f'<th class="progress" title="{_e(runs[0].progress.doc(p))}">{_e(p)}</th>'
+    head += "".join(f'<th class="progress" title="{_e(runs[0].progress.doc(p))}">{_header(p)}</th>'
                     for p in prog)
     if lemmas:
-        head += f"<th>lemmas ({len(lemmas)})</th>"
+        head += f'<th><a href="#lemmas">lemmas ({len(lemmas)})</a></th>'
     rows = []
     for r in runs:
         exp = spec.variant_info(r.variant).expected_violations if spec.variants else set()
@@ -144,12 +172,13 @@ def _matrix(rep: SpecReport) -> str:
         if lemmas:
             broken = [p for p in lemmas if r.search.status(p) is Verdict.VIOLATED]
             bad = [p for p in broken if p not in exp]
+            # one compact cell: the count, the names on hover and in the lemmas table
             text = ("all hold" if not broken and r.search.exhaustive else
-                    "no violation (bounded)" if not broken else
-                    "VIOLATED: " + ", ".join(f'<a href="#{_anchor(r.variant, p)}">{_e(p)}</a>' for p in broken))
+                    "bounded" if not broken else
+                    f'<a href="#lemmas">VIOLATED: {len(broken)}</a>')
             cls = "holds" if not broken else "violated"
             cells.append(f'<td class="verdict {cls}{" differs" if bad else ""}" data-variant="{_e(r.variant)}" '
-                         f'data-property="lemmas" data-status="{cls}" '
+                         f'data-property="lemmas" data-status="{cls}" title="{_e(", ".join(broken))}" '
                          f'data-matches-record="{str(not bad).lower()}">{text}</td>')
         default = " (default)" if r.variant == spec.default_variant else ""
         rows.append(f'<tr><th class="variant" title="{_e(r.doc)}">{_e(r.variant)}{default}</th>'
@@ -158,8 +187,37 @@ def _matrix(rep: SpecReport) -> str:
     record = ('<p class="record-ok" id="record">Every verdict matches the spec\'s record.</p>' if not diffs else
               '<div class="record-bad" id="record"><p>Verdicts that differ from the spec\'s record:</p><ul>'
               + "".join(f"<li>{_e(d)}</li>" for d in diffs) + "</ul></div>")
-    return (f'<table id="matrix" class="matrix"><thead><tr><th>variant</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>{record}')
+    return (f'<div class="matrix-box"><table id="matrix" class="matrix"><thead><tr><th class="variant">variant</th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>{record}{_lemmas(rep, lemmas)}')
+
+
+def _header(name: str) -> str:
+    """A property's name as a column header that may wrap after its hyphens, not inside a word."""
+    return "-<wbr>".join(_e(part) for part in name.split("-"))
+
+
+def _lemmas(rep: SpecReport, lemmas: list[str]) -> str:
+    """One row per lemma: what it says and the variants whose search violates it (each a link to
+    its counterexample, with its length)."""
+    if not lemmas:
+        return ""
+    spec = rep.spec
+    rows = []
+    for p in lemmas:
+        where = []
+        for r in rep.runs:
+            if r.search.status(p) is Verdict.VIOLATED:
+                tr = r.traces.get(p)
+                steps = f" ({_steps(len(tr))})" if tr is not None else ""
+                recorded = spec.variants and p in spec.variants[r.variant].expected_violations
+                where.append(f'<a href="#{_anchor(r.variant, p)}">{_e(r.variant)}</a>{steps}'
+                             + ("" if recorded else ' <span class="record">≠ record</span>'))
+        verdict = ('<td class="verdict violated">' + ", ".join(where) + "</td>" if where else
+                   '<td class="verdict holds">holds in every variant</td>')
+        rows.append(f'<tr data-lemma="{_e(p)}"><td>{_e(p)}</td><td>{_e(spec.properties[p].doc)}</td>{verdict}</tr>')
+    return (f'<h3 id="lemmas">Lemmas ({len(lemmas)}): auxiliary invariants for the proofs</h3>'
+            '<table class="lemmas"><thead><tr><th>lemma</th><th>meaning</th><th>violated in</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
 
 
 def _properties(spec: Spec, runs: list[VariantRun]) -> str:
@@ -215,10 +273,27 @@ def step_rows(tr: Trace) -> str:
     return "".join(rows)
 
 
+# The diagram's text is 12 px DejaVu Sans Mono (report.css; Debian's monospace, and the font
+# chromium falls back to for ui-monospace): every character advances 1233/2048 em, 7.22 px. The
+# layout measures each label with it, and a little more, so no label crosses a lifeline (a browser
+# test measures the drawn boxes; issue 37: labels sized at 6.6 px a character crossed them).
+CHAR_PX = 7.3
+PAD_PX = 14          # a label's clearance from the lifelines on either side
+
+
+def text_px(text: str) -> int:
+    """The width of ``text`` in the diagram's font, in pixels."""
+    return int(len(text) * CHAR_PX + 0.999)
+
+
 def sequence_svg(tr: Trace) -> str:
     """The counterexample as a sequence diagram: one lifeline per actor (as the spec's actions
     name them), one arrow per step labelled with the request and its outcome; a lasso's loop is
-    bracketed on the left."""
+    bracketed on the left.
+
+    Layout: an arrow's label sits in the gap next to its source lifeline, on the arrow's side (a
+    note, a step of one actor, to the right of its lifeline), so each gap between two adjacent
+    lifelines is made as wide as the widest label placed in it, and no label crosses a lifeline."""
     from kcheck.render import actors as actors_of
     m = tr.model
     arrows, actors = [], []
@@ -231,18 +306,30 @@ def sequence_svg(tr: Trace) -> str:
         arrows.append((src, dst, label))
     if not actors:
         actors = ["system"]
-    col, top, row, left = 190, 50, 34, 70
-    longest = max((len(a[2]) for a in arrows), default=10)
-    width = left + col * (len(actors) - 1) + max(col, int(longest * 6.6) + 20)
+    col = {a: i for i, a in enumerate(actors)}
+    boxes = [max(120, text_px(a) + 16) for a in actors]
+    # gap[i]: between lifelines i and i+1; the last one is the room right of the last lifeline
+    gap = [(boxes[i] + boxes[i + 1]) // 2 + 12 for i in range(len(actors) - 1)] + [boxes[-1] // 2]
+    for src, dst, label in arrows:
+        i, j = col[src], col[dst]
+        slot = i if j >= i else i - 1         # the gap the label is drawn in
+        gap[slot] = max(gap[slot], text_px(label) + 2 * PAD_PX)
+    top, row, left = 50, 34, 70
+    left = max(left, boxes[0] // 2 + 8)
+    x = {}
+    at = left
+    for i, a in enumerate(actors):
+        x[a] = at
+        at += gap[i]
+    width = at + 10
     height = top + row * (len(arrows) + 1) + 10
-    x = {a: left + col * i for i, a in enumerate(actors)}
     parts = [f'<svg class="sequence" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="sequence diagram">',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
              'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>']
-    for a in actors:
+    for a, w in zip(actors, boxes):
         parts.append(f'<line class="lifeline" x1="{x[a]}" y1="{top - 8}" x2="{x[a]}" y2="{height - 6}"/>'
-                     f'<rect class="actor" x="{x[a] - 60}" y="6" width="120" height="28" rx="4"/>'
+                     f'<rect class="actor" x="{x[a] - w // 2}" y="6" width="{w}" height="28" rx="4"/>'
                      f'<text class="actor" x="{x[a]}" y="25" text-anchor="middle">{_e(a)}</text>')
     if tr.loop_index is not None and tr.loop_index < len(arrows):
         y0 = top + row * tr.loop_index + 4
@@ -251,13 +338,16 @@ def sequence_svg(tr: Trace) -> str:
                      f'<text class="loop" x="4" y="{y0 - 4}">↺ loop</text>')
     for i, (src, dst, label) in enumerate(arrows):
         y = top + row * (i + 1)
+        w = text_px(label)
         if src == dst:
-            parts.append(f'<rect class="note" x="{x[src] - 8}" y="{y - 16}" width="{int(len(label) * 6.6) + 16}" '
-                         f'height="22" rx="3"/><text class="step" x="{x[src]}" y="{y}">{_e(label)}</text>')
+            parts.append(f'<rect class="note" x="{x[src] + PAD_PX // 2}" y="{y - 16}" width="{w + PAD_PX}" '
+                         f'height="22" rx="3"/><text class="step" x="{x[src] + PAD_PX}" y="{y}">{_e(label)}</text>')
         else:
             x0, x1 = x[src], x[dst]
+            # beside the source, on the arrow's side: right of it going right, left of it going left
+            tx = x0 + PAD_PX if x1 > x0 else x0 - PAD_PX - w
             parts.append(f'<line class="message" x1="{x0}" y1="{y}" x2="{x1}" y2="{y}" marker-end="url(#arrow)"/>'
-                         f'<text class="step" x="{min(x0, x1) + 6}" y="{y - 6}">{_e(label)}</text>')
+                         f'<text class="step" x="{tx}" y="{y - 6}">{_e(label)}</text>')
     parts.append("</svg>")
     return "".join(parts)
 

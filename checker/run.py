@@ -115,6 +115,12 @@ class VariantRun:
     diffs: list[str] = field(default_factory=list)       # differences from the record
 
     @property
+    def model(self):
+        """The variant's compiled model (the search's, which the state graph reuses): a front end
+        that replays a trace at the same parameters need not compile it again."""
+        return self.search.model
+
+    @property
     def verdicts(self) -> dict[str, str]:
         """Every property's verdict, safety and progress (deadlock: the search's when both)."""
         out = {p: self.search.status(p) for p in self.search.properties}
@@ -128,15 +134,17 @@ class VariantRun:
         return {**self.progress_traces, **self.traces}
 
 
-def progress_of(spec, variant: str | None, params: dict | None, options: Options):
-    """One variant's state graph and its progress (and deadlock) verdicts.
+def progress_of(spec, variant: str | None, params: dict | None, options: Options, model=None):
+    """One variant's state graph and its progress (and deadlock) verdicts. ``model``: the
+    variant already compiled at ``params`` (the safety search's), else it is compiled here.
     -> (graph.ProgressResult, {name: trace})"""
     from kcheck.graph import build_graph, check
     from kcheck.options import Progress
     from kcheck.render import params_str
     from kcheck.trace import traces_of
     from kcheck.environment import budgeted
-    model = spec.instantiate(variant, params)
+    model = model if model is not None else spec.instantiate(variant, params)
+    asked = model.params.as_dict()
     names = options.progress_properties or list(spec.progress)
     check_deadlock = spec.check_deadlock or bool(options.deadlock)
     env = spec.environment if options.disturbances != UNBOUNDED else None
@@ -157,9 +165,8 @@ def progress_of(spec, variant: str | None, params: dict | None, options: Options
             break
         model = spec.instantiate(variant, {**(params or {}), cap: value + 1})
     res = check(sg, names, deadlock=check_deadlock and not options.progress_properties)
-    asked = spec.instantiate(variant, params).params.as_dict().get(cap)
-    if cap is not None and model.params.as_dict()[cap] != asked:
-        res.cap_raised = (cap, asked, model.params.as_dict()[cap])
+    if cap is not None and model.params.as_dict()[cap] != asked.get(cap):
+        res.cap_raised = (cap, asked.get(cap), model.params.as_dict()[cap])
     return res, traces_of(res)
 
 
@@ -178,7 +185,7 @@ def run_variant(spec, variant: str | None, params: dict | None = None,
     run = VariantRun(model.variant, spec.variant_info(model.variant).doc if spec.variants else "",
                      model.params.as_dict(), res, traces_of(res))
     if progress and (spec.progress or spec.check_deadlock) and not res.interrupted:
-        run.progress, run.progress_traces = progress_of(spec, model.variant, params, options)
+        run.progress, run.progress_traces = progress_of(spec, model.variant, params, options, model)
         run.graph = run.progress.graph
     # once per property (deadlock is both the search's and the graph's: the search's counts)
     run.diffs = record_differences(spec, model.variant, run.verdicts)

@@ -175,7 +175,7 @@ def cmd_sweep(args, console) -> int:
             console.print(trace_table(traces[p], f"{what} for {p}: "
                                                  f"{params_str(shown)} ({len(traces[p])} steps)"))
             if p in saved:
-                console.print(f"saved: {saved[p]}")
+                console.print(f"saved: {saved[p]}", markup=False)
     if stopped is not None:
         return TERMINATED if stopped == "terminated" else INTERRUPTED
     return sweep_exit_code(results)

@@ -1512,3 +1512,106 @@ def _call_rule(impl, model: Model, args: dict, where: str, rule: str) -> Expr:
     except Exception as e:
         raise SpecError(f"{where}: rule {rule} raised {type(e).__name__}: {e}") from None
     return const(r)
+
+
+# ---------------------------------------------------------------------------------------------
+# After NOT INDUCTIVE: what the counterexample to induction has that reachable states do not
+
+@dataclass
+class InductionHint:
+    """Guidance for a counterexample to induction (CTI), for a person choosing a lemma (issue
+    37: prove answered NOT INDUCTIVE with epochs in the thousands and no word on what to add).
+
+    ``differing``: the fields in which the CTI's first state differs from the reachable states
+    it resembles most (fewest differing fields), each with its value there and the values in
+    those reachable states; ``candidates``: the spec's declared invariants that are false in a
+    state of the CTI and hold in every reachable state searched, so that assuming one (as a
+    lemma) would exclude this CTI. ``reachable``: the states searched, all of them when
+    ``exhaustive``."""
+    reachable: int
+    exhaustive: bool
+    distance: int | None = None               # fields differing from the nearest reachable states
+    nearest: int = 0                          # how many reachable states are that near
+    # field -> (its value in the CTI, its other values in the nearest states, in how many of them)
+    differing: dict[str, tuple] = field(default_factory=dict)
+    candidates: list[tuple[str, bool]] = field(default_factory=list)   # (invariant, is a lemma)
+    why_not_searched: str | None = None
+
+
+def induction_hint(model: Model, res: ProofResult, max_states: int = 200_000) -> InductionHint | None:
+    """The hint for ``res``'s counterexample to induction (None unless it is NOT INDUCTIVE with
+    a solver path): the reachable states come from the explicit state graph at the model's
+    parameters (up to ``max_states``), the invariants are evaluated on the CTI's states by Z3
+    (its values may lie outside the parameters' ranges, where no state can be packed)."""
+    from kcheck.graph import GraphTooLarge, build_graph
+    cx = res.counterexample
+    if res.verdict is not Verdict.NOT_INDUCTIVE or cx is None or getattr(cx, "path", None) is None:
+        return None
+    lay = layout_of(model)
+    names = [f.name for f in model.fields.fields]
+    first = list(cx.path.states[0])
+    # the graph and the invariants the search breaks, once per model: prove may answer NOT
+    # INDUCTIVE for several of its properties
+    store = kept(model)
+    if "reachable" not in store:
+        try:
+            store["reachable"] = (build_graph(model, max_states), None)
+        except GraphTooLarge:      # no nearest state then, but the candidates are still asked
+            store["reachable"] = (None, f"more than {max_states:,} reachable states")
+    sg, why = store["reachable"]
+    hint = InductionHint(0, False)
+    # the invariants that a reachable state violates cannot be lemmas
+    invariants = [p.name for p in model.invariants if p.name != res.property
+                  and p.name not in res.lemmas_used]
+    broken_reachable: set[str] = set()
+    if sg is not None:
+        hint.reachable, hint.exhaustive = sg.states, True
+        best, near = None, []
+        for i in range(sg.states):
+            flat = lay.unpack_flat([int(w) for w in sg.words[:, i]])
+            d = sum(1 for a, b in zip(first, flat) if a != b)
+            if best is None or d < best:
+                best, near = d, [flat]
+            elif d == best and len(near) < 50:
+                near.append(flat)
+        hint.distance, hint.nearest = best, len(near)
+        for j, n in enumerate(names):
+            other = [flat[j] for flat in near if flat[j] != first[j]]
+            if other:
+                hint.differing[n] = (_shown(model, j, first[j]),
+                                     sorted({_shown(model, j, v) for v in other}, key=str), len(other))
+        if "broken invariants" not in store:
+            from kcheck.bfs import search
+            every = [p.name for p in model.invariants]
+            store["broken invariants"] = set(search(model, every).found)
+        broken_reachable = store["broken invariants"]
+    else:
+        hint.why_not_searched = why
+    sy = System(model, False)
+    for p in invariants:
+        if p in broken_reachable:
+            continue
+        if any(not _holds_at(sy, p, st) for st in cx.path.states):
+            hint.candidates.append((p, model.spec.properties[p].lemma))
+    return hint
+
+
+def _shown(model: Model, j: int, value: int):
+    """Field ``j``'s value as a person reads it (an enum's name, a Boolean), even out of range."""
+    f = model.fields.fields[j]
+    if f.type.kind == "bool":
+        return bool(value)
+    names = getattr(f.type, "names", None)
+    if names and 0 <= value - f.type.lo < len(names):
+        return names[value - f.type.lo]
+    return value
+
+
+def _holds_at(sy: System, prop: str, values: list[int]) -> bool:
+    """Whether invariant ``prop`` holds in the concrete state ``values`` (flat, in the model's
+    field order), asked of Z3 with every field fixed."""
+    S = sy.state("hint")
+    s = z3.Solver()
+    for f, var, v in zip(sy.lay.fields, S, values):
+        s.add(var == (z3.BoolVal(bool(v)) if f.type.kind == "bool" else sy.num(v)))
+    return s.check(sy.holds(prop, S)) == z3.sat

@@ -368,9 +368,8 @@ def compare_run(r) -> RunReport:
 
 
 def _header(console, m, what):
-    from kcheck.render import params_str
-    console.print(f"[bold]{m.spec.name}[/bold] variant [bold]{m.variant}[/bold] "
-                  f"({params_str(m.params.as_dict())}): {what}")
+    from kcheck.render import heading, params_str
+    console.print(heading(m, params_str(m.params.as_dict())).append(f": {what}"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -492,6 +491,7 @@ def cmd_prove(args, console) -> int:
                                       f"satisfying it{' and the lemmas' if r.lemmas_used else ''}, "
                                       f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})",
                          None, model)
+            _print_hint(console, model, r)
     if differences and not args.json:
         for d in differences:
             console.print(f"differs from the record: {d}", markup=False)
@@ -505,6 +505,40 @@ def cmd_prove(args, console) -> int:
     return stop.code(INTERRUPTED if stop.interrupted else
                      VIOLATED if Verdict.VIOLATED in verdicts else
                      OK if all(v is Verdict.PROVED for v in verdicts) else BOUNDED)
+
+
+def _print_hint(console, model, r) -> None:
+    """After NOT INDUCTIVE: the fields in which the counterexample to induction differs from the
+    reachable states it resembles most, and the declared invariants that would exclude it
+    (symbolic.induction_hint), so the user knows where to look for a lemma."""
+    from kcheck.symbolic import induction_hint
+    h = induction_hint(model, r)
+    if h is None:
+        return
+    if h.distance is not None:
+        console.print(f"The first state of the counterexample to induction is unreachable: the "
+                      f"{h.nearest} reachable state(s) most like it (of {h.reachable:,}, every one) "
+                      f"differ from it in {h.distance} field(s):", markup=False)
+        # the fields every one of them has otherwise first: the likeliest subject of a lemma
+        for name, (here, there, n) in sorted(h.differing.items(), key=lambda kv: -kv[1][2]):
+            console.print(f"  {name}: {here} here; {' or '.join(map(str, there))} in "
+                          + ("every one of them" if n == h.nearest else f"{n} of them"), markup=False)
+    else:
+        console.print(f"Reachable states not compared: {h.why_not_searched}.", markup=False)
+    checked = "hold in every reachable state" if h.exhaustive else "are not checked against the reachable states"
+    if h.candidates:
+        console.print(f"Candidate lemmas: these declared invariants are false in a state of the "
+                      f"counterexample to induction and {checked}; assuming one would exclude it:",
+                      markup=False)
+        for name, lemma in h.candidates:
+            why = (" (a lemma not proved inductive: it may need a lemma of its own)"
+                   if name in r.lemmas_dropped else
+                   " (a lemma, left out by --no-lemmas)" if lemma else
+                   " (declare it lemma=True to assume it)")
+            console.print(f"  {name}{why}", markup=False)
+    else:
+        console.print("No declared invariant excludes it: a new lemma should state what the fields "
+                      "above have in every reachable state.", markup=False)
 
 
 def cmd_compare(args, console) -> int:
@@ -521,9 +555,10 @@ def cmd_compare(args, console) -> int:
         # two variants: the run's own variant field stays empty, "variants" names them
         print_json({**compare_run(r).to_json(), "variant": None}, "run")
     else:
-        console.print(f"[bold]{spec.name}[/bold] rule [bold]{r.rule}[/bold]: {a} vs {b} "
+        from rich.text import Text
+        console.print(Text.assemble((spec.name, "bold"), " rule ", (r.rule, "bold"), f": {a} vs {b} "
                       f"({r.call_sites} request shape(s); accepted = {r.accept_value or 'true'}; "
-                      f"assuming {', '.join(r.assumed) or 'nothing beyond field ranges'})")
+                      f"assuming {', '.join(r.assumed) or 'nothing beyond field ranges'})"))
         if r.inconclusive:
             console.print(f"UNKNOWN: {r.inconclusive}", markup=False)
         else:

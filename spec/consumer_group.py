@@ -1015,6 +1015,11 @@ spec.variant("kafka-19974", "before KAFKA-19974 (the reconciliation of unrevoked
                        "after the other",
                        "no-zombie-commit": ZOMBIE_UNSUBSCRIBE,
                        "unrevoked-at-target-owns-no-pending": UNSUBSCRIBE_LEMMA})
+# These variants run with dynamic members only (static_members=0): no member leaves with epoch -2,
+# so the static member's session timer has nothing to expire
+spec.idle(["StaticMemberExpires"], "static_members=0: no member leaves as a static member (epoch "
+          "-2), so no static member's session times out",
+          variants=["kafka-19233", "unsubscribes", "kafka-19974"])
 spec.variant("lost-responses", "kip1251 with lost heartbeat and join responses, at max_epoch 3",
              params={"lost_responses": 1, "max_epoch": 3},
              violates=["unrevoked-has-pending", "static-rejoin-accepted", "eventually-converges"],

@@ -1122,6 +1122,10 @@ class Variant:
     # rests on a step cut by a search_bound), each with the reason: recorded like a violation, so
     # the main job can tell an expected bounded verdict from a new one
     expected_bounded: dict[str, str] = field(default_factory=dict)
+    # actions that have instances at this configuration but are expected never to take a step
+    # (a static member's session timer where the variant has no static members), each with the
+    # reason: printed as expected rather than as a warning that a property may hold vacuously
+    expected_idle: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -1205,6 +1209,9 @@ class Spec:
         self.outcome_enum: Enum | None = None
         self._terminal_fn: Callable | None = None
         self.check_deadlock = False
+        # idle(): actions expected never to take a step in a spec without variants (a variant's
+        # are in Variant.expected_idle)
+        self.expected_idle: dict[str, str] = {}
         self.source_file = sys._getframe(1).f_code.co_filename
         # where each name was declared ((kind, name) -> file:line), for errors found later
         self.lines: dict[tuple[str, str], str] = {}
@@ -1493,6 +1500,27 @@ class Spec:
             self.variants[v].expected_bounded[prop] = why
         self.lines[("bounded", prop)] = _user_frame()
 
+    def idle(self, actions: Iterable[str], why: str, variants: Iterable[str] | None = None):
+        """Records that ``actions`` are expected never to take a step in the named variants (by
+        default every variant declared so far) at their default configuration, and why. The
+        search warns about an action that never took a step (a property about it would hold
+        vacuously); a declared one is reported as expected, with ``why``, and one that does take
+        a step is reported as a stale declaration."""
+        names = list(self.variants) if variants is None else list(variants)
+        if not why.strip():
+            raise SpecError(f"{_user_frame()}: idle(): give the reason the actions never take a step")
+        if not self.variants and variants is None:
+            for a in actions:
+                self.expected_idle[a] = why
+                self.lines[("idle", a)] = _user_frame()
+        for v in names:
+            if v not in self.variants:
+                raise SpecError(f"idle(): unknown variant '{v}' ({_user_frame()}); "
+                                f"variants: {', '.join(self.variants)}")
+            for a in actions:
+                self.variants[v].expected_idle[a] = why
+                self.lines[("idle", a)] = _user_frame()
+
     def validate(self) -> None:
         """Checks that every name the spec gives refers to something it declares: a misspelled
         name would otherwise make a verdict vacuous (a fair action that does not exist, a
@@ -1515,11 +1543,17 @@ class Spec:
             for p in v.expected_bounded:
                 if p not in props:
                     unknown(self.lines.get(("bounded", p), where), "bounded() names property", p, props)
+            for a in v.expected_idle:
+                if a not in actions:
+                    unknown(self.lines.get(("idle", a), where), "idle() names action", a, actions)
             for k, val in v.params.items():
                 par = self.params[k]
                 if isinstance(val, bool) or not isinstance(val, int) or not par.lo <= val <= par.hi:
                     raise SpecError(f"{where}: variant {v.name}: params= gives {k}={val!r}, outside "
                                     f"its range {par.lo}..{par.hi}")
+        for a in self.expected_idle:
+            if a not in actions:
+                unknown(self.lines.get(("idle", a), self.source_file), "idle() names action", a, actions)
         for p in self.properties.values():
             for a in p.actions or ():
                 if a not in actions:
@@ -1608,13 +1642,21 @@ class Spec:
             raise SpecError(f"spec {self.name} declares no state")
         return call_spec("the state declaration", lambda: StateFields(self._state_fn(params)))
 
+    def idle_expected(self, variant: str | None) -> dict[str, str]:
+        """The actions declared idle (``idle``) in this variant, each with the reason."""
+        v = self.variants.get(variant) if variant is not None else None
+        return dict(v.expected_idle) if v is not None else dict(self.expected_idle)
+
     def variant_name(self, variant: str | None) -> str:
         """The variant ``variant`` names: the default one for None (an empty name is a name,
         refused by instantiate, not the default)."""
         return self.default_variant or next(iter(self.variants), "default") \
             if variant is None else variant
 
-    def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
+    def variant_params(self, variant: str | None = None, params: dict | None = None) -> Params:
+        """The parameters ``instantiate(variant, params)`` compiles at (the spec's defaults, the
+        variant's, then ``params``), without compiling: a caller can tell two runs at the same
+        configuration apart from two at different ones."""
         variant = self.variant_name(variant)
         if variant in self.profiles:
             prof = self.profiles[variant]
@@ -1625,7 +1667,10 @@ class Spec:
                             f"{', '.join(self.variants)}" + (f"; profiles: {', '.join(self.profiles)}"
                                                              if self.profiles else ""))
         defaults = self.variants[variant].params if variant in self.variants else {}
-        return Model(self, variant, self.resolve_params({**defaults, **(params or {})}))
+        return self.resolve_params({**defaults, **(params or {})})
+
+    def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
+        return Model(self, self.variant_name(variant), self.variant_params(variant, params))
 
 
 def _doc(fn) -> str:

@@ -5,8 +5,10 @@ the tests launch the chromium that scripts/setup.sh --test installs from Debian.
 browser or driver fails the test with the reason; it is never skipped."""
 from __future__ import annotations
 
+import os
 import shutil
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -55,3 +57,34 @@ def foreign_requests(urls: list[str]) -> list[str]:
             continue
         out.append(u)
     return out
+
+
+# The tests' output folder: a screenshot of every page a browser test checks, at the viewport a
+# newcomer's laptop has, for a person to look at after the run (kept out of git by .gitignore).
+OUTPUT = Path(os.environ.get("KCHECK_TEST_OUTPUT", Path(__file__).resolve().parent / "output"))
+VIEWPORT = (1280, 800)
+
+
+def screenshot(pg, name: str) -> Path:
+    """The page as the viewport shows it (not the full page), saved as OUTPUT/<name>.png."""
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    path = OUTPUT / f"{name}.png"
+    pg.screenshot(path=str(path))
+    return path
+
+
+def overflow(pg) -> dict | None:
+    """How the page overflows its viewport sideways: the page's scroll width and the widest
+    element that sticks out (tag, id or class, right edge), or None when it fits."""
+    return pg.evaluate("""() => {
+        const vw = document.documentElement.clientWidth;
+        const sw = document.documentElement.scrollWidth;
+        if (sw <= vw) return null;
+        let worst = null;
+        for (const el of document.body.querySelectorAll('*')) {
+            const r = el.getBoundingClientRect();
+            if (r.right > vw + 1 && (!worst || r.right > worst.right))
+                worst = {tag: el.tagName, id: el.id, cls: String(el.className), right: r.right};
+        }
+        return {viewport: vw, scroll_width: sw, widest: worst};
+    }""")

@@ -233,3 +233,40 @@ def test_the_explorer_answers_every_bad_request_in_one_line(server, path, body, 
     assert error in message and "\n" not in message
     code, _ = _raw(server, "/api/undo", b"{}")   # and it still serves
     assert code in (200, 400)
+
+
+ZOMBIE = ROOT / "counterexamples" / "consumer_group" / "kip1251" / "no-zombie-commit.json"
+
+
+@pytest.mark.browser
+def test_the_violated_properties_show_at_the_top_beside_the_state():
+    """After step 11 of the zombie commit, no-zombie-commit's violation was at the bottom of a
+    page about 3,400 px tall (issue 37): it is now in the first screen, and the page is no wider
+    than a 1280 px window."""
+    from browser_support import VIEWPORT, overflow, page, screenshot
+    proc, url = _start("consumer_group", str(ZOMBIE))
+    try:
+        with page(VIEWPORT) as pg:
+            pg.goto(url)
+            pg.wait_for_selector("#violations p")
+            assert "properties holds in this state" in pg.inner_text("#violations")
+            for n in range(1, 12):
+                pg.click("#next")
+                pg.wait_for_function(f"document.querySelectorAll('#path li').length == {n}")
+            box = pg.locator("#violations")
+            assert "violated" in box.get_attribute("class")
+            names = [li.get_attribute("data-property") for li in box.locator("li").all()]
+            assert "no-zombie-commit" in names
+            # in the first screen, without scrolling, and above the state's table
+            top = box.bounding_box()
+            assert top["y"] + top["height"] <= VIEWPORT[1], top
+            assert top["y"] < pg.locator("#state").bounding_box()["y"]
+            # the properties table lists the violated ones first
+            first = pg.locator("#properties tbody tr").first
+            assert first.locator("td.verdict").inner_text() == "VIOLATED"
+            screenshot(pg, "explorer-consumer_group-zombie-commit")
+            assert overflow(pg) is None
+            assert pg.kcheck_errors == []
+    finally:
+        if proc.poll() is None:
+            _stop(proc)

@@ -89,10 +89,25 @@ def test_a_failed_run_never_replaces_a_readme_block(tmp_path):
 
 
 def test_the_readmes_trace_example_is_in_the_current_format():
-    """The README shows the format kcheck writes (issue 37: it showed version 1)."""
+    """The README and the reference it links to show the format kcheck writes (issue 37: it
+    showed version 1)."""
     import json
 
     from kcheck.trace import FORMAT
-    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", README, re.S)
+    text = README + (ROOT / "docs" / "reference.md").read_text()
+    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.S)
                 if '"kcheck_trace"' in block]
     assert examples and all(doc["kcheck_trace"] == FORMAT for doc in examples)
+
+
+def test_the_readme_opens_with_a_first_run_and_links_that_exist():
+    """A newcomer reads what the first run prints, its warnings included, then where to go next
+    (issue 37); every local file the README links to exists."""
+    first_run = README.index("## Your first run")
+    assert README.index("```sh") < first_run < README.index("## Where to go next") \
+        < README.index("## What kcheck is for")
+    opening = README[first_run:README.index("## What kcheck is for")]
+    assert "verdicts compared with the record" in opening and "--explain" in opening
+    assert "docs/warnings.md" in opening
+    for target in re.findall(r"\]\(((?:docs|spec|tests|checker)/[^)#]+)\)", README):
+        assert (ROOT / target).exists(), target

@@ -194,10 +194,75 @@ def test_report_in_headless_chromium(tmp_path):
         box = svg.bounding_box()
         assert box and box["width"] > 300 and box["height"] > 100   # drawn, not an empty box
         assert svg.locator("line.message").count() == 2 and svg.locator("rect.note").count() == 1
-        pg.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         assert pg.kcheck_errors == []
         assert foreign_requests(pg.kcheck_requests) == []
         assert pg.kcheck_requests == [url]
+
+
+@pytest.fixture(scope="module")
+def kafka_sized_page(tmp_path_factory):
+    """consumer_group's page: its 15 variants, 13 properties and 18 lemmas, as wide as a report
+    gets. Each search stops at 3,000 states (the layout depends on the columns and the traces'
+    shapes, not on how far the search went), so the page takes seconds, not the 20 minutes of
+    the whole report."""
+    rep = collect(load_spec("consumer_group"), progress=False, max_states=3000, saved_dir=None)
+    path = tmp_path_factory.mktemp("kafka") / "consumer_group.html"
+    path.write_text(render_html(rep))
+    return rep, path
+
+
+@pytest.mark.browser
+def test_a_kafka_sized_report_is_no_wider_than_a_1280_px_window(kafka_sized_page):
+    """The matrix overflowed 1400 px and its lemmas column was one letter a line (issue 37)."""
+    from browser_support import VIEWPORT, overflow, page, screenshot
+    rep, path = kafka_sized_page
+    with page(VIEWPORT) as pg:
+        pg.goto(path.as_uri())
+        screenshot(pg, "report-consumer_group")
+        assert overflow(pg) is None
+        # the matrix scrolls in its own box, with its header row in view
+        box = pg.locator(".matrix-box")
+        assert box.evaluate("b => b.scrollWidth <= b.clientWidth || getComputedStyle(b).overflowX == 'auto'")
+        assert pg.locator("#matrix thead th").first.evaluate("th => getComputedStyle(th).position") == "sticky"
+        # every lemma in a row of its own, its name on one line
+        lemmas = [p for p in rep.spec.properties.values() if p.lemma]
+        rows = pg.locator("table.lemmas tbody tr")
+        assert rows.count() == len(lemmas) == 18
+        name = rows.first.locator("td").first
+        assert name.bounding_box()["height"] < 30, "a lemma's name wraps"
+        pg.locator("#verdicts").scroll_into_view_if_needed()
+        assert pg.kcheck_errors == []
+
+
+@pytest.mark.browser
+def test_no_sequence_diagram_label_crosses_a_lifeline(kafka_sized_page):
+    """Each step's label, as the browser draws it, lies between lifelines: measured boxes, not
+    the layout's own arithmetic (labels sized at 6.6 px a character crossed them)."""
+    from browser_support import VIEWPORT, page, screenshot
+    _, path = kafka_sized_page
+    with page(VIEWPORT) as pg:
+        pg.goto(path.as_uri())
+        crossings = pg.evaluate("""() => {
+            const out = [];
+            let labels = 0;
+            for (const svg of document.querySelectorAll('svg.sequence')) {
+                const lines = [...svg.querySelectorAll('line.lifeline')]
+                    .map(l => l.getBoundingClientRect().left);
+                for (const t of svg.querySelectorAll('text.step')) {
+                    labels += 1;
+                    const r = t.getBoundingClientRect();
+                    for (const x of lines)
+                        if (r.left < x && x < r.right)
+                            out.push(t.textContent + ' crosses the lifeline at ' + Math.round(x));
+                }
+            }
+            return {labels, out};
+        }""")
+        assert crossings["labels"] > 50, crossings
+        assert crossings["out"] == []
+        diagram = pg.locator("svg.sequence").nth(3)
+        diagram.scroll_into_view_if_needed()
+        screenshot(pg, "report-consumer_group-diagram")
 
 
 def test_a_signal_during_a_search_writes_the_variants_finished_and_exits_143(tmp_path, monkeypatch, capsys):

@@ -599,3 +599,39 @@ def test_what_the_engine_keeps_never_crosses_models(epochs):
     for n in range(2, 2 + symbolic.KEPT_MODELS + 2):
         symbolic.inductive_lemmas(two_phase.instantiate("lamport", {"N": n}))
     assert len(symbolic._kept) == symbolic.KEPT_MODELS
+
+
+def test_not_inductive_names_the_differing_fields_and_the_lemmas_that_exclude_it():
+    """Issue 37: after NOT INDUCTIVE, prove says how the counterexample to induction differs
+    from the reachable states most like it, and which declared invariants would exclude it."""
+    from kcheck.symbolic import System, _holds_at, induction_hint
+    model = load_spec("two_phase").instantiate("lamport", {"N": 3})
+    pr = prove(model, "consistent", k_max=1, use_lemmas=False, bmc_depth=0)
+    assert pr.verdict == "not-inductive"
+    h = induction_hint(model, pr)
+    assert h.exhaustive and h.reachable == search(model).distinct_states == 288
+    # the CTI's first state is unreachable: every reachable state differs in some field
+    assert h.distance >= 1 and h.nearest >= 1
+    first = dict(zip([f.name for f in model.fields.fields], pr.counterexample.path.states[0]))
+    here, _, n = h.differing["tm_state"]
+    assert here == "committed" and n == h.nearest     # no reachable state like it has committed
+    # a candidate is false in a state of the CTI and holds in every reachable state; a declared
+    # invariant that is neither is not offered
+    res = search(model)
+    sy = System(model, False)
+    for p in model.invariants:
+        if p.name == "consistent":
+            continue
+        false_in_cti = any(not _holds_at(sy, p.name, st) for st in pr.counterexample.path.states)
+        offered = p.name in [c for c, _ in h.candidates]
+        assert offered == (false_in_cti and res.status(p.name) == "holds"), p.name
+    assert h.candidates and first
+    # assumed, they exclude it: with the lemmas the property is proved at k=1
+    assert prove(model, "consistent", k_max=1).verdict == "proved"
+    p = kcheck("prove", "two_phase", "--property", "consistent", "--no-lemmas", "--k", "1",
+               "--bmc-depth", "0")
+    assert p.returncode == 3
+    assert "tm_state: committed here; aborted in every one of them" in p.stdout
+    assert "Candidate lemmas:" in p.stdout
+    for name, _ in h.candidates:
+        assert f"  {name} (a lemma, left out by --no-lemmas)" in p.stdout

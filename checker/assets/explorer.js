@@ -41,7 +41,18 @@ function render(v) {
       el("td", {class: f.changed ? "changed value" : "value"}, fmt(f.value)),
       el("td", {}, f.changed ? fmt(f.before) : ""))));
 
-  $("properties").tBodies[0].replaceChildren(...v.properties.map((p) =>
+  const violated = v.properties.filter((p) => !p.holds);
+  $("violations").className = "violations " + (violated.length ? "violated" : "holds");
+  $("violations").replaceChildren(violated.length
+    ? el("div", {},
+        el("h2", {}, `Violated in this state: ${violated.length} of ${v.properties.length} properties`),
+        el("ul", {}, ...violated.map((p) =>
+          el("li", {"data-property": p.name}, el("b", {}, p.name + (p.lemma ? " (lemma)" : "")), ": " + p.doc))))
+    : el("p", {}, `Every one of the ${v.properties.length} properties holds in this state.`));
+
+  // the violated properties first: the table below repeats them with the rest
+  const ordered = [...violated, ...v.properties.filter((p) => p.holds)];
+  $("properties").tBodies[0].replaceChildren(...ordered.map((p) =>
     el("tr", {"data-property": p.name},
       el("td", {}, p.name + (p.lemma ? " (lemma)" : "")),
       el("td", {class: "verdict " + (p.holds ? "holds" : "violated")}, p.holds ? "holds" : "VIOLATED"),
