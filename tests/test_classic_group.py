@@ -396,3 +396,23 @@ def test_kafka_14639_needs_the_older_subscription_generation():
     # SyncGroup claims at the same generation as everyone else, so the old rule drops nothing
     res = search(spec.instantiate("kafka-14639", {"generation_from_assignment": 0}))
     assert res.exhaustive and not set(res.found) - SOMETIMES and res.distinct_states == 87146
+
+
+@pytest.mark.parametrize("name,pre_fix", [("kafka_12984_same_generation_claims", "kafka-12984"),
+                                          ("kafka_13406", "kafka-13406")])
+def test_failed_assignment_scenarios_from_kafkas_tests(name, pre_fix):
+    """Kafka's assignor tests' subscriptions (scenario sources): with the pre-fix assignor or
+    validation the leader's assignment throws, it rejoins, is answered at once in
+    CompletingRebalance with the same generation and throws again; the same subscriptions in
+    the default variant sync with the assignment Kafka's test asserts. Each scenario fails in
+    the other variant."""
+    [throw] = (ROOT / "tests/scenarios/classic_group").glob(f"{name}*throw*.json")
+    [fixed] = (ROOT / "tests/scenarios/classic_group").glob(f"{name}*fixed.json")
+    for path, variant in ((throw, pre_fix), (fixed, "kip792")):
+        doc = load(path)
+        assert doc["variant"] == variant
+        assert replay(spec.instantiate(variant, doc["params"]), doc).ok
+        other = "kip792" if variant == pre_fix else pre_fix
+        assert not replay(spec.instantiate(other, doc["params"]), {**doc, "variant": other}).ok
+    actions = [s["action"] for s in load(throw)["steps"]]
+    assert actions.count("AssignmentFails") == 2 and "SyncGroup" not in actions
