@@ -46,11 +46,11 @@ SETUP = {
 # mutants the exhaustive check misses whose graph is not the unmutated one, with the reason they
 # are equivalent for a check of the coordinator's answers
 EQUIVALENT: dict[str, str] = {
-    "classic_group:SessionTimeout:578: == -> !=":
+    "classic_group:SessionTimeout:687: == -> !=":
         "the guard is the model's own switch (p.timeouts == 1): the mutant at timeouts=1 is the "
         "unmutated spec at timeouts=0, a smaller graph every transition of which conforms too; "
         "it changes which coordinator timeouts the search explores, not a rule Kafka runs",
-    "classic_group:Heartbeat:538: == -> !=":
+    "classic_group:Heartbeat:647: == -> !=":
         "a client-side guard (a consumer heartbeats while STABLE, AbstractCoordinator's heartbeat "
         "thread): the mutant lets members that are not stable heartbeat instead, and the "
         "coordinator answers those heartbeats as the spec's Heartbeat rule says (checked in every "

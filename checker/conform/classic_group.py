@@ -626,7 +626,8 @@ class ClassicGroupAdapter(Adapter):
 
     def _with_generation(self, run: TraceRun) -> bool:
         """KIP-792: the subscription carries the generation (ConsumerProtocolSubscription v2+)."""
-        return run.variant not in ("pre-kip792", "pre-kip792-kafka-12983")
+        from kcheck.spec.classic_group import NO_GENERATION_IN_SUBSCRIPTION
+        return run.variant not in NO_GENERATION_IN_SUBSCRIPTION
 
     def _answer(self, run, me: Member, r) -> dict:
         """A JoinGroup answer as the member keeps it until it processes it."""
