@@ -1080,7 +1080,8 @@ spec.known_bug("KAFKA-20442", broke="fencing the last member bumped the group ep
                variant="kafka-20442", property="empty-group-at-target-epoch")
 spec.known_bug("KAFKA-20641", broke="a static member leaving with epoch -2 while in "
                "UNREVOKED_PARTITIONS keeps that state with nothing pending revocation",
-               fix="PR #22473, open: not in the shipped code, so the default variant is the pre-fix one",
+               fix="PR #22473, open: not in the shipped code, so the default variant is the pre-fix one; "
+               "variant kafka-20641-fixed, with that PR's one change, holds the property",
                code="GroupMetadataManager.consumerGroupStaticMemberGroupLeave",
                variant="kip1251", property="unrevoked-has-pending", open=True)
 spec.known_bug("KAFKA-19974", broke="leaving UNREVOKED_PARTITIONS for UNREVOKED_PARTITIONS bumped the "
