@@ -147,7 +147,7 @@ def test_default_verdicts(default_results, variant):
     for prop in set(spec.properties) - SOMETIMES:
         assert res.status(prop) == ("violated" if prop in DEFAULT_VIOLATED[variant] else "holds")
     for (v, prop), n in DEFAULT_TRACE_LENGTH.items():
-        if v == variant:
+        if v == variant and prop in spec.properties:      # progress: its own test
             assert len(res.found[prop].steps) == n
 
 
