@@ -8,8 +8,9 @@ A block is an HTML comment naming the command, then a fenced block that this scr
     ```
 
 `<!-- bench-output -->` runs benchmarks/bench.py; `<!-- script-output: scripts/X.py [ARG...] -->` runs
-that script with those arguments. Run: .venv/bin/python scripts/readme.py [TEXT...] (only the
-blocks whose command contains one of the TEXTs)
+that script with those arguments. Run: .venv/bin/python scripts/readme.py [--file PATH] [TEXT...] (only the
+blocks whose command contains one of the TEXTs; --file: only that file's blocks, README.md and
+spec/classic_group_notes.md by default)
 (it takes a few minutes: it runs every command on this machine).
 """
 from __future__ import annotations
@@ -41,14 +42,25 @@ def run(cmd: str | None, script: str | None = None) -> str:
     if p.returncode not in ((0,) if cmd is None else (0, 1)):
         what = script or (f"kcheck {cmd}" if cmd else "benchmarks/bench.py")
         err = (p.stderr.strip().splitlines() or ["no message"])[-1]
-        sys.exit(f"readme.py: {what} failed (exit {p.returncode}): {err}; README.md not changed")
+        sys.exit(f"readme.py: {what} failed (exit {p.returncode}): {err}; no file changed")
     out = "\n".join(line.rstrip() for line in p.stdout.rstrip().splitlines())
     return shown + out + "\n"
 
 
+# the files whose blocks this script rewrites: the README, and the notes that quote state counts
+FILES = ["README.md", "spec/classic_group_notes.md"]
+
+
 def main() -> None:
-    path = ROOT / "README.md"
-    only = sys.argv[1:]
+    args = sys.argv[1:]
+    files = FILES
+    if args[:1] == ["--file"]:          # --file PATH: only that file's blocks
+        files, args = [args[1]], args[2:]
+    for name in files:
+        refresh(ROOT / name, args)
+
+
+def refresh(path: Path, only: list[str]) -> None:
     outputs: dict[str, str] = {}
 
     def wanted(m: re.Match) -> str | None:

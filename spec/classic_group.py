@@ -18,6 +18,10 @@ ConsumerCoordinator) subscribed to one topic. What is modelled, step by step as 
   stored; followers' wait for it. Errors: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION (both reset the
   generation; the first also the member id), REBALANCE_IN_PROGRESS (no reset: the member rejoins
   with the generation and the ownedPartitions it had: the KAFKA-13419 path).
+- The leader's assignment may throw (AssignmentFails: the assignor's IllegalStateException, or
+  ConsumerCoordinator.validateCooperativeAssignment's): no SyncGroup is sent, the exception leaves
+  poll(), and the leader rejoins with its generation and partitions; with unchanged subscription
+  bytes the coordinator answers it at once with the same members, and it throws again.
 - onJoinComplete: COOPERATIVE members revoke what they lost and rejoin (the follow-up rebalance).
 - Heartbeat and OffsetCommit with the generation; the coordinator may time a member out (it falls
   out of the group and learns so from its next request).
@@ -42,16 +46,22 @@ Progress (checked by the progress engine): rebalance-completes.
 Known bugs (spec.known_bug, after the variants): kafka-12983 (onJoinPrepare once per rebalance,
 the client whose member left out of a generation still claims and processes its old partitions),
 kafka-14639 (claims below the top generation dropped), kafka-14016 (SyncGroup
-REBALANCE_IN_PROGRESS resets the generation); KAFKA-13419, KAFKA-12984, KAFKA-13406 and KAFKA-14196
-are recorded as not expressible, with the reason. pre-kip792-kafka-12983 shows KIP-792's motivating
-problem, which needs that old client.
+REBALANCE_IN_PROGRESS resets the generation), kafka-12984 (the assignor throws on a partition two
+members keep) and kafka-13406 (the cooperative validation run on the built-in assignor), the last
+two stuck rebalances that rebalance-completes refutes. Each of those two undoes its fix on the
+variant of the bug that fed it (kafka-12984 on pre-kip792-kafka-12983, kafka-13406 on
+kafka-14639): with today's client and claim rule the assignor never throws and the validation
+never fires. KAFKA-14196 is recorded as not expressible, with the reason. pre-kip792-kafka-12983
+shows KIP-792's motivating problem, which needs that old client.
 
-The KAFKA-13419 interleaving (a delayed SyncGroup answered REBALANCE_IN_PROGRESS, the partition
-moved away in the missed assignment, the rejoin still claiming it) is exhibited by kip792 (and
-pre-kip792, whose subscription lacks the generation) with three members and three partitions: the
-scenario tests/scenarios/classic_group/kafka_13419_missed_sync.json replays it. The stale claim is
-true (the member never applied the assignment that took the partition), so it is harmless; see
-spec/classic_group_notes.md.
+KAFKA-13419: a delayed SyncGroup answered REBALANCE_IN_PROGRESS leaves the member's
+ownedPartitions out of date (the missed assignment moved a partition away) and its rejoin still
+claims it. Today the claim is true (the member never applied the assignment that took the
+partition) and harmless: kip792 with three members and three partitions shows it (scenario
+tests/scenarios/classic_group/kafka_13419_missed_sync.json). In the client of its time it failed
+the leader's cooperative validation: the kafka-13406 lasso runs exactly this interleaving, so the
+known bug points there. The change PR #11451 made under its name (ILLEGAL_GENERATION keeps the
+member id) is in SyncGroup below; see spec/classic_group_notes.md.
 """
 from kcheck import (TRUE, And, Array, Bool, Count, Enum, Exists, Forall, If, Implies,
                    Int, Max, Not, Or, Spec)
@@ -111,7 +121,8 @@ def fixed_protocol(lst):
 START = {"kip792": L_COOP, "pre-kip792": L_COOP, "double-bounce": L_RANGE,
          "single-bounce": L_RANGE, "kip726-dynamic": L_RANGE, "shipped-default": L_RANGE_COOP,
          "kip726-downgrade": L_COOP_RANGE, "pre-kip792-kafka-12983": L_COOP,
-         "kafka-12983": L_COOP, "kafka-14639": L_COOP, "kafka-14016": L_COOP}
+         "kafka-12983": L_COOP, "kafka-14639": L_COOP, "kafka-14016": L_COOP,
+         "kafka-12984": L_COOP, "kafka-13406": L_COOP}
 UPGRADE = {"double-bounce": {L_RANGE: L_COOP_RANGE, L_COOP_RANGE: L_COOP},
            "single-bounce": {L_RANGE: L_COOP},
            "kip726-dynamic": {L_RANGE: L_COOP_RANGE},
@@ -120,11 +131,19 @@ UPGRADE = {"double-bounce": {L_RANGE: L_COOP_RANGE, L_COOP_RANGE: L_COOP},
 # KIP-726's dynamic protocol selection (never shipped)
 DYNAMIC = {"kip726-dynamic", "kip726-downgrade"}
 # the client before KAFKA-12983: onJoinPrepare runs once per rebalance, not again after a reset
-ONCE_PER_REBALANCE = {"kafka-12983", "pre-kip792-kafka-12983"}
+ONCE_PER_REBALANCE = {"kafka-12983", "pre-kip792-kafka-12983", "kafka-12984"}
 # the subscription before KIP-792 (ConsumerProtocolSubscription v1): ownedPartitions without a
 # generation. The spec still keeps the generation of each stored subscription, which only the
 # properties read in these variants (stale-claim-never-wins: which claim was the older one)
-NO_GENERATION_IN_SUBSCRIPTION = {"pre-kip792", "pre-kip792-kafka-12983"}
+NO_GENERATION_IN_SUBSCRIPTION = {"pre-kip792", "pre-kip792-kafka-12983", "kafka-12984"}
+# the sticky assignor before PR #10985 (KAFKA-12984): CooperativeStickyAssignor's userData held no
+# generation, so every claim counted (AbstractStickyAssignor.allSubscriptionsEqual kept the
+# ownedPartitions of every member when no generation was present), and a partition two members
+# kept broke constrainedAssign's quota arithmetic, which threw IllegalStateException
+TRUSTS_EVERY_CLAIM = {"kafka-12984"}
+# the client before PR #11439 (KAFKA-13406): ConsumerCoordinator.onLeaderElected ran
+# validateCooperativeAssignment on the built-in cooperative-sticky assignment too
+VALIDATES_BUILT_IN = {"kafka-13406"}
 
 
 def start_protocol(variant):
@@ -245,6 +264,7 @@ def first_claim(s, p, q):
 
 
 @spec.rule("claim-resolution", variant="kafka-14639")
+@spec.rule("claim-resolution", variant="kafka-13406")
 def top_generation_claims(s, p, q):
     """Before KAFKA-14639 (AbstractStickyAssignor.allSubscriptionsEqual until PR #13550): only
     the members of the highest subscription generation in the group keep their ownedPartitions;
@@ -268,33 +288,74 @@ def max_quota(p, k):
     return out
 
 
+def claimed_partitions_kept_before_10985(s, p, k):
+    """constrainedAssign's first step before PR #10985 (read at the version whose comment says
+    "maybe assigning the same partition to two owners"): every member's claims count; a member
+    keeps all it claims below minQuota, maxQuota while fewer than (partitions mod members)
+    members were kept over minQuota, else minQuota; members in member-id order (slot order here),
+    claims in partition order."""
+    def by_size(f):
+        out = f(1)
+        for kk in range(2, p.members + 1):
+            out = If(k == kk, f(kk), out)
+        return out
+    min_quota = by_size(lambda kk: p.partitions // kk)
+    max_quota = by_size(lambda kk: -(-p.partitions // kk))
+    expected_over = by_size(lambda kk: p.partitions % kk)
+    over, retained = 0, {}
+    for j in members(p):
+        claims = [s.in_group[j] & s.subscription_owned[mp(p, j, q)] for q in parts(p)]
+        n = Count(*claims)
+        keep_max = (n >= max_quota) & (over < expected_over)
+        keep = If(n < min_quota, n, If(keep_max, max_quota, min_quota))
+        over = over + If(s.in_group[j] & (n >= min_quota) & keep_max, 1, 0)
+        seen = 0
+        for q in parts(p):
+            retained[j, q] = claims[q] & (seen < keep)
+            seen = seen + If(claims[q], 1, 0)
+    return retained
+
+
 def cooperative_sticky(s, p):
     """CooperativeStickyAssignor: surviving claims are kept up to the quota; partitions with no
     surviving claim go to the members with the fewest; a partition taken from a claimant (over
-    quota, or claimed by two at one generation) is withheld this round, for the follow-up."""
-    winner = [s.rule("claim-resolution", q=q) for q in parts(p)]
+    quota, or claimed by two at one generation) is withheld this round, for the follow-up.
+    Returns the assignment and the condition under which the assignor throws instead
+    (IllegalStateException: a partition kept by two members, which only the assignor before
+    PR #10985 lets through; AbstractStickyAssignor.constrainedAssign)."""
     k = Count(*[s.in_group[j] for j in members(p)])
     quota = max_quota(p, k)
     retained, count = {}, {}
-    for j in members(p):
-        n = 0
-        for q in parts(p):
-            r = (winner[q] == j) & (n < quota)
-            retained[j, q] = r
-            n = n + If(r, 1, 0)
-        count[j] = n
+    if s.variant in TRUSTS_EVERY_CLAIM:
+        retained = claimed_partitions_kept_before_10985(s, p, k)
+        transferring = {q: Exists(members(p), lambda j: s.in_group[j] & s.subscription_owned[mp(p, j, q)])
+                        for q in parts(p)}
+        for j in members(p):
+            count[j] = Count(*[retained[j, q] for q in parts(p)])
+        throws = Exists(parts(p), lambda q: Count(*[retained[j, q] for j in members(p)]) >= 2)
+    else:
+        winner = [s.rule("claim-resolution", q=q) for q in parts(p)]
+        transferring = {q: winner[q] != -1 for q in parts(p)}
+        for j in members(p):
+            n = 0
+            for q in parts(p):
+                r = (winner[q] == j) & (n < quota)
+                retained[j, q] = r
+                n = n + If(r, 1, 0)
+            count[j] = n
+        # one winner per partition: no partition is kept twice, so the quota arithmetic holds
+        throws = False
     out = {}
     for q in parts(p):
         free = Not(Exists(members(p), lambda j: retained[j, q]))
-        transferring = winner[q] != -1
         below = [s.in_group[j] & (count[j] < quota) for j in members(p)]
         give = [free & below[j] & Forall([i for i in members(p) if i != j], lambda i: Not(
             below[i] & ((count[i] < count[j]) | ((count[i] == count[j]) & (i < j)))))
             for j in members(p)]
         for j in members(p):
-            out[j, q] = retained[j, q] | (give[j] & Not(transferring))
+            out[j, q] = retained[j, q] | (give[j] & Not(transferring[q]))
             count[j] = count[j] + If(give[j], 1, 0)
-    return out
+    return out, throws
 
 
 def range_assignor(s, p):
@@ -315,9 +376,30 @@ def range_assignor(s, p):
     return out
 
 
-def leader_assignment(s, p):
-    rng, coop = range_assignor(s, p), cooperative_sticky(s, p)
-    return {key: If(s.protocol_name == RANGE, rng[key], coop[key]) for key in rng}
+def cooperative_validation_fails(s, p, assignment):
+    """ConsumerCoordinator.validateCooperativeAssignment: some partition is both revoked (in a
+    member's ownedPartitions, not in its new assignment) and added (in another member's new
+    assignment, not in its ownedPartitions); the leader then throws IllegalStateException."""
+    return Exists(parts(p), lambda q: Exists(members(p), lambda j: s.in_group[j] & s.subscription_owned[mp(p, j, q)] & Not(assignment[j, q])) &
+                  Exists(members(p), lambda k: assignment[k, q] & Not(s.subscription_owned[mp(p, k, q)])))
+
+
+def leader_assignment(s, p, m):
+    """ConsumerCoordinator.onLeaderElected for leader m: the chosen assignor's assignment, and the
+    condition under which computing it throws (the assignor, or the cooperative validation)."""
+    rng, (coop, coop_throws) = range_assignor(s, p), cooperative_sticky(s, p)
+    chosen_range = s.protocol_name == RANGE
+    assignment = {key: If(chosen_range, rng[key], coop[key]) for key in rng}
+    # the validation runs under COOPERATIVE, skipped for the built-in cooperative-sticky assignor
+    # since PR #11439 ("we've considered the generation of ownedPartition inside the assignor");
+    # every COOPERATIVE member here runs cooperative-sticky, so it runs only in kafka-13406
+    validated = s.rebalance_protocol[m] == COOPERATIVE
+    if s.variant not in VALIDATES_BUILT_IN:
+        validated = validated & (s.protocol_name != COOPERATIVE_STICKY)
+    fails = validated & cooperative_validation_fails(s, p, assignment)
+    if coop_throws is not False:
+        fails = fails | (Not(chosen_range) & coop_throws)
+    return assignment, fails
 
 
 def select_protocol(s, p):
@@ -378,8 +460,11 @@ def StartConsumer(s, p, m):
 @spec.action(m=members, actors=("consumer {m}", "coordinator"))
 def JoinGroup(s, p, m):
     """onJoinPrepare, then JoinGroup carrying the subscription (ownedPartitions, generation)."""
+    # a member rejoins when UNJOINED, when asked to while STABLE, and (AssignmentFails) when its
+    # assignment failed while COMPLETING_REBALANCE
     s.require(s.assignors[m] != L_NONE,
-              (s.member_state[m] == UNJOINED) | ((s.member_state[m] == STABLE) & s.rejoin_needed[m]))
+              (s.member_state[m] == UNJOINED) | (((s.member_state[m] == STABLE) |
+                                                   (s.member_state[m] == COMPLETING)) & s.rejoin_needed[m]))
     # onJoinPrepare: no generation or member id -> onPartitionsLost; EAGER -> revoke all
     lost = (s.member_generation[m] == -1) | Not(s.has_member_id[m])
     keep = Not(lost | (s.rebalance_protocol[m] == EAGER))
@@ -481,18 +566,20 @@ def JoinGroupResponse(s, p, m):
 @spec.action(m=members, actors=("consumer {m}", "coordinator"))
 def SyncGroup(s, p, m):
     """SyncGroup (the leader's carries the assignment); on success, onJoinComplete."""
-    s.require(s.member_state[m] == COMPLETING)
+    s.require(s.member_state[m] == COMPLETING, Not(s.rejoin_needed[m]))
     known = s.has_member_id[m] & s.in_group[m]
     current = known & (s.member_generation[m] == s.generation)
     st = s.group_state
     # a follower's SyncGroup waits at the coordinator for the leader's
     s.require(Not(current & (st == CR) & (s.leader != m)))
+    computed, fails = leader_assignment(s, p, m)
+    # a leader whose assignment throws sends no SyncGroup (AssignmentFails)
+    s.require(Not(current & (st == CR) & fails))
     unknown = Not(known)
     illegal = known & (s.member_generation[m] != s.generation)
     rebalancing = current & (st == PR)
     leader_sync = current & (st == CR)
     ok = current & ((st == CR) | (st == GroupState.Stable))
-    computed = leader_assignment(s, p)
     for key, v in computed.items():
         s.assignment[mp(p, *key)] = If(leader_sync, v, s.assignment[mp(p, *key)])
     s.group_state = If(leader_sync, GroupState.Stable, st)
@@ -512,7 +599,8 @@ def SyncGroup(s, p, m):
     s.completed_generation[m] = If(ok, s.member_generation[m], s.completed_generation[m])
     if s.variant in ONCE_PER_REBALANCE:
         s.needs_join_prepare[m] = s.needs_join_prepare[m] | ok   # onJoinComplete re-arms it
-    # ILLEGAL_GENERATION keeps the member id (KAFKA-13419); REBALANCE_IN_PROGRESS resets nothing
+    # ILLEGAL_GENERATION keeps the member id (PR #11451, filed under KAFKA-13419, whose stale
+    # claim is the REBALANCE_IN_PROGRESS path below); REBALANCE_IN_PROGRESS resets nothing
     # (AbstractCoordinator.SyncGroupResponseHandler since PR #12794 reverted KAFKA-13891's reset;
     # the kafka-14016 variant puts the reset back: the member rejoins without a generation, so
     # onJoinPrepare declares everything it owns lost)
@@ -523,6 +611,27 @@ def SyncGroup(s, p, m):
     s.has_member_id[m] = s.has_member_id[m] & Not(unknown)
     s.respond(If(unknown, Error.UNKNOWN_MEMBER_ID, If(illegal, Error.ILLEGAL_GENERATION,
                  If(rebalancing, Error.REBALANCE_IN_PROGRESS, Error.NONE))))
+
+
+@spec.action(m=members, actors=("consumer {m}", "consumer {m}"))
+def AssignmentFails(s, p, m):
+    """The leader's assignment throws IllegalStateException: no SyncGroup is sent, and the
+    member asks to rejoin with its generation and partitions as they were."""
+    # AbstractCoordinator.onLeaderElected(JoinGroupResponse) turns the exception of
+    # ConsumerCoordinator.onLeaderElected (the assignor's, or validateCooperativeAssignment's)
+    # into a failed join future; joinGroupIfNeeded then calls requestRejoin and, the exception not
+    # being retriable, throws it out of poll(). The generation the JoinGroup response set stays,
+    # the state stays COMPLETING_REBALANCE, needsJoinPrepare stays false, and the next poll()
+    # sends JoinGroup again (an application that keeps polling; one that dies is a session
+    # timeout). The coordinator keeps waiting for the leader's SyncGroup. As for SyncGroup, the
+    # assignment is computed here from the subscriptions the coordinator stored, while the round
+    # the leader was answered for is still completing.
+    s.require(s.member_state[m] == COMPLETING, Not(s.rejoin_needed[m]), s.has_member_id[m],
+              s.in_group[m], s.member_generation[m] == s.generation, s.group_state == CR,
+              s.leader == m)
+    _, fails = leader_assignment(s, p, m)
+    s.require(fails)
+    s.rejoin_needed[m] = True
 
 
 @spec.action(m=members, actors=("consumer {m}", "consumer {m}"))
@@ -754,6 +863,54 @@ spec.variant("kafka-14016", "KAFKA-13891's reset put back: a SyncGroup answered 
                  "COOPERATIVE member still in the group gives up every partition (the revocations "
                  "KAFKA-14016 reported)"})
 
+spec.variant("kafka-12984", "PR #10985 undone in both its places (no generation in "
+             "CooperativeStickyAssignor's userData, and a partition claimed by two members kept "
+             "by both, so constrainedAssign throws IllegalStateException), on the client whose "
+             "double claims KAFKA-12984 was filed for: pre-kip792-kafka-12983 (no generation in "
+             "the subscription, onJoinPrepare once per rebalance) with that one fix undone; with "
+             "today's client no two claims reach the assignor",
+             params={"timeouts": 1, "members": 2},
+             violates=["single-owner", "revoked-before-reassigned", "assignment-respects-owners",
+                       "no-double-commit", "stale-claim-never-wins", "rebalance-completes"],
+             findings={
+                 "rebalance-completes": "member 0 is timed out holding both partitions; its "
+                 "JoinGroup is answered UNKNOWN_MEMBER_ID and its retry, without onJoinPrepare, "
+                 "claims both again while member 1 claims them too; with no generation both "
+                 "claims count, both members keep the partitions, and constrainedAssign throws "
+                 "IllegalStateException. The leader rejoins with the same subscription bytes, is "
+                 "answered at once with the same members, and throws again for ever: the group "
+                 "stays CompletingRebalance (pre-kip792-kafka-12983, the same client with the "
+                 "fix, holds this property)",
+                 "stale-claim-never-wins": "as in pre-kip792-kafka-12983, in the rounds where "
+                 "the double claim does not reach the assignor's throw",
+                 "no-double-commit": "as in pre-kip792-kafka-12983 (the client before "
+                 "KAFKA-12983)",
+                 "single-owner": "timeouts=1: a member the coordinator timed out keeps its "
+                 "partitions until its next request fails (every variant, see the notes)",
+                 "revoked-before-reassigned": "timeouts=1: the timed-out member's partitions are "
+                 "reassigned while it still holds them (every variant)",
+                 "assignment-respects-owners": "the lemma form of the timed-out member's double "
+                 "ownership"})
+spec.variant("kafka-13406", "validateCooperativeAssignment run on the built-in cooperative-sticky "
+             "assignment too (PR #11439 undone), with the assignor and subscription of its time: "
+             "kafka-14639 (claims below the top generation dropped, the generation of the last "
+             "assignment in the userData) with that one fix undone; with today's claim rule the "
+             "validation never fires (revoke-before-assign holds)",
+             params={"generation_from_assignment": 1},
+             violates=["stale-claim-at-sync", "rebalance-completes"],
+             findings={
+                 "rebalance-completes": "KAFKA-13419's interleaving: member 2's SyncGroup is "
+                 "answered REBALANCE_IN_PROGRESS; it rejoins still claiming the partition it "
+                 "holds, with the generation of the last assignment it applied, older than the "
+                 "others'; the rule drops the claim, cooperative-sticky gives the partition to "
+                 "another member, and validateCooperativeAssignment finds it revoked and added in "
+                 "one round and throws. The leader rejoins with unchanged subscription bytes, is "
+                 "answered at once, and throws again for ever (kafka-14639, the same rule without "
+                 "the validation, holds this property and hands the partition over instead)",
+                 "stale-claim-at-sync": "not reached: the validation throws at the first round "
+                 "that would revoke and add a partition, and the rounds that reach two claims of "
+                 "different generations in kafka-14639 pass through such a round first"})
+
 spec.known_bug(
     "KAFKA-12983", broke="onJoinPrepare ran once per rebalance, so a member that lost its member "
     "id during the rebalance rejoined still holding and claiming its partitions, which another "
@@ -775,32 +932,34 @@ spec.known_bug(
     code="AbstractCoordinator.SyncGroupResponseHandler.handle",
     variant="kafka-14016", property="cooperative-keeps-owned")
 spec.known_bug(
-    "KAFKA-13419", broke="an ILLEGAL_GENERATION answer reset the member id too, so the consumer "
-    "rejoined as a new member while its old member id stayed in the group until its session "
-    "timed out",
-    fix="PR #11451 (reset only the generation on ILLEGAL_GENERATION)",
-    code="AbstractCoordinator.resetGenerationOnResponseError",
-    not_expressible="two coordinator entries for one consumer (its old member id lingering beside "
-    "the new one) and the rebalance timeout that removes it; a consumer slot here has one member "
-    "id, and the bug costs a slow rebalance, which no property states")
+    "KAFKA-12984", broke="CooperativeStickyAssignor trusted two claims on one partition (no "
+    "generation in its userData), both claimants kept it, and constrainedAssign threw "
+    "IllegalStateException: the leader never sent SyncGroup and the group stayed "
+    "CompletingRebalance",
+    fix="PR #10985 (generation back in the cooperative userData; same-generation claims "
+    "invalidated)",
+    code="AbstractStickyAssignor.allSubscriptionsEqual / constrainedAssign; "
+    "AbstractCoordinator.joinGroupIfNeeded",
+    variant="kafka-12984", property="rebalance-completes")
 spec.known_bug(
-    "KAFKA-12984", broke="CooperativeStickyAssignor trusted two claims on one partition in one "
-    "generation and threw on the invalid input, failing the rebalance",
-    fix="PR #10985 (generation back in the cooperative userData; same-generation claims invalidated)",
-    code="AbstractStickyAssignor.allSubscriptionsEqual / CooperativeStickyAssignor.memberData",
-    not_expressible="a second fix undone at once: two claims on one partition reach the assignor "
-    "only from the pre-KAFKA-12983 client (variants kafka-12983 and pre-kip792-kafka-12983 show "
-    "them); with the shipped client the rule is never exercised, so the one-fix variant holds "
-    "everything")
-spec.known_bug(
-    "KAFKA-13406", broke="the leader validated the built-in cooperative-sticky assignment too, so "
-    "an assignment that revoked and added one partition in a round threw and the rebalance got "
-    "stuck",
+    "KAFKA-13406", broke="the leader validated the built-in cooperative-sticky assignment too; "
+    "an out-of-date claim made the assignment revoke and add one partition in a round, the "
+    "validation threw, and the rebalance got stuck",
     fix="PR #11439 (validateCooperativeAssignment skipped for the built-in assignor)",
     code="ConsumerCoordinator.onLeaderElected / validateCooperativeAssignment",
-    not_expressible="a second fix undone at once: with the shipped claim rule and client the "
-    "leader's assignment never revokes and adds a partition in one round (revoke-before-assign "
-    "is proved), so the validation never fires; it would need kafka-14639's rule as well")
+    variant="kafka-13406", property="rebalance-completes")
+spec.known_bug(
+    "KAFKA-13419", broke="a member whose SyncGroup was answered REBALANCE_IN_PROGRESS rejoined "
+    "with out-of-date ownedPartitions (the assignment it missed had moved one away), which failed "
+    "the leader's cooperative validation: the root cause of KAFKA-13406's stuck rebalance, "
+    "whose lasso in variant kafka-13406 runs this interleaving",
+    fix="none of its own: PR #11451 as merged only stopped ILLEGAL_GENERATION from resetting the "
+    "member id (a consumer slot here has one member id, so that change is not expressible); the "
+    "reset on REBALANCE_IN_PROGRESS it meant came with KAFKA-13891 and was reverted by "
+    "KAFKA-14016; the stale claim is still sent today and made harmless by PR #11439 and "
+    "PR #13550 (scenario kafka_13419_missed_sync)",
+    code="AbstractCoordinator.SyncGroupResponseHandler.handle",
+    variant="kafka-13406", property="rebalance-completes")
 spec.known_bug(
     "KAFKA-14196", broke="an EAGER member's asynchronous auto-commit in onJoinPrepare could land "
     "after the partition's new owner had fetched the committed offset, so records were consumed "
@@ -921,7 +1080,7 @@ spec.environment_actions(
 
 @spec.leads_to("rebalance-completes",
                fair=["StartConsumer", "JoinGroup", "CompleteJoin", "JoinGroupResponse",
-                     "SyncGroup", "Heartbeat"])
+                     "SyncGroup", "AssignmentFails", "Heartbeat"])
 def rebalance_completes(s, p):
     """Once a rebalance starts, the group eventually becomes Stable with every member stable and none needing a follow-up rebalance."""
     done = (s.group_state == GroupState.Stable) & Forall(members(p), lambda j: Implies(

@@ -804,6 +804,11 @@ def Leave(s, p, m, epoch):
         return
     # consumerGroupStaticMemberGroupLeave: state unchanged (KAFKA-20641), no group epoch bump
     s.member_epoch[m] = STATIC_LEFT
+    if s.variant == "kafka-20641-fixed":
+        # the open PR #22473: a static member leaving from UNREVOKED_PARTITIONS is written STABLE
+        # (its pending revocations are cleared below); every other state is kept
+        s.member_state[m] = If(s.member_state[m] == MemberState.UNREVOKED_PARTITIONS,
+                               MemberState.STABLE, s.member_state[m])
     if p.partition_epochs:
         for q in _partitions(p):
             # the record is rewritten: its partitions' entries are removed and re-added
@@ -887,6 +892,10 @@ FOUND_STATIC_REJOIN = (
 spec.variant("kip1251", "the check as Kafka 4.3 ships it: assignment epoch <= epoch <= member epoch",
              default=True, violates=["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
              findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974, "unrevoked-has-pending": STATIC_LEAVE_20641})
+spec.variant("kafka-20641-fixed", "the open fix of KAFKA-20641 (PR #22473, not merged): a static "
+             "member leaving with epoch -2 from UNREVOKED_PARTITIONS is written STABLE",
+             violates=["no-zombie-commit", *LEMMAS_BROKEN_BY_19974],
+             findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974})
 spec.variant("strict", "the check before KIP-1251: commit epoch == member epoch",
              violates=["no-zombie-commit", "no-spurious-fencing", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974],
              findings={**LEMMAS_BROKEN_BY_19974, "no-zombie-commit": ZOMBIE_19974 + "; the strict check accepts it too",
@@ -1076,7 +1085,8 @@ spec.known_bug("KAFKA-20442", broke="fencing the last member bumped the group ep
                variant="kafka-20442", property="empty-group-at-target-epoch")
 spec.known_bug("KAFKA-20641", broke="a static member leaving with epoch -2 while in "
                "UNREVOKED_PARTITIONS keeps that state with nothing pending revocation",
-               fix="PR #22473, open: not in the shipped code, so the default variant is the pre-fix one",
+               fix="PR #22473, open: not in the shipped code, so the default variant is the pre-fix one; "
+               "variant kafka-20641-fixed, with that PR's one change, holds the property",
                code="GroupMetadataManager.consumerGroupStaticMemberGroupLeave",
                variant="kip1251", property="unrevoked-has-pending", open=True)
 spec.known_bug("KAFKA-19974", broke="leaving UNREVOKED_PARTITIONS for UNREVOKED_PARTITIONS bumped the "

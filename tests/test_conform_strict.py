@@ -99,7 +99,8 @@ CLASSIC_GROUP = {
     "CompleteJoin": DESCRIBED | {"join_error", "generation", "protocol_name", "leader"},
     "SessionTimeout": DESCRIBED, "Bounce": DESCRIBED,
     "JoinGroupResponse": {"member_generation", "subscriptions"},
-    "StartConsumer": set(), "EnforceRebalance": set(),
+    # client-side: Kafka is not asked (a failed assignment sends no SyncGroup)
+    "StartConsumer": set(), "EnforceRebalance": set(), "AssignmentFails": set(),
 }
 
 

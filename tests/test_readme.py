@@ -82,7 +82,7 @@ def test_a_failed_run_never_replaces_a_readme_block(tmp_path):
     failing.write_text("print('| a table cut short |')\nraise SystemExit('the broker did not start')\n")
     with pytest.raises(SystemExit) as e:
         mod.run(None, str(failing))
-    assert "failed (exit 1): the broker did not start; README.md not changed" in str(e.value)
+    assert "failed (exit 1): the broker did not start; no file changed" in str(e.value)
     fine = tmp_path / "fine.py"
     fine.write_text("print('| a whole table |')\n")
     assert mod.run(None, str(fine)) == "| a whole table |\n"

@@ -27,7 +27,8 @@ How the spec's steps become requests:
   and the member learns it only from its next request, as in the spec; the timer itself is not
   exercised.
 - Bounce(m, to): the consumer closes (LeaveGroup from its own id) and restarts with the new list.
-- StartConsumer, EnforceRebalance: the driver's client only.
+- StartConsumer, EnforceRebalance, AssignmentFails: the driver's client only (a failed leader
+  sends no SyncGroup; its rejoin is the next JoinGroup).
 
 Compared after each request: the response's error (the spec's outcome), the generation, the chosen
 protocol and the leader from the join answers, the subscriptions the coordinator stored as the
@@ -69,6 +70,10 @@ CLIENT_SIDE = {
     "StartConsumer": "the consumer starts with the variant's assignor list",
     "JoinGroupResponse": "the member takes the JoinGroup answer it already received",
     "EnforceRebalance": "the member asks to rejoin (client state)",
+    # the leader's assignor or cooperative validation throws in the client: nothing is sent, and
+    # what a broker shows of it is the next step, the leader's JoinGroup answered at once in
+    # CompletingRebalance with the same generation and members (compared as any JoinGroup)
+    "AssignmentFails": "the leader's assignment throws: no SyncGroup is sent, it asks to rejoin",
 }
 # KIP-726's dynamic rebalance-protocol selection never shipped in a Kafka client, but the driver
 # plays the clients: it runs the variant's client rule (spec/classic_group.py JoinGroupResponse,
@@ -470,6 +475,8 @@ class ClassicGroupAdapter(Adapter):
             obs.update(self._sync(run, m, me))
         elif action == "EnforceRebalance":
             pass
+        elif action == "AssignmentFails":
+            me.leader_view = None       # the assignment threw: no SyncGroup carries it
         elif action == "Heartbeat":
             obs.update(self._heartbeat(run, me))
         elif action == "CommitOffsets":
@@ -619,7 +626,8 @@ class ClassicGroupAdapter(Adapter):
 
     def _with_generation(self, run: TraceRun) -> bool:
         """KIP-792: the subscription carries the generation (ConsumerProtocolSubscription v2+)."""
-        return run.variant not in ("pre-kip792", "pre-kip792-kafka-12983")
+        from kcheck.spec.classic_group import NO_GENERATION_IN_SUBSCRIPTION
+        return run.variant not in NO_GENERATION_IN_SUBSCRIPTION
 
     def _answer(self, run, me: Member, r) -> dict:
         """A JoinGroup answer as the member keeps it until it processes it."""
