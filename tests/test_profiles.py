@@ -128,6 +128,8 @@ def test_changes_checked_at_different_parameters_are_refused(tmp_path):
     ('spec.profile("two", ["three"])\n', "profile 'two' is declared twice"),
     ('spec.profile("a", ["two"], releases=["1.0"])\nspec.profile("b", ["three"], releases=["1.0"])\n',
      "release 1.0 is already profile a's"),
+    # a misspelled record would silently claim nothing about the property it means
+    ('spec.profile("bad", ["two"], violates=["smal"])\n', "profile bad: violates= names property 'smal'"),
 ])
 def test_a_profile_that_cannot_be_made_is_refused(tmp_path, profiles, message):
     with pytest.raises(SpecError, match=message):
