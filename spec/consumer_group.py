@@ -1119,14 +1119,64 @@ spec.known_bug("KAFKA-19974", broke="leaving UNREVOKED_PARTITIONS for UNREVOKED_
 # the same epoch, which only the unsubscribes=1 actions do, so no profile of 4.0-4.1 predicts a
 # trace that takes them. KAFKA-16147's fix (PR #15212, 2024) is in every 4.x release.
 _BEFORE_4_2 = ["strict", "unrevoked-epoch-bump", "kafka-19233", "kafka-20442"]
-spec.profile("kafka-4.0.0", _BEFORE_4_2 + ["kafka-19449"], releases=["4.0.0", "4.0.1"])
-spec.profile("kafka-4.0.2", _BEFORE_4_2, releases=["4.0.2"])
-spec.profile("kafka-4.1.0", _BEFORE_4_2 + ["kafka-19449"], releases=["4.1.0", "4.1.1"])
-spec.profile("kafka-4.1.2", _BEFORE_4_2, releases=["4.1.2"])
-spec.profile("kafka-4.2", ["strict", "kafka-20442"], releases=["4.2.0", "4.2.1", "4.2.2"])
-spec.profile("kafka-4.3", ["kafka-20442"], releases=["4.3.0", "4.3.1"])
-spec.profile("kafka-4.3.2", [], releases=["4.3.2"])
-spec.profile("kafka-4.4.0", [], releases=["4.4.0"])
+
+
+def _as_in(change: str, *props: str) -> dict[str, str]:
+    """A profile's findings: each property it violates explained by the change that violates it
+    alone (its own record), so a profile's record reads as its changes' records combined."""
+    return {p: f"as in {change}: {spec.variants[change].findings[p]}" for p in props}
+
+
+# Each profile's record, from `kcheck check` and `kcheck progress --variant P` at the defaults
+# (lengths in steps; a lasso's prefix and loop start). Every property a profile violates, one of
+# its changes violates alone: no combination breaks more than its parts.
+# - 4.0.x and 4.1.x are checked at kafka-19233's parameters (lost_responses 1, static_members 0;
+#   a profile's are its changes'): 250,780 states (272,794 with kafka-19449), no-spurious-fencing
+#   4, join-accepted 5, empty-group-at-target-epoch 1, unreleased-waits-for-another-member 5 (with
+#   kafka-19449 only), eventually-converges a lasso of 1 (the last member leaves: kafka-20442's).
+#   Fewer than the union of the changes' records: no-zombie-commit and the two lemmas of
+#   LEMMAS_BROKEN_BY_19974 hold, since the KAFKA-19974 zombie that strict, kafka-19233 and
+#   kafka-20442 violate them with needs its fix and unrevoked-epoch-bump undoes it (alone it holds
+#   them too); unrevoked-has-pending holds, since KAFKA-20641 needs a static member, which
+#   kafka-19233's parameters leave out (so these profiles cannot show that open bug).
+_RECORD_BEFORE_4_2 = ["no-spurious-fencing", "join-accepted", "empty-group-at-target-epoch",
+                      "eventually-converges"]
+_FINDINGS_BEFORE_4_2 = {**_as_in("strict", "no-spurious-fencing"),
+                        **_as_in("kafka-19233", "join-accepted"),
+                        **_as_in("kafka-20442", "empty-group-at-target-epoch", "eventually-converges")}
+spec.profile("kafka-4.0.0", _BEFORE_4_2 + ["kafka-19449"], releases=["4.0.0", "4.0.1"],
+             violates=[*_RECORD_BEFORE_4_2, "unreleased-waits-for-another-member"],
+             findings={**_FINDINGS_BEFORE_4_2, **_as_in("kafka-19449", "unreleased-waits-for-another-member")})
+spec.profile("kafka-4.0.2", _BEFORE_4_2, releases=["4.0.2"],
+             violates=_RECORD_BEFORE_4_2, findings=_FINDINGS_BEFORE_4_2)
+spec.profile("kafka-4.1.0", _BEFORE_4_2 + ["kafka-19449"], releases=["4.1.0", "4.1.1"],
+             violates=[*_RECORD_BEFORE_4_2, "unreleased-waits-for-another-member"],
+             findings={**_FINDINGS_BEFORE_4_2, **_as_in("kafka-19449", "unreleased-waits-for-another-member")})
+spec.profile("kafka-4.1.2", _BEFORE_4_2, releases=["4.1.2"],
+             violates=_RECORD_BEFORE_4_2, findings=_FINDINGS_BEFORE_4_2)
+# - 4.2.x: 682,103 states, the union of strict's and kafka-20442's records: no-zombie-commit 11,
+#   no-spurious-fencing 4, empty-group-at-target-epoch 1, unrevoked-has-pending 4, the lemmas 8
+#   and 10, eventually-converges a lasso of 1.
+spec.profile("kafka-4.2", ["strict", "kafka-20442"], releases=["4.2.0", "4.2.1", "4.2.2"],
+             violates=["no-zombie-commit", "no-spurious-fencing", "empty-group-at-target-epoch",
+                       "unrevoked-has-pending", "eventually-converges", *LEMMAS_BROKEN_BY_19974],
+             findings={**_as_in("strict", "no-zombie-commit", "no-spurious-fencing",
+                                "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974),
+                       **_as_in("kafka-20442", "empty-group-at-target-epoch", "eventually-converges")})
+# - 4.3.0/4.3.1: 682,103 states, kafka-20442's record (the same lengths as 4.2's, without
+#   no-spurious-fencing).
+spec.profile("kafka-4.3", ["kafka-20442"], releases=["4.3.0", "4.3.1"],
+             violates=["no-zombie-commit", "empty-group-at-target-epoch", "unrevoked-has-pending",
+                       "eventually-converges", *LEMMAS_BROKEN_BY_19974],
+             findings=_as_in("kafka-20442", "no-zombie-commit", "empty-group-at-target-epoch",
+                             "unrevoked-has-pending", "eventually-converges", *LEMMAS_BROKEN_BY_19974))
+# - 4.3.2 and 4.4.0: the default's record (kip1251), 677,362 states: no-zombie-commit 11,
+#   unrevoked-has-pending 4, the lemmas 8 and 10; eventually-converges holds.
+_RECORD_DEFAULT = ["no-zombie-commit", "unrevoked-has-pending", *LEMMAS_BROKEN_BY_19974]
+spec.profile("kafka-4.3.2", [], releases=["4.3.2"],
+             violates=_RECORD_DEFAULT, findings=_as_in("kip1251", *_RECORD_DEFAULT))
+spec.profile("kafka-4.4.0", [], releases=["4.4.0"],
+             violates=_RECORD_DEFAULT, findings=_as_in("kip1251", *_RECORD_DEFAULT))
 
 
 # ---------------------------------------------------------------------------------------------

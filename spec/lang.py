@@ -1532,14 +1532,17 @@ class Spec:
         def unknown(where: str, what: str, name: str, valid: Iterable[str]):
             raise SpecError(f"{where}: {what} '{name}' is not declared in spec {self.name}; "
                             f"valid: {', '.join(valid) or 'none'}")
-        for v in self.variants.values():
-            where = self.lines.get(("variant", v.name), self.source_file)
+        # a profile's record (spec.profile's violates=, findings=) is compared like a variant's
+        records = [("variant", v) for v in self.variants.values()] + \
+                  [("profile", p.variant) for p in self.profiles.values()]
+        for kind, v in records:
+            where = self.lines.get((kind, v.name), self.source_file)
             for p in sorted(v.expected_violations):
                 if p not in props:
-                    unknown(where, f"variant {v.name}: violates= names property", p, props)
+                    unknown(where, f"{kind} {v.name}: violates= names property", p, props)
             for p in v.findings:
                 if p not in props:
-                    unknown(where, f"variant {v.name}: findings= names property", p, props)
+                    unknown(where, f"{kind} {v.name}: findings= names property", p, props)
             for p in v.expected_bounded:
                 if p not in props:
                     unknown(self.lines.get(("bounded", p), where), "bounded() names property", p, props)

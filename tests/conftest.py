@@ -46,6 +46,9 @@ _MODULE_MARKS = {
 _SLOW_TESTS = {
     "test_shipped_progress_verdicts_match_the_record_and_lassos_replay": None,
     "test_progress_agrees_with_the_plain_reading_at_small_bounds": None,
+    # consumer_group's release profiles, each searched and graphed at the defaults (8 x 1.2-1.7 s,
+    # 12 s in one process), as the default_results fixtures are
+    "test_every_profile_matches_its_record_at_the_defaults": None,
     "test_compiled_code_agrees_with_reference_interpreter": ("consumer_group", "classic_group",
                                                             "shared_consumption", "producer"),
     # every variant of every Kafka spec (47 graphs, 33 s of CPU); two_phase's stay quick

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from kcheck.bfs import search
+from kcheck.cli import main
 from kcheck.conform import driver
 from kcheck.loader import load_spec
 from kcheck.spec.lang import SpecError
+from kcheck.verdict import record_differences
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "tests" / "scenarios" / "consumer_group"
@@ -126,6 +128,8 @@ def test_changes_checked_at_different_parameters_are_refused(tmp_path):
     ('spec.profile("two", ["three"])\n', "profile 'two' is declared twice"),
     ('spec.profile("a", ["two"], releases=["1.0"])\nspec.profile("b", ["three"], releases=["1.0"])\n',
      "release 1.0 is already profile a's"),
+    # a misspelled record would silently claim nothing about the property it means
+    ('spec.profile("bad", ["two"], violates=["smal"])\n', "profile bad: violates= names property 'smal'"),
 ])
 def test_a_profile_that_cannot_be_made_is_refused(tmp_path, profiles, message):
     with pytest.raises(SpecError, match=message):
@@ -206,3 +210,37 @@ def test_the_history_table_in_the_docs_is_the_profiles():
     row = next(line for line in out.splitlines() if line.startswith("| KAFKA-19974"))
     # KAFKA-19974's pre-fix reconciliation: every 4.0 and 4.1 release, none from 4.2.0
     assert row.count("runs it") == 6
+
+
+def test_every_profile_record_is_explained_by_its_changes_own_records():
+    """A profile's recorded violation is one that some change it runs (or the default, which every
+    profile starts from) violates alone, and its findings explain exactly its record: a property
+    that only a combination violated would be a finding of its own, to be written down."""
+    for name, prof in SPEC.profiles.items():
+        assert prof.recorded, name
+        record = prof.variant.expected_violations
+        assert set(prof.variant.findings) == record, name
+        alone = set().union(*(SPEC.variants[c].expected_violations
+                              for c in (*prof.changes, SPEC.default_variant)))
+        assert record <= alone, (name, record - alone)
+
+
+def _verdicts(command: str, profile: str, capsys) -> tuple[int, dict]:
+    code = main([command, "consumer_group", "--variant", profile, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    return code, doc
+
+
+@pytest.mark.parametrize("profile", list(SPEC.profiles))
+def test_every_profile_matches_its_record_at_the_defaults(profile, capsys):
+    """What `kcheck check` and `kcheck progress --variant P` answer at the defaults is P's record
+    (violates=), as `check --all-variants` compares a variant's: the exit code of one variant's
+    run is 1 whenever something is violated, so the record is compared here."""
+    for command in ("check", "progress"):
+        code, doc = _verdicts(command, profile, capsys)
+        statuses = {p: r["status"] for p, r in doc["properties"].items()}
+        assert record_differences(SPEC, profile, statuses) == [], command
+        assert "bounded" not in statuses.values(), command
+        assert code == (1 if set(statuses.values()) & {"violated", "not-reached"} else 0), command
+        # the safety search is exhaustive at the defaults, so a 'holds' above is a real answer
+        assert command != "check" or doc["exhaustive"]
