@@ -1662,9 +1662,7 @@ class Spec:
         configuration apart from two at different ones."""
         variant = self.variant_name(variant)
         if variant in self.profiles:
-            prof = self.profiles[variant]
-            return Model(self, variant, self.resolve_params({**prof.variant.params, **(params or {})}),
-                         runs=prof.changes)
+            return self.resolve_params({**self.profiles[variant].variant.params, **(params or {})})
         if self.variants and variant not in self.variants:
             raise SpecError(f"unknown variant '{variant}' for spec {self.name}; variants: "
                             f"{', '.join(self.variants)}" + (f"; profiles: {', '.join(self.profiles)}"
@@ -1673,7 +1671,10 @@ class Spec:
         return self.resolve_params({**defaults, **(params or {})})
 
     def instantiate(self, variant: str | None = None, params: dict | None = None) -> "Model":
-        return Model(self, self.variant_name(variant), self.variant_params(variant, params))
+        name = self.variant_name(variant)
+        # a profile's model runs its changes composed (None: one variant's model)
+        runs = self.profiles[name].changes if name in self.profiles else None
+        return Model(self, name, self.variant_params(variant, params), runs=runs)
 
 
 def _doc(fn) -> str:
