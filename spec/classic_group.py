@@ -794,6 +794,15 @@ spec.variant("kip726-downgrade", "every consumer on [cooperative-sticky, range] 
                  "the same round",
                  "revoked-before-reassigned": "the range assignment gives a partition to one "
                  "member while the COOPERATIVE member that kept it still holds it"})
+
+# what every variant checked with timeouts=1 records for the member the coordinator timed out
+TIMED_OUT_OWNER = {
+    "single-owner": "timeouts=1: a member the coordinator timed out keeps its partitions until "
+    "its next request fails (every variant, see the notes)",
+    "revoked-before-reassigned": "timeouts=1: the timed-out member's partitions are reassigned "
+    "while it still holds them (every variant)",
+    "assignment-respects-owners": "the lemma form of the timed-out member's double ownership"}
+
 spec.variant("pre-kip792-kafka-12983", "KIP-792's motivating problem: pre-kip792's claim rule "
              "with the client before KAFKA-12983, whose member that fell out of the group "
              "rejoins claiming the partitions it still holds", params={"timeouts": 1, "members": 2},
@@ -807,12 +816,7 @@ spec.variant("pre-kip792-kafka-12983", "KIP-792's motivating problem: pre-kip792
                  "current owner: kafka-12983 (the kip792 rule, same client) holds this property",
                  "no-double-commit": "as in kafka-12983: the stale member commits for partitions "
                  "that another member owned and committed meanwhile",
-                 "single-owner": "timeouts=1: a member the coordinator timed out keeps its "
-                 "partitions until its next request fails (every variant, see the notes)",
-                 "revoked-before-reassigned": "timeouts=1: the timed-out member's partitions are "
-                 "reassigned while it still holds them (every variant)",
-                 "assignment-respects-owners": "the lemma form of the timed-out member's double "
-                 "ownership"})
+                 **TIMED_OUT_OWNER})
 # Known bugs: each variant is kip792 with that one fix undone
 spec.variant("kafka-12983", "onJoinPrepare runs once per rebalance: a member that loses its "
              "member id or generation during the rebalance rejoins still holding, and claiming, "
@@ -826,12 +830,7 @@ spec.variant("kafka-12983", "onJoinPrepare runs once per rebalance: a member tha
                  "committed for them; its claim is the only one (the other member timed out in "
                  "turn), so the assignor keeps it and it commits from its stale position: kip792 "
                  "at the same parameters holds this property",
-                 "single-owner": "timeouts=1: a member the coordinator timed out keeps its "
-                 "partitions until its next request fails (every variant, see the notes)",
-                 "revoked-before-reassigned": "timeouts=1: the timed-out member's partitions are "
-                 "reassigned while it still holds them (every variant)",
-                 "assignment-respects-owners": "the lemma form of the timed-out member's double "
-                 "ownership"})
+                 **TIMED_OUT_OWNER})
 spec.variant("kafka-14639", "the claim rule before PR #13550: only claims at the group's "
              "highest subscription generation count, so a sole claim from a member that missed "
              "a SyncGroup is dropped and its partition handed to another member at once; checked "
@@ -885,12 +884,7 @@ spec.variant("kafka-12984", "PR #10985 undone in both its places (no generation 
                  "the double claim does not reach the assignor's throw",
                  "no-double-commit": "as in pre-kip792-kafka-12983 (the client before "
                  "KAFKA-12983)",
-                 "single-owner": "timeouts=1: a member the coordinator timed out keeps its "
-                 "partitions until its next request fails (every variant, see the notes)",
-                 "revoked-before-reassigned": "timeouts=1: the timed-out member's partitions are "
-                 "reassigned while it still holds them (every variant)",
-                 "assignment-respects-owners": "the lemma form of the timed-out member's double "
-                 "ownership"})
+                 **TIMED_OUT_OWNER})
 spec.variant("kafka-13406", "validateCooperativeAssignment run on the built-in cooperative-sticky "
              "assignment too (PR #11439 undone), with the assignor and subscription of its time: "
              "kafka-14639 (claims below the top generation dropped, the generation of the last "

@@ -23,7 +23,10 @@ TRACES = sorted((ROOT / "tests" / "scenarios" / "classic_group").glob("*.json"))
 # trace's CompleteJoin, and a setup prefix builds a join phase that has just ended. Each conforms
 # on every release (the three kip726-downgrade traces where the leader leaves diverged at step
 # 16 until the spec took ClassicGroup.remove's leader rule: spec/classic_group_notes.md,
-# "Conformance", finding 2).
+# "Conformance", finding 2). Except these, which start where Kafka's test starts them, in the
+# middle of a rebalance whose members have completed an earlier generation: the setup prefix
+# cannot build that group on a broker, and the run says so (not drivable, with the reason).
+MID_REBALANCE = {"kafka_13406_validation_throws.json", "kafka_13406_no_reassignment_fixed.json"}
 
 
 def short(path: Path) -> str:
@@ -131,6 +134,9 @@ def test_trace_on_kafka(version, path):
     before KIP-1251 (4.4.0 runs the walks and the broken-client check below: the suite's time
     goes to the releases the issue names)."""
     out = replay(broker_for(version), path)
+    if path.name in MID_REBALANCE:
+        assert out.kind == driver.NOT_DRIVABLE and "starts mid-rebalance" in out.text(), out.text()
+        return
     assert out.kind == driver.CONFORMS, out.text()
 
 

@@ -59,13 +59,26 @@ EQUIVALENT: dict[str, str] = {
         "a rule Kafka runs",
 }
 
+# mutants the exhaustive check misses at this test's parameters although their graph differs
+# and no reason for equivalence is known: measured gaps of the exhaustive check, kept visible
+# (asserted to stay missed, so a fix shows) until explained or caught
+MISSED: dict[str, str] = {
+    "consumer_group:HandleCommit:731: == -> !=":
+        "the member-id check of a commit in flight flipped; the walks at the spec's defaults catch "
+        "it (1 of 20), the exhaustive run at members=2 partitions=1 static_members=0 max_epoch=3 "
+        "misses it on 4.4.0, 4.3.1 and 4.2.2 (measured 2026-12-02, not yet explained)",
+}
+
 # the measured figures (docs/conformance.md, "Mutation adequacy"): of the 14, how many the
 # exhaustive check catches, how many have the unmutated graph, how many the walks catch (the
 # consumer_group walks caught 6 before the strict comparison and the walks' action-first pick
 # were merged, 10 with them)
 # (classic_group's walks caught 5 of the 14 drawn before issue 35; AssignmentFails and the
 # validation added mutation points, so the seed draws another 14, of which the walks catch 3)
-MEASURED: dict[str, tuple[int, int, int]] = {"classic_group": (6, 6, 3), "consumer_group": (11, 3, 10)}
+# (consumer_group: the release profiles, consumer_commits and kafka-20641-fixed changed the spec,
+# so the seed draws another 14: the exhaustive check catches 8, 5 have the unmutated graph, the
+# walks catch 9, and one is missed, in MISSED)
+MEASURED: dict[str, tuple[int, int, int]] = {"classic_group": (6, 6, 3), "consumer_group": (8, 5, 9)}
 
 
 def _caught(spec, adapter, harness, params, graph) -> str | None:
@@ -138,7 +151,8 @@ def test_exhaustive_catches_every_sampled_mutant(spec_name, tmp_path):
                 explained.append(f"{spec_name}:{m.name}")
             same += verdict.startswith("missed: the same")
         print("\n".join(report))
-        assert sorted(explained) == sorted(k for k in EQUIVALENT if k.startswith(spec_name + ":")), report
+        assert sorted(explained) == sorted(k for k in {**EQUIVALENT, **MISSED}
+                                           if k.startswith(spec_name + ":")), report
         assert (by_exhaustive, same, by_walks) == MEASURED[spec_name], report
     finally:
         for h in harnesses.values():
