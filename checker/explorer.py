@@ -17,6 +17,7 @@ import json
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from kcheck.layout import initial_words, layout_of
 from kcheck.reference import evaluate
@@ -298,7 +299,9 @@ def cmd_explore(args, console) -> int:
     try:
         session = Session(model)
         if doc is not None:
-            session.load({**doc, "variant": variant, "params": given}, args.trace)
+            # the page names it as an uploaded trace is named: by its file name (a clone's absolute
+            # path is as wide as the page, and the error below gives the whole path)
+            session.load({**doc, "variant": variant, "params": given}, Path(args.trace).name)
     except ValueError as e:
         raise TraceError(f"{args.trace}: {e}") from None
     try:
