@@ -41,6 +41,7 @@ import json, resource, sys, time
 from kcheck.loader import load_spec
 from kcheck.bfs import search
 from kcheck.compile import Compiled
+from kcheck.layout import layout_of
 
 def rss_kb():
     # current resident set, from /proc (ru_maxrss is the peak, read after the search)
@@ -52,7 +53,7 @@ def rss_kb():
 spec = load_spec({name!r})
 model = spec.instantiate(None, {params!r})
 opts = {opts!r}
-Compiled(model)                       # warm the code generator and numpy
+Compiled(model, layout=layout_of(model))   # warm the code generator and numpy
 base = rss_kb()
 before = resource.getrusage(resource.RUSAGE_SELF)
 r = search(model, **opts)

@@ -191,7 +191,7 @@ def search(model: Model, properties: list[str] | None = None, max_depth: int | N
     original = model
     if quot is not None:
         model = quot.model               # the domains' ranges widened (the spec's stay in res)
-    comp = Compiled(model, props)
+    comp = Compiled(model, props, layout=layout_of(model))
     if quot is not None:
         quot.comp = comp
         if initial is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kcheck.layout import layout_of
 from kcheck.ops import OPS
 from kcheck.spec.lang import ActionInstance, Expr, Model, SpecError
 
@@ -147,11 +146,15 @@ class Compiled:
     mask of steps that stay within the search bounds (None when none can leave them);
     invariants[name](S) -> mask; tprops[(name, k)](S, T, O) -> mask;
     terminal(S) -> mask or None.
+
+    ``layout`` (checker/layout.py ``Layout``) is where each field lives in the words: passed in,
+    not looked up, since the layout of a one-word state is chosen by a pilot search that runs
+    compiled code itself (with the declaration order); the code is valid for that layout only.
     """
 
-    def __init__(self, model: Model, properties=None):
+    def __init__(self, model: Model, properties=None, *, layout):
         self.model = model
-        lay = layout_of(model)
+        lay = self.layout = layout
         self.words = lay.words
         ns: dict = {"np": np, "_domain_error": _domain_error}
         src: list[str] = []
@@ -292,7 +295,7 @@ class Compiled:
                 yield name, int(bad[0])
 
     def _effect_source(self, inst: ActionInstance) -> str:
-        lay = layout_of(self.model)
+        lay = self.layout
         g = CodeGen(lay, {"pre": "S"})
         ok_terms: list[str] = []
         per_word: dict[int, list[str]] = {}

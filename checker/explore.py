@@ -49,13 +49,13 @@ import numpy as np
 
 from kcheck import native
 from kcheck.compile import Compiled, fingerprint
-from kcheck.layout import layout_of
 
 DEADLOCK = "deadlock"
 BLOCK = 1 << 15           # states expanded at once
 EXACT_WORDS = 3           # states of up to this many words are stored whole; wider ones as 128-bit
 COMPACT_AT = 1 << 21      # a level's unsorted new states (with duplicates) before they are sorted
 PART = 1 << 22            # elements a time when a whole level's array is transformed (temporaries)
+PILOT_STATES = 4096       # states the pilot search expands to order a one-word layout (flip_counts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,6 +539,38 @@ def _expand_in_place(comp: Compiled, S: np.ndarray, blk: Block, fired: list, ski
         blk.words, blk.parent, blk.action = steps.taken()
 
 
+def flip_counts(model, lay) -> list[int] | None:
+    """The pilot search a one-word layout is ordered by (checker/layout.py ``by_flips``): per
+    flat field of ``lay`` (a one-word ``Layout``, the declaration order), how many steps of a
+    breadth-first search of its first ``PILOT_STATES`` states change it. None when
+    the pilot cannot run: an error in the spec's actions, which the real search then reports in
+    full. It is a level loop, hence here; it compiles against the layout it is given, since the
+    layout it measures for does not exist yet."""
+    n = len(lay.fields)
+    masks = [np.uint64(((1 << lay.width[i]) - 1) << lay.shift[i]) for i in range(n)]
+    changed = [0] * n
+    try:
+        comp = Compiled(model, [], layout=lay)
+        ninst = len(model.instances)
+        act = np.int16 if ninst < 32000 else np.int32
+        level = np.unique(np.array([lay.pack_flat(s)[0] for s in model.initial_states],
+                                   dtype=np.uint64))
+        seen = level
+        while len(level) and len(seen) < PILOT_STATES:
+            S = level[None, :PILOT_STATES]
+            blk = expand_block(comp, S, [0] * ninst, set(), False, False, act, loops=False)
+            if blk.words is None:
+                break
+            flipped = S[0, blk.parent] ^ blk.words[0]
+            for i in range(n):
+                changed[i] += int(np.count_nonzero(flipped & masks[i]))
+            level = np.setdiff1d(blk.words[0], seen)
+            seen = np.union1d(seen, level)
+    except Exception:
+        return None
+    return changed
+
+
 # ---------------------------------------------------------------------------------------------
 # (b), (c) A level's new states, deduplicated, each with its parent
 
@@ -773,10 +805,10 @@ class Explorer:
                  share: Whole | None = None):
         self.model, self.comp, self.block = model, comp, block
         self.share = share if share is not None else Whole()
-        words = layout_of(model).words
+        words = comp.layout.words
         self.keyed = keyed and words > 1
         # a one-word state is its own fingerprint: a level keeps it once
-        self.one_word, self.state_bits = words == 1, layout_of(model).bits
+        self.one_word, self.state_bits = words == 1, comp.layout.bits
         self.visited = Visited((words if words <= EXACT_WORDS else 1) if self.keyed else 0)
         self.scratch = native.Scratch()
         self.canonical, self.successors = canonical, successors
@@ -806,7 +838,7 @@ class Explorer:
     def start(self, initial) -> np.ndarray:
         """Level 0 from the initial states (packed words, a list of tuples); -> its sorted
         fingerprints. Invariants are checked on it."""
-        W = layout_of(self.model).words
+        W = self.comp.layout.words
         init = np.array(initial, dtype=np.uint64).reshape(-1, W).T.copy()
         if self.canonical is not None:
             init = self.canonical(init)

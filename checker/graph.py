@@ -211,7 +211,7 @@ def build_graph(model: Model, max_nodes: int | None = None, deadlock: bool | Non
     t0 = time.perf_counter()
     from kcheck.memory import watch
     memory = watch()
-    comp = compiled or Compiled(model, [])
+    comp = compiled or Compiled(model, [], layout=layout_of(model))
     K = len(model.instances)
     index_t, act_t = _edge_types(max_nodes if max_nodes is not None else 2 ** 31, K)
     sym, used = None, None

@@ -6,21 +6,23 @@ fewest bits that hold its range, offset by its lower bound, first fit in declara
 field never straddles two words, so that the compiled code reads it with one shift and one mask.
 
 A state of one word is its own fingerprint, so its layout is also the order of a level: there
-the fields that steps change most often go in the lowest bits (measured on the first states, a
-pilot search, ``PILOT_STATES``). A level's block is a range of that order; its states then
-differ mostly in the bits their steps change, so more of a block's successors are the same
-state, found within the block rather than across the level (two_phase N=10: 6 % less time).
+the fields that steps change most often go in the lowest bits (``by_flips``, from the counts of
+a pilot search over the first states, checker/explore.py ``flip_counts``). A level's block is a
+range of that order; its states then differ mostly in the bits their steps change, so more of a
+block's successors are the same state, found within the block rather than across the level
+(two_phase N=10: 6 % less time).
+
+This module sits above the core it measures with (explore, compile), which take a layout passed
+in and never look one up: the pilot compiles and explores with the declaration order before the
+model's layout exists (issue 31: the cycle compile <-> explore <-> layout is gone).
 """
 from __future__ import annotations
 
 import threading
 import weakref
 
-import numpy as np
-
+from kcheck import explore
 from kcheck.spec.lang import Model, StateFields
-
-PILOT_STATES = 4096      # states a pilot search expands to order a one-word layout
 
 
 class Layout(StateFields):
@@ -72,17 +74,13 @@ _layouts: "weakref.WeakKeyDictionary[Model, Layout]" = weakref.WeakKeyDictionary
 _initial: "weakref.WeakKeyDictionary[Model, list]" = weakref.WeakKeyDictionary()
 
 
-# a layout is computed once per model, under this lock; the pilot search compiles its model
-# with the declaration order, which only the pilot's own thread sees (Spark's owners as threads
-# and the tests compute layouts in several threads)
+# a layout is computed once per model, under this lock (Spark's owners as threads and the tests
+# compute layouts in several threads: another thread waits for the pilot's result)
 _computing = threading.RLock()
-_pilot = threading.local()
 
 
 def layout_of(model: Model) -> Layout:
     """The packing of ``model``'s states."""
-    if getattr(_pilot, "model", None) is model:
-        return _pilot.layout
     lay = _layouts.get(model)
     if lay is None:
         with _computing:
@@ -95,46 +93,17 @@ def layout_of(model: Model) -> Layout:
 def _computed(model: Model) -> Layout:
     lay = Layout(model.fields)
     if lay.words == 1 and len(lay.fields) > 1:
-        _pilot.model, _pilot.layout = model, lay
-        try:
-            order = _by_flips(model, lay)
-        finally:
-            _pilot.model = _pilot.layout = None
-        lay = Layout(model.fields, order)
+        lay = by_flips(model.fields, explore.flip_counts(model, lay))
     return lay
 
 
-def _by_flips(model: Model, lay: Layout) -> list[int]:
-    """The flat fields, those that the steps of a breadth-first pilot search (its first
-    ``PILOT_STATES`` states) change most often first; ties, and fields no step changes, in
-    declaration order. A pilot that cannot run (an error in the spec's actions, which the real
-    search then reports in full) leaves the declaration order."""
-    from kcheck import explore                     # they import this module
-    from kcheck.compile import Compiled
-    n = len(lay.fields)
-    masks = [np.uint64(((1 << lay.width[i]) - 1) << lay.shift[i]) for i in range(n)]
-    changed = [0] * n
-    try:
-        comp = Compiled(model, [])
-        ninst = len(model.instances)
-        act = np.int16 if ninst < 32000 else np.int32
-        level = np.unique(np.array([lay.pack_flat(s)[0] for s in model.initial_states],
-                                   dtype=np.uint64))
-        seen = level
-        while len(level) and len(seen) < PILOT_STATES:
-            S = level[None, :PILOT_STATES]
-            blk = explore.expand_block(comp, S, [0] * ninst, set(), False, False, act,
-                                       loops=False)
-            if blk.words is None:
-                break
-            flipped = S[0, blk.parent] ^ blk.words[0]
-            for i in range(n):
-                changed[i] += int(np.count_nonzero(flipped & masks[i]))
-            level = np.setdiff1d(blk.words[0], seen)
-            seen = np.union1d(seen, level)
-    except Exception:
-        return list(range(n))
-    return sorted(range(n), key=lambda i: (-changed[i], i))
+def by_flips(fields: StateFields, changed: list[int] | None) -> Layout:
+    """The layout with the flat fields that steps change most often first (``changed``: per
+    flat field, the steps of a pilot search that change it); ties, and fields no step changes,
+    in declaration order. No counts (the pilot could not run) leave the declaration order."""
+    if changed is None:
+        return Layout(fields)
+    return Layout(fields, sorted(range(len(changed)), key=lambda i: (-changed[i], i)))
 
 
 def initial_words(model: Model) -> list[tuple[int, ...]]:

@@ -63,7 +63,7 @@ from kcheck.bfs import DEADLOCK, SearchResult
 from kcheck.verdict import Counterexample
 from kcheck.compile import Compiled, fingerprint
 from kcheck.explore import BLOCK
-from kcheck.layout import initial_words
+from kcheck.layout import initial_words, layout_of
 from kcheck.spec.lang import Model, SpecError
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -463,7 +463,7 @@ def _compiled(task: dict):
         from kcheck import symmetry
         model = model_for(task["spec"], task["variant"], task["params"])
         sym = symmetry.for_model(model) if task.get("symmetry") else None
-        _COMPILED[key] = (Compiled(model, task["properties"]), sym)
+        _COMPILED[key] = (Compiled(model, task["properties"], layout=layout_of(model)), sym)
     return _COMPILED[key]
 
 
@@ -682,7 +682,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     sc = session(master, verbose)
     t0 = time.perf_counter()
     n = slices or sc.defaultParallelism
-    comp = Compiled(model, props)
+    comp = Compiled(model, props, layout=layout_of(model))
     res = SearchResult(model, all_props, deadlock_checked=check_deadlock)
     from kcheck import symmetry as symmetry_
     sym = symmetry_.prepare(model, comp, res, symmetry)

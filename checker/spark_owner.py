@@ -429,7 +429,7 @@ def _compiled(ctx: dict) -> tuple[Compiled, object]:
     if key not in _COMPILED:
         model = spark.model_for(ctx["spec"], ctx["variant"], ctx["params"])
         sym = symmetry_.for_model(model) if ctx.get("symmetry") else None
-        _COMPILED[key] = (Compiled(model, ctx["props"]), sym)
+        _COMPILED[key] = (Compiled(model, ctx["props"], layout=layout_of(model)), sym)
     return _COMPILED[key]
 
 
@@ -1014,7 +1014,7 @@ def check(model: Model, properties: list[str] | None = None, max_depth: int | No
     exchange_root()                          # a wrong exchange directory fails before the search
     starter = _Starter(master, verbose, owners, mode) if master else None
     dist = Ownership(master, owners or 1, mode or "barrier")
-    comp = Compiled(model, props)
+    comp = Compiled(model, props, layout=layout_of(model))
     res = SearchResult(model, props + ([DEADLOCK] if check_deadlock else []),
                        deadlock_checked=check_deadlock)
     sym = symmetry_.prepare(model, comp, res, symmetry)

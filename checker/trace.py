@@ -68,7 +68,7 @@ class Executor:
 
     def __init__(self, model: Model, compiled: Compiled | None = None):
         self.model = model
-        self.comp = compiled or Compiled(model)
+        self.comp = compiled or Compiled(model, layout=layout_of(model))
 
     def enabled(self, words: tuple, k: int) -> bool:
         S = np.array(words, dtype=np.uint64).reshape(-1, 1)

@@ -96,7 +96,7 @@ def test_compiled_code_agrees_with_reference_interpreter(name, monkeypatch):
         expanded = list(enabled)
         lay = layout_of(m)
         S = np.array([lay.pack_flat(s) for s in expanded], dtype=np.uint64).reshape(-1, lay.words).T
-        comp = Compiled(m)
+        comp = Compiled(m, layout=lay)
         for inst, mask in zip(m.instances, comp.guards(S)):
             got = np.broadcast_to(mask, (S.shape[1],))
             want = [inst.index in enabled[s] for s in expanded]

@@ -37,7 +37,7 @@ def test_equal_subtrees_are_computed_once():
     """two_phase's `consistent` (no member committed while another aborted) reads each of the
     N members' states once, not 2 * N * N times."""
     model = load_spec("two_phase").instantiate(None, {"N": 9})
-    src = Compiled(model, ["consistent"]).source
+    src = Compiled(model, ["consistent"], layout=layout_of(model)).source
     body = src[src.index("def inv_0"):].split("\ndef ")[0]
     reads = [line for line in body.splitlines() if "S[" in line]
     assert len(reads) == 9, body[:400]

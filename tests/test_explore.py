@@ -9,7 +9,7 @@ import pytest
 
 from kcheck import bfs, explore, graph, native, spark, spark_owner
 from kcheck.compile import Compiled, fingerprint
-from kcheck.layout import initial_words
+from kcheck.layout import initial_words, layout_of
 from kcheck.loader import load_spec
 from kcheck.trace import build, to_json
 from kcheck.verdict import Counterexample
@@ -299,7 +299,7 @@ def test_steps_that_leave_their_state_unchanged_are_dropped_without_changing_any
 
     runs = []
     for on_block in (None, hook):
-        comp = Compiled(model, list(model.spec.properties))
+        comp = Compiled(model, list(model.spec.properties), layout=layout_of(model))
         ex = explore.Explorer(model, comp, list(model.spec.properties), True, block=64,
                               counterexample=Counterexample)
         ex.start([tuple(w) for w in initial_words(model)])
@@ -405,7 +405,7 @@ def test_every_invariant_at_once_finds_what_each_finds_alone():
     """The invariants compiled together (shared field reads) report, per invariant, the first
     violating state that each one's own function reports."""
     model = load_spec("two_phase").instantiate("commit-without-prepares", {"N": 3})
-    comp = Compiled(model)
+    comp = Compiled(model, layout=layout_of(model))
     r = bfs.search(model, max_depth=7)
     ex = explore.Explorer(model, comp, list(model.spec.properties), False, counterexample=Counterexample)
     ex.start([tuple(w) for w in initial_words(model)])
@@ -500,13 +500,12 @@ def test_comparisons_on_a_field_s_bits_are_the_interpreter_s(tmp_path):
     the reference interpreter says."""
     import itertools
 
-    from kcheck.layout import layout_of
     from kcheck.reference import evaluate
     path = tmp_path / "comparisons.py"
     path.write_text(COMPARISONS)
     model = load_spec(str(path)).instantiate(None, {})
-    comp = Compiled(model)
     lay = layout_of(model)
+    comp = Compiled(model, layout=lay)
     ranges = [range(f.type.lo, f.type.hi + 1) for f in lay.fields]
     flats = list(itertools.product(*ranges))
     S = np.array([lay.pack_flat(v) for v in flats], dtype=np.uint64).T.copy()
@@ -533,7 +532,7 @@ def test_a_one_word_layout_places_the_fields_steps_change_most_lowest(monkeypatc
     decl = layout.Layout(model.fields)
     assert [decl.shift[f.index] for f in decl.fields] == sorted(decl.shift)
     assert lay.shift != decl.shift
-    monkeypatch.setattr(layout, "PILOT_STATES", 0)
+    monkeypatch.setattr(explore, "PILOT_STATES", 0)
     plain = spec.instantiate("commit-without-prepares", {"N": 5})
     assert plain is not model and layout.layout_of(plain).shift == decl.shift
     a, b = bfs.search(model), bfs.search(plain)
@@ -548,7 +547,7 @@ def test_a_one_word_layout_places_the_fields_steps_change_most_lowest(monkeypatc
 
 
 def test_a_layout_being_computed_is_not_seen_by_another_thread(monkeypatch):
-    """While the pilot search compiles a model with the declaration order, another thread that
+    """While the pilot search runs (compiled against the declaration order), another thread that
     asks for that model's layout (Spark's owners run as threads) waits for the layout itself:
     it once took the pilot's order, packed its states with it and counted 345 states where
     there are 288."""
@@ -557,13 +556,13 @@ def test_a_layout_being_computed_is_not_seen_by_another_thread(monkeypatch):
     model = load_spec("two_phase").instantiate("lamport", {"N": 4})
     inside, seen = threading.Event(), []
     other = threading.Thread(target=lambda: (inside.wait(), seen.append(layout.layout_of(model))))
-    real = layout._by_flips
+    real = explore.flip_counts
 
     def pilot(m, lay):
         inside.set()
         other.join(timeout=1.0)     # the other thread asks while the pilot runs
         return real(m, lay)
-    monkeypatch.setattr(layout, "_by_flips", pilot)
+    monkeypatch.setattr(explore, "flip_counts", pilot)
     other.start()
     mine = layout.layout_of(model)
     other.join()

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def reduced_search(model, props=None, enabled=True):
     """-> (verdicts found {property: depth}, distinct states, reduction or None). Deadlocks are
     reported under "deadlock" when the spec checks them."""
-    comp = Compiled(model, props)
+    comp = Compiled(model, props, layout=layout_of(model))
     red = por.Reduction(model, comp) if enabled else None
     words = layout_of(model).words
     level = np.array(initial_words(model), dtype=np.uint64).reshape(-1, words).T.copy()
@@ -100,7 +100,7 @@ def test_every_property_alone_keeps_its_verdict(name, variant, params):
     # one search per set of visible steps answers for each of its properties as it would alone
     alike: dict[bytes, list[str]] = {}
     for prop in model.spec.properties:
-        visible = por.Reduction(model, Compiled(model, [prop])).visible
+        visible = por.Reduction(model, Compiled(model, [prop], layout=layout_of(model))).visible
         alike.setdefault(visible.tobytes(), []).append(prop)
     for props in alike.values():
         found, states, _red = reduced_search(model, props)
@@ -147,7 +147,7 @@ def test_consumer_group_steps_of_different_members_never_commute():
     `target_owner`, `group_epoch`), so no pair of steps of different members is independent and
     the reduction has nothing to work with there."""
     model = load_spec("consumer_group").instantiate(None, {"members": 3})
-    comp = Compiled(model, [])
+    comp = Compiled(model, [], layout=layout_of(model))
     acc = por.accesses(model, comp)
 
     def member(i):
@@ -170,7 +170,7 @@ def test_independence_is_checked_on_the_spec(name, params, props):
     """The dynamic check passes on the shipped specs: candidate ample steps commute with every
     other enabled step, are invisible, and their dependents are disabled where they are taken."""
     model = load_spec(name).instantiate(None, params)
-    comp = Compiled(model, props)
+    comp = Compiled(model, props, layout=layout_of(model))
     red = por.Reduction(model, comp)
     assert red.candidates
     assert por.verify(model, comp, red, sample=400) >= 200   # classic_group m=2: 222 to depth 12
@@ -181,7 +181,7 @@ def test_a_wrong_independence_relation_is_caught(monkeypatch):
     (or one that changes an invariant) instead of letting the search drop states."""
     monkeypatch.setattr(por, "independent", lambda a, b: True)
     model = load_spec("two_phase").instantiate(None, {"N": 3})
-    comp = Compiled(model, [])
+    comp = Compiled(model, [], layout=layout_of(model))
     red = por.Reduction(model, comp)
     with pytest.raises(por.PorError, match="do not commute|enables or disables"):
         por.verify(model, comp, red, sample=300)
@@ -189,7 +189,7 @@ def test_a_wrong_independence_relation_is_caught(monkeypatch):
 
 def test_a_step_counted_invisible_that_is_not_is_caught(monkeypatch):
     model = load_spec("two_phase").instantiate(None, {"N": 3})
-    comp = Compiled(model)
+    comp = Compiled(model, layout=layout_of(model))
     red = por.Reduction(model, comp)
     assert not red.candidates          # every two_phase step is visible to `consistent`
     red.visible[:] = False
@@ -205,7 +205,7 @@ def test_a_step_counted_invisible_that_is_not_is_caught(monkeypatch):
 def test_symmetry_and_por_together_are_refused():
     model = load_spec("two_phase").instantiate(None, {"N": 3})
     with pytest.raises(por.SpecError, match="--no-symmetry"):
-        por.prepare(model, Compiled(model), True, symmetry=object())
+        por.prepare(model, Compiled(model, layout=layout_of(model)), True, symmetry=object())
 
 
 # ---------------------------------------------------------------------------------------------

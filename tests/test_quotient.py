@@ -173,11 +173,11 @@ def test_renumbering_is_a_bisimulation_on_concrete_states():
 
     from kcheck import quotient as quotient_
     from kcheck.compile import Compiled
-    from kcheck.layout import initial_words
+    from kcheck.layout import initial_words, layout_of
     rng = random.Random(32)
     for v in ("kip792", "kafka-12983", "kafka-14639"):
         q = quotient_.prepare(classic.instantiate(v, {**SMALL, "max_generation": 2}), True)
-        comp = q.comp = Compiled(q.model)
+        comp = q.comp = Compiled(q.model, layout=layout_of(q.model))
         states = []
         for _walk in range(30):
             cur = np.array(initial_words(q.model)[0], dtype=np.uint64).reshape(-1, 1)

@@ -260,8 +260,8 @@ def _level(model, depth):
     """The frontier (one-word states) after ``depth`` levels of the single process's search."""
     from kcheck import explore
     from kcheck.compile import Compiled
-    from kcheck.layout import initial_words
-    comp = Compiled(model)
+    from kcheck.layout import initial_words, layout_of
+    comp = Compiled(model, layout=layout_of(model))
     ex = explore.Explorer(model, comp, list(model.spec.properties), False, counterexample=Counterexample)
     ex.start([tuple(w) for w in initial_words(model)])
     ex.run(max_depth=depth)

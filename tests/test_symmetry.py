@@ -10,6 +10,7 @@ import pytest
 from kcheck import symmetry
 from kcheck.bfs import search
 from kcheck.compile import Compiled
+from kcheck.layout import layout_of
 from kcheck.loader import load_spec
 from kcheck.trace import build, replay, to_json
 
@@ -91,7 +92,7 @@ def test_consumer_group_every_variant_passes_the_check():
         model = spec.instantiate(v, {"members": 3})
         sym = symmetry.for_model(model)
         assert sym is not None and len(sym.group) == 2, v
-        assert symmetry.verify(model, Compiled(model), sym, sample=500) == 500
+        assert symmetry.verify(model, Compiled(model, layout=layout_of(model)), sym, sample=500) == 500
 
 
 # The soundness check (symmetry.verify: states permuted, successors and property values
@@ -161,7 +162,7 @@ def test_classic_group_member_symmetry_is_refused(tmp_path):
             '("subscription_owned", "assignment", "owned", "committed")}, values=("leader",))\n')
     model = load_spec(str(_spec_file(tmp_path, source, decl))).instantiate(None, {"members": 2})
     with pytest.raises(symmetry.SymmetryError, match="symmetry member slots 0,1"):
-        symmetry.verify(model, Compiled(model), symmetry.for_model(model))
+        symmetry.verify(model, Compiled(model, layout=layout_of(model)), symmetry.for_model(model))
 
 
 def _kcheck(*args):
