@@ -16,7 +16,7 @@ from rich.table import Table
 from kcheck.bfs import Terminated
 from kcheck.options import (INTERRUPTED, TERMINATED, BadInput, SaveFailed, make_console, positive,
                             writable_folder, write_file)
-from kcheck.verdict import print_json
+from kcheck.verdict import BROKEN, NOT_DRIVABLE, SPEC_REGRESSION, Outcome, print_json
 from kcheck.conform import driver
 from kcheck.conform.driver import BROKER_UNAVAILABLE
 
@@ -240,7 +240,7 @@ def cmd_conform(args, console) -> int:
         err.print(f"error: the broker could not be started: {e}", markup=False)
         return BROKER_UNAVAILABLE
     version = broker.version
-    outcomes: list[driver.Outcome] = []
+    outcomes: list[Outcome] = []
     cluster = None
     stopped = None      # Ctrl-C or SIGTERM: the traces finished are still reported
     save_errors: list[str] = []
@@ -462,7 +462,7 @@ def _exhaustive_which_variant(args, spec, adapter, harness, given, version, cons
     return driver.OK if conforming else driver.DIVERGED
 
 
-def _save_divergence(args, spec, job, o: driver.Outcome, version: str) -> None:
+def _save_divergence(args, spec, job, o: Outcome, version: str) -> None:
     """A divergence keeps its wire log; a divergent walk is saved as a trace file too."""
     if job.path is not None:
         base = Path(args.out) / job.path.name if args.out else job.path
@@ -512,7 +512,7 @@ def variant_verdicts(spec, outcomes) -> list[tuple[str, str, int, int, str]]:
     side with the default's rule and how many with the variant's change."""
     default = spec.default_variant
     drivable = [o for o in outcomes
-                if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN, driver.SPEC_REGRESSION)]
+                if o.kind not in (NOT_DRIVABLE, BROKEN, SPEC_REGRESSION)]
     rows = []
     for name, v in spec.variants.items():
         if name == default:
@@ -540,7 +540,7 @@ def profile_verdicts(spec, version, outcomes) -> list[tuple[str, str, str, int, 
     default; and whether it is the profile the spec declares for this release."""
     default = spec.default_variant
     drivable = [o for o in outcomes
-                if o.kind not in (driver.NOT_DRIVABLE, driver.BROKEN, driver.SPEC_REGRESSION)]
+                if o.kind not in (NOT_DRIVABLE, BROKEN, SPEC_REGRESSION)]
     declared = spec.profile_for(version) if hasattr(spec, "profile_for") else None
     rows = []
     for name, prof in getattr(spec, "profiles", {}).items():

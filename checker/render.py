@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kcheck.layout import layout_of
-from kcheck.trace import Trace, relative_spec_ref, to_json as trace_json
+from kcheck.trace import Trace, relative_spec_ref
 from kcheck.verdict import Verdict, cell, differs_from_record
 
 if TYPE_CHECKING:     # a type only: the search imports nothing of this module
@@ -242,7 +242,7 @@ def save(tr: Trace, out_dir: str | Path) -> str:
     path = d / f"{tr.property}.json"
     try:
         d.mkdir(parents=True, exist_ok=True)
-        doc = trace_json(tr)
+        doc = tr.to_json()
         doc["spec"] = relative_spec_ref(doc["spec"], d)
         write_file(path, json.dumps(doc, indent=2) + "\n")
         write_file(d / f"{tr.property}.md", markdown(tr, doc))

@@ -87,7 +87,7 @@ def cmd_sweep(args, console) -> int:
     from kcheck.loader import load_spec
     from kcheck.render import params_str, trace_table
     from kcheck.render import save
-    from kcheck.trace import build, to_json
+    from kcheck.trace import build
     spec = load_spec(args.spec)
     variant = args.variant or spec.default_variant or next(iter(spec.variants), "default")
     if spec.variants and variant not in spec.variants:
@@ -139,7 +139,7 @@ def cmd_sweep(args, console) -> int:
 
     def shortest_json(which):
         return {p: {"parameters": params, "trace_length": len(traces[p]),
-                    "trace": to_json(traces[p]), "saved": saved.get(p)}
+                    "trace": traces[p].to_json(), "saved": saved.get(p)}
                 for p, (params, _) in shortest.items() if (p in witness) == which}
 
     if args.json:

@@ -126,12 +126,11 @@ def _stats_str(st: dict) -> str:
 
 
 def _trace_doc(cx):
-    from kcheck.trace import to_json
     if cx is None:
         return None
     if cx.trace is None:
         return {"states": cx.path.states, "steps": cx.path.steps, "note": cx.note}
-    return to_json(cx.trace)
+    return cx.trace.to_json()
 
 
 class SolverStop:

@@ -17,6 +17,7 @@ import numpy as np
 from kcheck.compile import Compiled, fingerprint
 from kcheck.layout import initial_words, layout_of
 from kcheck.spec.lang import EnumValue, FieldInfo, Model, SpecError
+from kcheck.verdict import ReplayResult
 
 # 2: traces chosen by the explicit-state core's parent rule, the least (action instance,
 # parent) whatever the blocks (docs/design.md, "The core's parent rule"); the fields are those
@@ -53,6 +54,32 @@ class Trace:
     @property
     def initial_state(self) -> dict:
         return layout_of(self.model).show(layout_of(self.model).unpack_flat(self.initial))
+
+    def to_json(self) -> dict:
+        """The trace in the trace format (checker/trace_schema.json): a method, so that the
+        result model (checker/verdict.py), which this module builds on, writes a trace without
+        importing it."""
+        m = self.model
+        steps = []
+        for s in self.steps:
+            expect: dict[str, Any] = {}
+            if s.outcome is not None:
+                expect["outcome"] = s.outcome
+            if s.changes:
+                expect["state"] = {k: v[1] for k, v in s.changes.items()}
+            steps.append({"action": s.action, "args": {k: _arg_json(v) for k, v in s.args.items()},
+                          "expect": expect})
+        doc = {"kcheck_trace": FORMAT, "spec": _spec_ref(m.spec), "variant": m.variant,
+               "params": m.params.as_dict(), "state": self.initial_state, "steps": steps}
+        if self.property is not None:
+            doc["property"] = self.property
+            doc["kind"] = self.kind
+            doc_text = property_doc(m.spec, self.property)
+            if doc_text is not None:
+                doc["property_doc"] = doc_text
+        if self.loop_index is not None:
+            doc["loop_index"] = self.loop_index
+        return doc
 
 
 def shown_values(model: Model, flat: list[int]) -> list:
@@ -163,30 +190,6 @@ def spec_path(ref: str, trace_file: str | Path) -> str:
         return ref
     beside = Path(trace_file).parent / ref
     return str(beside) if beside.exists() or ref.endswith(".py") else ref
-
-
-def to_json(tr: Trace) -> dict:
-    m = tr.model
-    steps = []
-    for s in tr.steps:
-        expect: dict[str, Any] = {}
-        if s.outcome is not None:
-            expect["outcome"] = s.outcome
-        if s.changes:
-            expect["state"] = {k: v[1] for k, v in s.changes.items()}
-        steps.append({"action": s.action, "args": {k: _arg_json(v) for k, v in s.args.items()},
-                      "expect": expect})
-    doc = {"kcheck_trace": FORMAT, "spec": _spec_ref(m.spec), "variant": m.variant,
-           "params": m.params.as_dict(), "state": tr.initial_state, "steps": steps}
-    if tr.property is not None:
-        doc["property"] = tr.property
-        doc["kind"] = tr.kind
-        doc_text = property_doc(m.spec, tr.property)
-        if doc_text is not None:
-            doc["property_doc"] = doc_text
-    if tr.loop_index is not None:
-        doc["loop_index"] = tr.loop_index
-    return doc
 
 
 DEADLOCK_DOC = "no reachable state without a successor"
@@ -333,14 +336,6 @@ def load(path: str | Path) -> dict:
         raise TraceError(f"{path} is not JSON ({where}); a trace file is the JSON "
                          f"written by 'kcheck check --save'") from None
     return validate(doc, path)
-
-
-@dataclass
-class ReplayResult:
-    ok: bool
-    message: str
-    trace: Trace | None = None
-    failed_step: int | None = None   # 1-based
 
 
 def _flat_expect(model: Model, expected: dict) -> dict[str, Any]:
@@ -758,7 +753,7 @@ def random_walk(model, steps: int, seed: int, start=None, executor: Executor | N
             break
         taken.append(step[0])
         words = step[1]
-    doc = to_json(build(model, None, None, initial, taken, ex))
+    doc = build(model, None, None, initial, taken, ex).to_json()
     doc["description"] = (f"kcheck walk {model.spec.name} --variant {model.variant} "
                           f"--steps {steps} --seed {seed}")
     return doc

@@ -7,7 +7,11 @@ counts conflicts), every property gets a ``Verdict``, and every counterexample, 
 to a bad state, a path to a deadlock or a lasso, is a ``Counterexample``: an initial state and
 the action instances taken from it, with the index where the loop starts for a lasso.
 ``RunReport`` is what a command prints: the engine, the model, a ``PropertyResult`` (verdict and
-trace) per property, and the measured figures.
+trace) per property, and the measured figures. The checks that are not a run of an engine over
+properties answer here too: a saved trace's replay (``ReplayResult``), a trace driven against
+Kafka (``Outcome``) and conformance in every transition of a state graph (``ExhaustiveResult``).
+This module imports no other of kcheck's but options: the engines, traces and conformance build
+on it (docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -167,14 +171,13 @@ class PropertyResult:
     details: dict = field(default_factory=dict)   # engine-specific JSON fields (fair, note, ...)
 
     def to_json(self) -> dict:
-        from kcheck.trace import to_json as trace_json
         tr = self.trace
         out: dict[str, Any] = {"status": self.status.value, "kind": self.kind}
         if self.reason:
             out["reason"] = self.reason          # present only when there is one
         out["trace_length"] = len(tr) if tr is not None else None
         out["loop_index"] = tr.loop_index if tr is not None else None
-        out["trace"] = trace_json(tr) if tr is not None else None
+        out["trace"] = tr.to_json() if tr is not None else None
         out.update(self.details)     # an engine may say more (bmc: a path it could not pack)
         return out
 
@@ -266,6 +269,164 @@ def exit_code(statuses: dict[str, str], complete: bool, stop_reason: str | None 
 
 
 # ---------------------------------------------------------------------------------------------
+# A saved trace replayed through its spec (kcheck replay, upgrade; checker/trace.py ``replay``)
+
+@dataclass
+class ReplayResult:
+    """Whether a trace file still reproduces: ``ok``, what it showed or where it stopped
+    (``message``), the replayed trace (a kcheck.trace.Trace) and the first step that failed."""
+    ok: bool
+    message: str
+    trace: Any = None                # kcheck.trace.Trace, when the steps replayed
+    failed_step: int | None = None   # 1-based
+
+
+# ---------------------------------------------------------------------------------------------
+# Conformance: one trace driven against Kafka (checker/conform/driver.py), and every transition
+# of a state graph (checker/conform/exhaustive.py)
+
+# the kinds of an Outcome (not Verdict's values: a divergence may be expected, or a timing one)
+CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, BROKEN, TIMING, SPEC_REGRESSION = (
+    "conforms", "diverges", "diverges as expected", "not drivable", "broken", "timing divergence",
+    "spec regression")
+
+
+@dataclass
+class Outcome:
+    """One trace driven against Kafka: conforms, diverges at a step (as the release record
+    expects, or not), not drivable, with the wire log and what was compared."""
+    trace: str                      # the file (or walk name)
+    variant: str
+    steps: int
+    kind: str
+    step: int | None = None         # 1-based step of a divergence / where driving stopped
+    detail: str = ""
+    matches: list[str] = field(default_factory=list)   # variants whose every step Kafka matched
+    undecided: list[str] = field(default_factory=list)  # variants that do not enable the trace
+    seconds: float = 0.0
+    wire_log: str | None = None
+    wire: list = field(default_factory=list, repr=False)   # (request, response) lines
+    compared: int = 0               # key comparisons made against the trace's variant
+    absent: dict = field(default_factory=dict)   # why a key was not compared -> how often
+    # at a divergence: (key, spec said, Kafka said) of each key that differs at that step, the
+    # form an expected-divergence record takes (conform.driver.RecordedDivergence.diffs)
+    diff: list = field(default_factory=list, repr=False)
+    # (action, Kafka's response code or None) of each step driven: what a walk exercised
+    exercised: list = field(default_factory=list, repr=False)
+
+    @property
+    def unexpected(self) -> bool:
+        return self.kind in (DIVERGES, BROKEN, SPEC_REGRESSION)
+
+    def text(self) -> str:
+        if self.kind == CONFORMS:
+            return f"conforms{': ' + self.detail if self.detail else ''}"
+        if self.kind in (DIVERGES, EXPECTED):
+            return f"{self.kind} at step {self.step}: {self.detail}"
+        where = f" at step {self.step}" if self.step else ""
+        return f"{self.kind}{where}: {self.detail}"
+
+
+@dataclass
+class Divergence:
+    step: int                 # 1-based, in `doc`
+    detail: str
+    doc: dict                 # the trace, standard format
+    shortest: bool            # the BFS-shortest path (True) or the DFS path (False)
+    expected: bool = False    # the release record predicts it (the release runs another variant)
+
+
+@dataclass
+class ExhaustiveResult:
+    spec: str
+    variant: str
+    version: str
+    params: dict
+    states: int = 0
+    transitions: int = 0          # edges of the graph (every action instance's step)
+    checked: int = 0              # transitions executed on the coordinator and compared
+    client_side: int = 0          # of those, client-side
+    not_mappable: dict = field(default_factory=dict)     # reason -> transitions
+    timing: int = 0
+    initial_not_drivable: dict = field(default_factory=dict)   # reason -> initial states
+    unreached: int = 0            # states the walk never reached (only through unmappable steps)
+    divergences: list = field(default_factory=list)
+    expected: list = field(default_factory=list)     # divergences the release record predicts
+    expected_count: int = 0
+    # rule coverage: per action, every outcome its response can give (the error-code literals of
+    # its respond expression, answerable_outcomes) and how many checked transitions gave each
+    answerable: dict = field(default_factory=dict)    # action -> [outcome]
+    answered: dict = field(default_factory=dict)      # action -> {outcome: transitions}
+    seconds: float = 0.0          # the walk (after the graph)
+    graph_seconds: float = 0.0
+    harness_calls: int = 0
+
+    @property
+    def conforms(self) -> bool:
+        return not self.divergences
+
+    def never_answered(self) -> dict:
+        """action -> the outcomes its response can give that no checked transition gave: rules
+        never compared with Kafka."""
+        out = {}
+        for action, codes in self.answerable.items():
+            seen = self.answered.get(action, {})
+            missing = [c for c in codes if not seen.get(c)]
+            if missing:
+                out[action] = missing
+        return out
+
+    def coverage_lines(self) -> list[str]:
+        lines = []
+        for action, codes in self.answerable.items():
+            seen = self.answered.get(action, {})
+            lines.append(f"  {action}: " + ", ".join(
+                f"{c} {seen.get(c, 0):,}" for c in codes))
+        for action, missing in self.never_answered().items():
+            lines.append(f"never answered (a rule never compared with Kafka): {action} "
+                         f"{', '.join(missing)}")
+        return lines
+
+    @property
+    def rate(self) -> float:
+        return self.checked / self.seconds if self.seconds > 0 else 0.0
+
+    def text(self) -> str:
+        head = (f"{self.spec}/{self.variant} on Kafka {self.version} in-process: "
+                f"{self.states:,} states, {self.transitions:,} transitions")
+        lines = [head]
+        if self.conforms:
+            lines.append(f"conforms in all {self.checked:,} transitions checked "
+                         f"({self.client_side:,} client-side)"
+                         + ("" if self.checked == self.transitions else
+                            f" of the graph's {self.transitions:,}"))
+        else:
+            lines.append(f"diverges: {len(self.divergences)} divergence(s) found; "
+                         f"{self.checked:,} transitions checked ({self.client_side:,} client-side)")
+            for d in self.divergences:
+                how = "shortest trace" if d.shortest else "the DFS path (the shortest trace conforms)"
+                lines.append(f"  at step {d.step} of {len(d.doc['steps'])} ({how}): {d.detail}")
+        if self.expected_count:
+            lines.append(f"diverges as the release record expects: {self.expected_count:,} "
+                         f"transitions (not followed), e.g. {self.expected[0].detail}")
+        for why, n in sorted(self.not_mappable.items(), key=lambda x: -x[1]):
+            lines.append(f"not mappable: {n:,} transitions: {why}")
+        for why, n in self.initial_not_drivable.items():
+            lines.append(f"initial states not drivable: {n}: {why}")
+        if self.unreached:
+            lines.append(f"states not reached on Kafka (only through steps not followed: not "
+                         f"mappable, or diverging as expected): {self.unreached:,}")
+        if self.timing:
+            lines.append(f"timing divergences (a timer the step did not ask for): {self.timing:,}")
+        if self.answerable:
+            lines.append("outcomes answered in the transitions checked, per action:")
+            lines += self.coverage_lines()
+        lines.append(f"time: graph {self.graph_seconds:.1f} s, walk {self.seconds:.1f} s, "
+                     f"{self.rate:,.0f} transitions/s")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
 # JSON output: printed through one function, checked against checker/output_schema.json
 
 OUTPUT_SCHEMA = Path(__file__).parent / "output_schema.json"
@@ -280,10 +441,13 @@ def output_validator(kind: str):
     if kind not in _validators:
         import jsonschema
         from referencing import Registry, Resource
-        from kcheck.trace import schema as trace_schema
         doc = json.loads(OUTPUT_SCHEMA.read_text())
+        # the output refers to the trace format's schemas by their $id: read as the package's
+        # data, so that this module does not import kcheck.trace, which builds on it
+        shipped = [json.loads(p.read_text())
+                   for p in sorted(OUTPUT_SCHEMA.parent.glob("*schema*.json"))]
         registry = Registry().with_resources(
-            [(r["$id"], Resource.from_contents(r)) for r in (doc, trace_schema())])
+            [(r["$id"], Resource.from_contents(r)) for r in shipped])
         _validators[kind] = jsonschema.Draft202012Validator(
             {"$ref": f"{doc['$id']}#/$defs/{kind}"}, registry=registry)
     return _validators[kind]

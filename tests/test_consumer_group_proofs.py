@@ -6,7 +6,7 @@ import pytest
 
 from kcheck.loader import load_spec
 from kcheck.symbolic import prove
-from kcheck.trace import replay, to_json
+from kcheck.trace import replay
 
 SPEC = load_spec("consumer_group")
 KIP1251 = SPEC.instantiate("kip1251")          # default sizes: the proofs are for these sizes
@@ -17,7 +17,7 @@ HOLDING = ["epoch-order", "single-owner", "client-owns-held", "no-spurious-fenci
 
 def replays(cx) -> bool:
     tr = cx.trace
-    return tr is not None and replay(tr.model, to_json(tr)).ok
+    return tr is not None and replay(tr.model, tr.to_json()).ok
 
 
 def test_record_lists_what_kip1251_violates():

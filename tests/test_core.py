@@ -16,7 +16,7 @@ from kcheck.compile import Compiled
 from kcheck.layout import layout_of
 from kcheck.loader import load_spec
 from kcheck.reference import evaluate, explore, successors as reference_successors
-from kcheck.trace import build, load, replay, to_json
+from kcheck.trace import build, load, replay
 from kcheck.spec import SHIPPED
 from kcheck.spec.lang import SpecError
 
@@ -43,7 +43,7 @@ def test_broken_two_phase_shortest_trace_and_replay(tmp_path):
     tr = build(m, f.property, f.kind, f.initial, f.steps)
     # TMCommit, an RM receives Commit, another chooses to abort: nothing shorter breaks it
     assert [s.action for s in tr.steps] == ["TMCommit", "RMRcvCommitMsg", "RMChooseToAbort"]
-    doc = to_json(tr)
+    doc = tr.to_json()
     path = tmp_path / "t.json"
     path.write_text(json.dumps(doc))
     assert replay(m, load(path)).ok

@@ -11,7 +11,7 @@ from kcheck import bfs, explore, graph, native, spark, spark_owner
 from kcheck.compile import Compiled, fingerprint
 from kcheck.layout import initial_words, layout_of
 from kcheck.loader import load_spec
-from kcheck.trace import build, to_json
+from kcheck.trace import build
 from kcheck.verdict import Counterexample
 from spark_support import MASTER, sc  # noqa: F401 (sc is a fixture)
 
@@ -95,7 +95,7 @@ def producer_searches():
 
 def rendered(model, found) -> dict[str, str]:
     """Each counterexample as the JSON trace a user gets (the bytes compared between engines)."""
-    return {p: json.dumps(to_json(build(model, p, f.kind, f.initial, f.steps)), sort_keys=True)
+    return {p: json.dumps(build(model, p, f.kind, f.initial, f.steps).to_json(), sort_keys=True)
             for p, f in sorted(found.items())}
 
 

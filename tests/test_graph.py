@@ -13,7 +13,7 @@ from kcheck.cli import main
 from kcheck.graph import (build_graph, check, check_progress, fair_components, lasso_trace,
                           to_dot, to_graphml, to_json)
 from kcheck.loader import load_spec
-from kcheck.trace import load, replay, to_json as trace_json
+from kcheck.trace import load, replay
 from kcheck.spec import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,7 +189,7 @@ def test_known_verdicts(name, variant, prop, verdict, length, loop):
     if verdict == "violated":
         assert len(r.lasso(prop).steps) == length
         assert r.lasso(prop).loop_index == loop
-        doc = trace_json(lasso_trace(sg, prop, r.lasso(prop)))
+        doc = lasso_trace(sg, prop, r.lasso(prop)).to_json()
         assert doc["kind"] == "lasso" and doc["loop_index"] == loop
         rr = replay(model, json.loads(json.dumps(doc)))
         assert rr.ok, rr.message
@@ -329,7 +329,7 @@ def test_shipped_progress_verdicts_match_the_record_and_lassos_replay(name, vari
             wrong.append(f"{name}/{model.variant}: {prop.name} {r.status(prop.name)}, the record says "
                          f"{'violated' if expected else 'holds'}")
         if r.lasso(prop.name) is not None:
-            doc = trace_json(lasso_trace(sg, prop.name, r.lasso(prop.name)))
+            doc = lasso_trace(sg, prop.name, r.lasso(prop.name)).to_json()
             path = tmp_path / f"{prop.name}.json"
             path.write_text(json.dumps(doc))
             assert main(["replay", str(path)]) == 0
@@ -368,7 +368,7 @@ def test_progress_agrees_with_the_plain_reading_at_small_bounds(name, variant, t
         st = r.status(prop.name)
         assert (st if st != "bounded" else "holds") == reference_verdict(sg, prop), prop.name
         if r.lasso(prop.name) is not None:
-            rr = replay(model, trace_json(lasso_trace(sg, prop.name, r.lasso(prop.name))))
+            rr = replay(model, lasso_trace(sg, prop.name, r.lasso(prop.name)).to_json())
             assert rr.ok, rr.message
 
 

@@ -12,7 +12,7 @@ from kcheck.cli import main
 from kcheck.graph import build_graph, check, lasso_trace
 from kcheck.loader import load_spec
 from kcheck.symmetry import SymmetryError
-from kcheck.trace import build, replay, to_json, traces_of
+from kcheck.trace import build, replay, traces_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_PHASE = (ROOT / "spec" / "examples" / "two_phase.py").read_text()
@@ -71,7 +71,7 @@ def assert_same_progress(model):
         assert len(r.steps) == len(f.steps), p
         assert (r.loop_index, r.trigger_index) == (f.loop_index, f.trigger_index), p
     for p, tr in traces_of(reduced).items():
-        rr = replay(model, json.loads(json.dumps(to_json(tr))))
+        rr = replay(model, json.loads(json.dumps(tr.to_json())))
         assert rr.ok, (p, rr.message)
     return reduced, full
 
@@ -117,7 +117,7 @@ def test_a_lasso_with_a_loop_found_under_symmetry_replays(tmp_path):
     res = check(sg)
     lasso = res.lasso("eventually-converges")
     assert lasso is not None and lasso.loop_index < len(lasso.steps)   # a loop, not a stop
-    doc = to_json(lasso_trace(sg, "eventually-converges", lasso))
+    doc = lasso_trace(sg, "eventually-converges", lasso).to_json()
     path = tmp_path / "lasso.json"
     path.write_text(json.dumps(doc))
     assert main(["replay", str(path)]) == 0
@@ -137,7 +137,7 @@ def test_paths_of_the_quotient_are_made_concrete(tmp_path):
         cx = sg.concrete(Counterexample("deadlock", "deadlock", initial, steps))
         assert len(cx.steps) == len(steps)
         tr = build(model, None, None, cx.initial, cx.steps)
-        assert replay(model, json.loads(json.dumps(to_json(tr)))).ok
+        assert replay(model, json.loads(json.dumps(tr.to_json()))).ok
         last = tr.steps[-1].words if tr.steps else tr.initial
         import numpy as np
         canon = sg.symmetry.canonical(np.array(last, dtype=np.uint64).reshape(-1, 1))

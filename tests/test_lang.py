@@ -121,7 +121,7 @@ from kcheck.bfs import search  # noqa: E402
 from kcheck.layout import layout_of  # noqa: E402
 from kcheck.loader import load_spec  # noqa: E402
 from kcheck.reference import explore  # noqa: E402
-from kcheck.trace import build, replay, to_json  # noqa: E402
+from kcheck.trace import build, replay  # noqa: E402
 from kcheck.spec.lang import Case, Enum, Record  # noqa: E402
 
 LANG_SPECS = Path(__file__).resolve().parent / "specs_lang"
@@ -171,7 +171,7 @@ def test_a_trace_of_a_structured_spec_shows_nested_values_and_replays():
     _, structured = _pair(SIZES[0])
     f = search(structured).found["leader-owns-nothing"]
     tr = build(structured, f.property, f.kind, f.initial, f.steps)
-    doc = to_json(tr)
+    doc = tr.to_json()
     first = structured.fields.show(list(structured.initial_states[0]))
     assert first["owns"] == [[False, False], [False, False]]
     assert first["request"] == [{"present": False, "epoch": 0}] * 2
@@ -268,7 +268,7 @@ def test_a_reachable_scenario_has_the_shortest_witness_and_it_replays(name):
     w = r.found["request-to-fence"]
     assert len(w.steps) == 3
     tr = build(model, w.property, w.kind, w.initial, w.steps)
-    assert replay(model, to_json(tr)).ok
+    assert replay(model, tr.to_json()).ok
     # the reference interpreter: P holds first at depth 3, and at the witness's last state
     from kcheck.spec.lang import Not
     p_expr = Not(model.invariant_expr(prop))

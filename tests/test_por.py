@@ -16,7 +16,7 @@ from kcheck.bfs import search
 from kcheck.compile import Compiled
 from kcheck.layout import initial_words, layout_of
 from kcheck.loader import load_spec
-from kcheck.trace import build, replay, to_json
+from kcheck.trace import build, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -230,7 +230,7 @@ def test_engine_counterexample_replays_unreduced(variant, prop):
     assert red.por is not None and red.distinct_states <= full.distinct_states
     f = red.found[prop]
     assert len(f.steps) >= len(full.found[prop].steps)
-    assert replay(model, to_json(build(model, f.property, f.kind, f.initial, f.steps))).ok
+    assert replay(model, build(model, f.property, f.kind, f.initial, f.steps).to_json()).ok
 
 
 def _kcheck(*args):

@@ -51,8 +51,7 @@ def test_a_loop_without_disturbance_is_a_protocol_driven_lasso_that_replays(tmp_
     assert res.drivers["converges"] == "protocol-driven"
     # the saved lasso is the spec's own (no disturbance count in its states) and replays
     path = tmp_path / "lasso.json"
-    from kcheck.trace import to_json
-    path.write_text(json.dumps(to_json(traces["converges"])))
+    path.write_text(json.dumps(traces["converges"].to_json()))
     doc = load(path)
     assert "disturbances" not in doc["steps"][0].get("state", doc.get("initial", {}))
     model = load_spec(REBALANCER).instantiate("no-settle-2", doc.get("params", {}))

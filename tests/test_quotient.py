@@ -18,7 +18,7 @@ from kcheck.bfs import search
 from kcheck.loader import load_spec
 from kcheck.quotient import QuotientError
 from kcheck.spec.lang import SpecError
-from kcheck.trace import replay, to_json, traces_of
+from kcheck.trace import replay, traces_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCHS = ROOT / "tests" / "specs_quotient" / "epochs.py"
@@ -36,7 +36,7 @@ def _replays_unreduced(spec, variant, params, res):
     to the most the parameters allow (a concrete trace's generations are the steps' own)."""
     big = spec.instantiate(variant, params)
     for name, tr in traces_of(res).items():
-        out = replay(big, to_json(tr))
+        out = replay(big, tr.to_json())
         assert out.ok, (variant, name, out.message)
 
 

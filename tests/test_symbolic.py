@@ -14,7 +14,7 @@ from kcheck.bfs import search
 from kcheck.layout import initial_words, layout_of
 from kcheck.loader import load_spec
 from kcheck.symbolic import bmc, compare, fit_model, prove, rule_call_sites
-from kcheck.trace import replay, to_json
+from kcheck.trace import replay
 from kcheck.spec import SHIPPED
 from kcheck.spec.lang import SpecError
 
@@ -56,7 +56,7 @@ def cases():
 
 def replays(cx) -> bool:
     tr = cx.trace
-    return tr is not None and replay(tr.model, to_json(tr)).ok
+    return tr is not None and replay(tr.model, tr.to_json()).ok
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,7 +12,7 @@ from kcheck.bfs import search
 from kcheck.compile import Compiled
 from kcheck.layout import layout_of
 from kcheck.loader import load_spec
-from kcheck.trace import build, replay, to_json
+from kcheck.trace import build, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_PHASE = (ROOT / "spec" / "examples" / "two_phase.py").read_text()
@@ -38,7 +38,7 @@ def _same_results(model, reduced, full):
     assert reduced.distinct_states < full.distinct_states
     for name, f in reduced.found.items():
         assert len(f.steps) == len(full.found[name].steps)
-        doc = to_json(build(model, f.property, f.kind, f.initial, f.steps))
+        doc = build(model, f.property, f.kind, f.initial, f.steps).to_json()
         assert replay(model, doc).ok, name
 
 

@@ -33,6 +33,8 @@ from typing import Any
 from kcheck.layout import initial_words as model_initial_words, layout_of
 from kcheck.trace import Executor, TraceError, initial_state, load
 from kcheck.spec.lang import SpecError
+from kcheck.verdict import (BROKEN, CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, SPEC_REGRESSION,
+                            TIMING, Outcome)
 
 # the one exit-code table (options.py): a divergence is 1, a broker that cannot start 4
 from kcheck.options import (BAD_INPUT, BROKER_FAILED as BROKER_UNAVAILABLE, OK,  # noqa: F401
@@ -263,19 +265,14 @@ def adapter_for(spec_name: str) -> Adapter:
 
 
 # ---------------------------------------------------------------------------------------------
-# Outcomes
-
-CONFORMS, DIVERGES, EXPECTED, NOT_DRIVABLE, BROKEN, TIMING, SPEC_REGRESSION = (
-    "conforms", "diverges", "diverges as expected", "not drivable", "broken", "timing divergence",
-    "spec regression")
-
+# Outcomes (the kinds and ``Outcome`` are the result model's, checker/verdict.py)
 
 @dataclass(frozen=True)
 class Absent:
     """A key a step compares that one side cannot give at this step, and why (records of a
     release before the field existed, a follower on a single broker, a marker Kafka may have
     written already): said explicitly by the adapter, never by leaving the key out. Not compared
-    at that step; counted in ``Outcome.absent``."""
+    at that step; counted in ``verdict.Outcome.absent``."""
     why: str
 
 
@@ -287,40 +284,6 @@ class _NotGiven:
 
 
 NOT_GIVEN = _NotGiven()
-
-
-@dataclass
-class Outcome:
-    trace: str                      # the file (or walk name)
-    variant: str
-    steps: int
-    kind: str
-    step: int | None = None         # 1-based step of a divergence / where driving stopped
-    detail: str = ""
-    matches: list[str] = field(default_factory=list)   # variants whose every step Kafka matched
-    undecided: list[str] = field(default_factory=list)  # variants that do not enable the trace
-    seconds: float = 0.0
-    wire_log: str | None = None
-    wire: list = field(default_factory=list, repr=False)   # (request, response) lines
-    compared: int = 0               # key comparisons made against the trace's variant
-    absent: dict = field(default_factory=dict)   # why a key was not compared -> how often
-    # at a divergence: (key, spec said, Kafka said) of each key that differs at that step, the
-    # form an expected-divergence record takes (RecordedDivergence.diffs)
-    diff: list = field(default_factory=list, repr=False)
-    # (action, Kafka's response code or None) of each step driven: what a walk exercised
-    exercised: list = field(default_factory=list, repr=False)
-
-    @property
-    def unexpected(self) -> bool:
-        return self.kind in (DIVERGES, BROKEN, SPEC_REGRESSION)
-
-    def text(self) -> str:
-        if self.kind == CONFORMS:
-            return f"conforms{': ' + self.detail if self.detail else ''}"
-        if self.kind in (DIVERGES, EXPECTED):
-            return f"{self.kind} at step {self.step}: {self.detail}"
-        where = f" at step {self.step}" if self.step else ""
-        return f"{self.kind}{where}: {self.detail}"
 
 
 def _fmt(v) -> str:

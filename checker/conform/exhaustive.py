@@ -43,116 +43,17 @@ from __future__ import annotations
 
 import time
 from array import array
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from kcheck.conform.driver import (DIVERGES, EXPECTED, Job, NotDrivable, SpecStep, TimerFired,
-                                   compare, field_values, model_of, run_trace, said)
+from kcheck.conform.driver import (Job, NotDrivable, SpecStep, TimerFired, compare, field_values,
+                                   model_of, run_trace, said)
 from kcheck.conform.inprocess import (Harness, InProcessBroker, InProcessRun, coordinator_settings,
                                       in_process_adapter)
 from kcheck.graph import build_graph
 from kcheck.layout import layout_of
-from kcheck.trace import Executor, build, to_json
-
-
-@dataclass
-class Divergence:
-    step: int                 # 1-based, in `doc`
-    detail: str
-    doc: dict                 # the trace, standard format
-    shortest: bool            # the BFS-shortest path (True) or the DFS path (False)
-    expected: bool = False    # the release record predicts it (the release runs another variant)
-
-
-@dataclass
-class ExhaustiveResult:
-    spec: str
-    variant: str
-    version: str
-    params: dict
-    states: int = 0
-    transitions: int = 0          # edges of the graph (every action instance's step)
-    checked: int = 0              # transitions executed on the coordinator and compared
-    client_side: int = 0          # of those, client-side
-    not_mappable: dict = field(default_factory=dict)     # reason -> transitions
-    timing: int = 0
-    initial_not_drivable: dict = field(default_factory=dict)   # reason -> initial states
-    unreached: int = 0            # states the walk never reached (only through unmappable steps)
-    divergences: list = field(default_factory=list)
-    expected: list = field(default_factory=list)     # divergences the release record predicts
-    expected_count: int = 0
-    # rule coverage: per action, every outcome its response can give (the error-code literals of
-    # its respond expression, answerable_outcomes) and how many checked transitions gave each
-    answerable: dict = field(default_factory=dict)    # action -> [outcome]
-    answered: dict = field(default_factory=dict)      # action -> {outcome: transitions}
-    seconds: float = 0.0          # the walk (after the graph)
-    graph_seconds: float = 0.0
-    harness_calls: int = 0
-
-    @property
-    def conforms(self) -> bool:
-        return not self.divergences
-
-    def never_answered(self) -> dict:
-        """action -> the outcomes its response can give that no checked transition gave: rules
-        never compared with Kafka."""
-        out = {}
-        for action, codes in self.answerable.items():
-            seen = self.answered.get(action, {})
-            missing = [c for c in codes if not seen.get(c)]
-            if missing:
-                out[action] = missing
-        return out
-
-    def coverage_lines(self) -> list[str]:
-        lines = []
-        for action, codes in self.answerable.items():
-            seen = self.answered.get(action, {})
-            lines.append(f"  {action}: " + ", ".join(
-                f"{c} {seen.get(c, 0):,}" for c in codes))
-        for action, missing in self.never_answered().items():
-            lines.append(f"never answered (a rule never compared with Kafka): {action} "
-                         f"{', '.join(missing)}")
-        return lines
-
-    @property
-    def rate(self) -> float:
-        return self.checked / self.seconds if self.seconds > 0 else 0.0
-
-    def text(self) -> str:
-        head = (f"{self.spec}/{self.variant} on Kafka {self.version} in-process: "
-                f"{self.states:,} states, {self.transitions:,} transitions")
-        lines = [head]
-        if self.conforms:
-            lines.append(f"conforms in all {self.checked:,} transitions checked "
-                         f"({self.client_side:,} client-side)"
-                         + ("" if self.checked == self.transitions else
-                            f" of the graph's {self.transitions:,}"))
-        else:
-            lines.append(f"diverges: {len(self.divergences)} divergence(s) found; "
-                         f"{self.checked:,} transitions checked ({self.client_side:,} client-side)")
-            for d in self.divergences:
-                how = "shortest trace" if d.shortest else "the DFS path (the shortest trace conforms)"
-                lines.append(f"  at step {d.step} of {len(d.doc['steps'])} ({how}): {d.detail}")
-        if self.expected_count:
-            lines.append(f"diverges as the release record expects: {self.expected_count:,} "
-                         f"transitions (not followed), e.g. {self.expected[0].detail}")
-        for why, n in sorted(self.not_mappable.items(), key=lambda x: -x[1]):
-            lines.append(f"not mappable: {n:,} transitions: {why}")
-        for why, n in self.initial_not_drivable.items():
-            lines.append(f"initial states not drivable: {n}: {why}")
-        if self.unreached:
-            lines.append(f"states not reached on Kafka (only through steps not followed: not "
-                         f"mappable, or diverging as expected): {self.unreached:,}")
-        if self.timing:
-            lines.append(f"timing divergences (a timer the step did not ask for): {self.timing:,}")
-        if self.answerable:
-            lines.append("outcomes answered in the transitions checked, per action:")
-            lines += self.coverage_lines()
-        lines.append(f"time: graph {self.graph_seconds:.1f} s, walk {self.seconds:.1f} s, "
-                     f"{self.rate:,.0f} transitions/s")
-        return "\n".join(lines)
+from kcheck.trace import Executor, build
+from kcheck.verdict import DIVERGES, EXPECTED, Divergence, ExhaustiveResult
 
 
 def _clone(state: dict) -> dict:
@@ -399,7 +300,7 @@ def _divergence(spec, adapter, harness, model, sg, ex, stack, k: int, detail: st
     """The divergence at instance k from the top frame's state: the shortest trace to it if an
     in-process replay of that trace diverges too, else the DFS path."""
     initial, steps = sg.trace_to(stack[-1].state)
-    doc = to_json(build(model, None, None, initial, steps + [k], executor=ex))
+    doc = build(model, None, None, initial, steps + [k], executor=ex).to_json()
     snap = harness.snapshot()
     try:
         out = run_trace(InProcessBroker(harness), adapter, spec, Job("shortest", doc),
@@ -410,5 +311,5 @@ def _divergence(spec, adapter, harness, model, sg, ex, stack, k: int, detail: st
         return Divergence(out.step, out.detail, doc, True, out.kind == EXPECTED)
     # the DFS path: the root of the stack and the instance of each frame's last edge taken
     path = [int(sg.act[order[f.next - 1]]) for f in stack[:-1]] + [k]
-    doc = to_json(build(model, None, None, sg.state_words(stack[0].state), path, executor=ex))
+    doc = build(model, None, None, sg.state_words(stack[0].state), path, executor=ex).to_json()
     return Divergence(len(path), detail, doc, False)
