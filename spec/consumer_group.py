@@ -24,7 +24,7 @@ See spec/consumer_group_notes.md for what is modelled, what is not, and the find
 """
 from itertools import combinations, product
 
-from kcheck import (FALSE, TRUE, And, Array, Bool, Enum, Exists, Forall, If, Int, Not,
+from kcheck import (FALSE, TRUE, And, Array, Bool, Case, Enum, Exists, Forall, If, Int, Not,
                    Or, Record, Spec)
 
 spec = Spec("consumer_group", __doc__)
@@ -548,7 +548,9 @@ def _heartbeat(s, p, m, target, resubscribe, unsubscribe=()):
            "changed": And(valid, new["changed"])}
     since = [s.held_since[m][q] for q in _partitions(p)]
     _apply_member(s, p, m, cur, new, valid, since)
-    s.respond(If(~known, Error.UNKNOWN_MEMBER_ID, If(valid, Error.NONE, Error.FENCED_MEMBER_EPOCH)))
+    s.respond(Case((~known, Error.UNKNOWN_MEMBER_ID),
+                   (valid, Error.NONE),
+                   default=Error.FENCED_MEMBER_EPOCH))
 
 
 def _resubscribers(p):
@@ -736,9 +738,10 @@ def HandleCommit(s, p, c, m, q):
     # ILLEGAL_GENERATION, v6+ keeps it (KIP-1319)
     fenced = If(s.classic[m] | (req == Request.TXN_OFFSET_COMMIT), Error.ILLEGAL_GENERATION,
                 Error.STALE_MEMBER_EPOCH)
-    s.respond(If(~known, Error.UNKNOWN_MEMBER_ID,
-                 If((req == Request.OFFSET_COMMIT_V8) & ~s.classic[m], Error.UNSUPPORTED_VERSION,
-                    If(accepted, Error.NONE, fenced))))
+    s.respond(Case((~known, Error.UNKNOWN_MEMBER_ID),
+                   ((req == Request.OFFSET_COMMIT_V8) & ~s.classic[m], Error.UNSUPPORTED_VERSION),
+                   (accepted, Error.NONE),
+                   default=fenced))
     s.commit[c] = _NO_COMMIT
     s.commit_zombie[c] = False
     s.commit_owner[c] = False

@@ -65,7 +65,7 @@ JIRA, or recorded as not expressible with what the spec would need.
 """
 import functools
 
-from kcheck import FALSE, TRUE, Array, Bool, Count, Enum, Int, Spec, If, And, Or, Min, Max
+from kcheck import FALSE, TRUE, Array, Bool, Case, Count, Enum, Int, Spec, If, And, Or, Min, Max
 
 spec = Spec("producer", __doc__)
 spec.param("records", 2, lo=1, hi=6, doc="records the producer sends, one per batch")
@@ -542,11 +542,11 @@ def produce_append(s, p, t, r):
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     ongoing = s.txn_open[r] & (pe == e)
     in_order = If(e != pe, q == 0, q == s.last_seq[r] + 1)
-    return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
-              If((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH,
-                 If(~ongoing & (s.txn_epoch == e) & prepare(s), Error.CONCURRENT_TRANSACTIONS,
-                    If(~ongoing & (s.txn_epoch != e), Error.INVALID_PRODUCER_EPOCH,
-                       sequence_check(s, p, r, in_order)))))
+    return Case((duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER),
+                ((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH),
+                (~ongoing & (s.txn_epoch == e) & prepare(s), Error.CONCURRENT_TRANSACTIONS),
+                (~ongoing & (s.txn_epoch != e), Error.INVALID_PRODUCER_EPOCH),
+                default=sequence_check(s, p, r, in_order))
 
 
 @spec.rule("produce-append", variant="pre-kip890")
@@ -567,9 +567,9 @@ def produce_append_idempotent(s, p, t, r, empty_log_needs_zero=True):
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     first = (q == 0) | ~log_never_written(s) if empty_log_needs_zero else TRUE
     in_order = If(pe == NO_EPOCH, first, If(e != pe, q == 0, q == s.last_seq[r] + 1))
-    return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
-              If((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH,
-                 sequence_check(s, p, r, in_order)))
+    return Case((duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER),
+                ((pe != NO_EPOCH) & (e < pe), Error.INVALID_PRODUCER_EPOCH),
+                default=sequence_check(s, p, r, in_order))
 
 
 def log_never_written(s):
@@ -613,10 +613,11 @@ def produce_append_pre_kip360(s, p, t, r):
     e, q, pe = s.request_epoch, s.request_seq, s.producer_epoch[r]
     unknown = (pe == NO_EPOCH) | ((e == pe) & (s.last_seq[r] == -1))
     in_order = If(e != pe, q == 0, q == s.last_seq[r] + 1)
-    return If(duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER,
-              If((pe != NO_EPOCH) & (e < pe), Error.PRODUCER_FENCED,
-                 If(unknown & (q != 0), Error.UNKNOWN_PRODUCER_ID,
-                    If(unknown | in_order, Error.NONE, Error.OUT_OF_ORDER_SEQUENCE_NUMBER))))
+    return Case((duplicate(s, r), Error.DUPLICATE_SEQUENCE_NUMBER),
+                ((pe != NO_EPOCH) & (e < pe), Error.PRODUCER_FENCED),
+                (unknown & (q != 0), Error.UNKNOWN_PRODUCER_ID),
+                (unknown | in_order, Error.NONE),
+                default=Error.OUT_OF_ORDER_SEQUENCE_NUMBER)
 
 
 @spec.rule("marker-append")
