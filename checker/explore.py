@@ -15,7 +15,9 @@ driver's prefix, and every owner's search over its share of each level, ``Explor
 (d) the **invariant and transition checks**, and deadlocks (``Explorer``), what a level found
     merged by one rule (``keep_least``) across blocks, and across owners (``Findings``);
 (e) the **stopping rule** (``Pending``, ``replay_stop``);
-(f) **action coverage** (``never_fired``, ``disabled_actions``).
+(f) **action coverage** (``never_fired``, ``disabled_actions``);
+(g) the **pilot search** that orders a one-word layout (``flip_counts``; checker/layout.py turns
+    its counts into the layout, and this module takes the layout from ``Compiled.layout``).
 
 Definitions (docs/design.md, "The core's parent rule"):
 
