@@ -14,7 +14,7 @@ block's successors are the same state, found within the block rather than across
 
 This module sits above the core it measures with (explore, compile), which take a layout passed
 in and never look one up: the pilot compiles and explores with the declaration order before the
-model's layout exists (issue 31: the cycle compile <-> explore <-> layout is gone).
+model's layout exists, and a core that looked the layout up would import this module back.
 """
 from __future__ import annotations
 

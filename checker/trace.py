@@ -67,8 +67,8 @@ class Trace:
                 expect["outcome"] = s.outcome
             if s.changes:
                 expect["state"] = {k: v[1] for k, v in s.changes.items()}
-            steps.append({"action": s.action, "args": {k: _arg_json(v) for k, v in s.args.items()},
-                          "expect": expect})
+            args = {k: _arg_json(v) for k, v in s.args.items()}
+            steps.append({"action": s.action, "args": args, "expect": expect})
         doc = {"kcheck_trace": FORMAT, "spec": _spec_ref(m.spec), "variant": m.variant,
                "params": m.params.as_dict(), "state": self.initial_state, "steps": steps}
         if self.property is not None:
