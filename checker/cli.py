@@ -101,6 +101,11 @@ def register(sub) -> dict:
     ck.add_argument("--por", action="store_true",
                     help="partial-order reduction: expand ample sets of steps that commute with "
                          "the rest (same verdicts; a trace may be longer than the shortest)")
+    ck.add_argument("--prove", action="store_true",
+                    help="also prove, with Z3 (k-induction and the spec's lemmas, the search "
+                         "bounds lifted), each property the search finds holding: a proved one "
+                         "covers every epoch, the others only the search's bounds (the covers "
+                         "column says which); one variant only")
     ck.add_argument("--explain", action="store_true",
                     help="list every warning (actions that never took a step, verdicts bounded by "
                          "a search bound) instead of their counts; docs/warnings.md says what "
@@ -258,13 +263,15 @@ def _run_one(spec, variant, params_, args, console):
                  f"({', '.join(args.property) if args.property else 'every property'})")
         with Progress(label) as update:
             return run.run_variant(spec, variant, params_, options, engine=chosen,
-                                   search_progress=update)
+                                   search_progress=update, prove=getattr(args, "prove", False))
     live, update = spark_progress(args.verbose, None if chosen == "spark-ownership" else "slices")
     if live is not None:
         with live:
-            vr = run.run_variant(spec, variant, params_, options, engine=chosen, search_progress=update)
+            vr = run.run_variant(spec, variant, params_, options, engine=chosen, search_progress=update,
+                                 prove=getattr(args, "prove", False))
     else:
-        vr = run.run_variant(spec, variant, params_, options, engine=chosen, search_progress=update)
+        vr = run.run_variant(spec, variant, params_, options, engine=chosen, search_progress=update,
+                             prove=getattr(args, "prove", False))
     # how the work was spread: on stderr beside a JSON document, else with the verdicts
     line = vr.search.distribution.line()
     (make_console(stderr=True, soft_wrap=True) if args.json else console).print(line, markup=False)
@@ -279,7 +286,8 @@ def _exit_for(res) -> int:
 def cmd_check(args, console) -> int:
     import time
     from kcheck.loader import load_spec
-    from kcheck.render import print_check, print_matrix
+    from kcheck.render import print_check, print_matrix, print_proofs
+    from kcheck.verdict import holds_covers
     from kcheck.render import save_all
     from kcheck.notices import Notices
     params_ = params(args.param)
@@ -291,6 +299,9 @@ def cmd_check(args, console) -> int:
     all_variants = args.all_variants or args.spec == "all"
     if args.spec == "all" and args.variant:
         raise BadInput("'check all' checks every variant; --variant needs a single spec")
+    if args.prove and all_variants:
+        raise BadInput("--prove proves one variant's verdicts: give one spec (and --variant), "
+                       "not 'all' or --all-variants")
     if getattr(args, "checkpoint", None) and all_variants:
         raise BadInput("--checkpoint DIR holds one search: give a single spec and variant")
     if getattr(args, "checkpoint", None):
@@ -304,12 +315,18 @@ def cmd_check(args, console) -> int:
             vr = _run_one(spec, args.variant, params_, args, console)
             res, traces = vr.search, vr.traces
             run = from_search(res, traces, res.engine)
+            for p, pr in run.properties.items():
+                covers = holds_covers(res, p, vr.proofs)
+                if covers:
+                    pr.details["covers"] = covers
             ci_outputs.record_check(args, res, traces, against_record=False)
             # results first: a failed save must not lose them
             if args.json or args.json_lines:
                 print_json(run.to_json(), "run", indent=2 if args.json else None)
             else:
-                print_check(console, res, traces, {})
+                print_check(console, res, traces, {}, vr.proofs)
+                if args.prove:
+                    print_proofs(console, res, vr.proofs)
             notices.idle(run)
             # one variant's warnings are few: each in full (its bounded verdicts' reasons are
             # printed under its table)

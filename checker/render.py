@@ -94,7 +94,8 @@ def params_str(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
-def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
+def print_check(console: Console, r: SearchResult, traces: dict, saved: dict, proofs=()):
+    from kcheck.verdict import holds_covers
     m = r.model
     console.print(heading(m, params_str(m.params.as_dict())))
     console.print(stats_line(r), markup=False)
@@ -103,13 +104,19 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
         # action coverage: an action with few steps is one a "holds" leans on lightly
         console.print("steps per action: " + ", ".join(f"{a} {n:,}" for a, n in coverage.items()),
                       markup=False)
+    # what each "holds" covers, in its own column when any is qualified: a search that cut steps
+    # at an epoch cap answers up to that cap, unless a proof or a quotient covers every epoch
+    covers = {p: holds_covers(r, p, proofs) for p in r.properties}
     t = Table(show_header=True)
     t.add_column("property")
     t.add_column("verdict")
+    if any(covers.values()):
+        t.add_column("covers")
     t.add_column("meaning")
     for p in r.properties:
         doc = m.spec.properties[p].doc if p in m.spec.properties else "no reachable state without a successor"
-        t.add_row(p, verdict_cell(r, p, traces), Text(doc))
+        t.add_row(p, verdict_cell(r, p, traces), *([covers[p] or ""] if any(covers.values()) else []),
+                  Text(doc))
     console.print(t)
     if r.exhaustive and hasattr(r, "reason"):
         for p in r.properties:
@@ -121,6 +128,24 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict):
         console.print(trace_table(tr, f"Shortest {what} for {p} ({len(tr)} steps)"))
         if p in saved:
             console.print(f"saved: {saved[p]}", markup=False)
+
+
+def print_proofs(console: Console, r: SearchResult, proofs) -> None:
+    """check --prove: one line on what the proofs decided, and one per property left at the
+    search's bounds, with why (the covers column has the rest)."""
+    from kcheck.verdict import Verdict, cell, holds_covers
+    proved = [pr for pr in proofs if pr.verdict is Verdict.PROVED]
+    seconds = sum(pr.elapsed_s for pr in proofs)
+    console.print(f"prove: {len(proved)} of {len(proofs)} properties the search finds holding are "
+                  f"proved for every epoch (k-induction, {seconds:.1f}s)", markup=False)
+    for pr in proofs:
+        if pr.verdict is Verdict.PROVED:
+            continue
+        why = pr.why or (f"the counterexample to induction steps by {pr.cti_action}"
+                         if pr.cti_action else "")
+        covers = holds_covers(r, pr.property, proofs) or "every reachable state"
+        console.print(f"  {pr.property}: {cell(pr.verdict)}{f' ({why})' if why else ''}; its "
+                      f"'holds' covers {covers}", markup=False)
 
 
 def heading(m, detail: str) -> Text:
@@ -190,8 +215,28 @@ def print_matrix(console: Console, spec, results: list[SearchResult], traces: di
         return t
     # the bounded verdicts' reasons are in the run's summary of warnings (kcheck.notices)
     print_folded(console, build, props)
+    line = covers_line(spec, results)
+    if line:
+        console.print(line, markup=False)
     for d in diffs:
         console.print(differs_line(d))
+
+
+def covers_line(spec, results: list[SearchResult]) -> str | None:
+    """Under a matrix: what its 'holds' and 'NOT REACHED' cells cover, when something qualifies
+    them (verdict.holds_covers): the cap the search cut steps at, or a quotient's domain."""
+    from kcheck.verdict import holds_covers
+    by: dict[str, list[str]] = {}
+    for r in results:
+        for c in {holds_covers(r, p) for p in r.properties} - {None}:
+            by.setdefault(c, []).append(r.model.variant)
+    if not by:
+        return None
+    parts = [f"{c} in {'every variant' if len(vs) == len(results) else ', '.join(vs)}"
+             for c, vs in by.items()]
+    hint = (f"; `kcheck check {spec.name} --variant V --prove` proves a variant's for every epoch"
+            if any(c.startswith("up to") for c in by) else "")
+    return f"{spec.name}: 'holds' and 'NOT REACHED' cover {'; '.join(parts)}{hint}"
 
 
 def markdown(tr: Trace, doc: dict) -> str:

@@ -190,10 +190,15 @@ def run_variant(spec, variant: str | None, params: dict | None = None,
     # once per property (deadlock is both the search's and the graph's: the search's counts)
     run.diffs = record_differences(spec, model.variant, run.verdicts)
     if prove and not res.interrupted:
-        from kcheck.symbolic import prove as prove_one
+        from kcheck.symbolic import prove as prove_one, provable_properties
         from kcheck.verdict import Verdict
-        for p in spec.properties:
-            if not spec.properties[p].lemma and res.status(p) != Verdict.VIOLATED:
+        # the properties this search checked and did not find violated (a lemma is proved along
+        # with the others, or dropped: symbolic.prove), but the sometimes ones: a proof of
+        # "never P" would read as the opposite of what the property says
+        provable = set(provable_properties(model))
+        for p in res.properties:
+            if (p in provable and not getattr(spec.properties.get(p), "lemma", False)
+                    and res.status(p) != Verdict.VIOLATED):
                 run.proofs.append(prove_one(model, p))
     return run
 

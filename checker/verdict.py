@@ -250,6 +250,31 @@ class RunReport:
                 "properties": {n: p.to_json() for n, p in self.properties.items()}}
 
 
+def holds_covers(res, prop: str, proofs=()) -> str | None:
+    """What a search's 'holds' (or 'NOT REACHED') of ``prop`` covers, in a few words, or None
+    when nothing qualifies it (a trace is its own evidence; a search that cut no step covers
+    every reachable state at its sizes). ``proofs``: symbolic.ProofResults of the same model;
+    a property proved, or a lemma a proof assumed (Houdini keeps only lemmas that are inductive
+    together), holds for every epoch whatever the search's bounds."""
+    if Verdict(res.status(prop)) not in (Verdict.HOLDS, Verdict.NOT_REACHED):
+        return None
+    proved = {pr.property for pr in proofs if pr.verdict is Verdict.PROVED}
+    proved |= {lemma for pr in proofs if pr.verdict is Verdict.PROVED for lemma in pr.lemmas_used}
+    if prop in proved:
+        return "every epoch (proved)"
+    quotient = getattr(res, "quotient", None)
+    if not res.cut_by_bounds:
+        # a quotient search's cap never cuts a step: the verdict covers every value of the domain
+        return None if quotient in (None, "off") else f"every {quotient} (quotient)"
+    spec, values = res.model.spec, res.model.params.as_dict()
+    caps = [e.cap for e in spec.epochs.values() if e.cap is not None]
+    if spec.environment is not None and spec.environment.cap is not None:
+        caps.append(spec.environment.cap)
+    if caps:
+        return "up to " + ", ".join(f"{c}={values[c]}" for c in dict.fromkeys(caps))
+    return "up to the search bounds"
+
+
 def from_search(res, traces: dict, engine: str | None = None) -> RunReport:
     """The report of an explicit-state search (bfs.SearchResult, also from Spark)."""
     return res.report(traces, engine=engine)

@@ -616,11 +616,17 @@ def _resolutions(p):
 @spec.action(change=_resolutions, actors=("coordinator", "coordinator"))
 def SubscriptionResolved(s, p, change):
     """The coordinator finishes resolving the new regex (GroupMetadataManager's asynchronous
-    regex refresh): the group's subscriptions changed, so the group epoch is bumped and the next
-    heartbeat computes a new target."""
+    regex refresh): where a member still subscribes by it, the group's subscriptions changed, so
+    the group epoch is bumped and the next heartbeat computes a new target.
+    GroupMetadataManager.handleRegularExpressionsResult skips a regex no member subscribes to any
+    more (numSubscribedMembers(regex) == 0: its member was fenced or left while it was resolved,
+    and the removal already recomputed the group's subscriptions), so then nothing is bumped.
+    A removed member subscribes anew (_remove), so a member with a dropped topic is one that
+    still has its new regex."""
     s.require(s.resolution_pending)
     s.resolution_pending = False
-    s.group_epoch = s.group_epoch + 1
+    subscribed = Exists(_members(p), lambda k: Exists(_partitions(p), lambda q: ~s.subscribed[k][q]))
+    s.group_epoch = If(subscribed, s.group_epoch + 1, s.group_epoch)
 
 
 def _metadata_changes(p):

@@ -64,9 +64,12 @@ EQUIVALENT: dict[str, str] = {
 # (asserted to stay missed, so a fix shows) until explained or caught
 MISSED: dict[str, str] = {
     "consumer_group:HandleCommit:731: == -> !=":
-        "the member-id check of a commit in flight flipped; the walks at the spec's defaults catch "
-        "it (1 of 20), the exhaustive run at members=2 partitions=1 static_members=0 max_epoch=3 "
-        "misses it on 4.4.0, 4.3.1 and 4.2.2 (measured 2026-12-02, not yet explained)",
+        "HandleCommit's guard commit.partition == q flipped: at partitions=1 every commit is for "
+        "partition 0 = q, so the mutant never handles a commit; a spec that drops a coordinator "
+        "step has no transition to diverge on (conformance checks the spec's steps against Kafka, "
+        "not the converse), and the run's rule coverage lists every HandleCommit outcome as never "
+        "answered; the walks at the spec's defaults (partitions=2) catch it (1 of 20: a commit "
+        "for p0 handled as p1's) (measured 2026-12-02)",
 }
 
 # the measured figures (docs/conformance.md, "Mutation adequacy"): of the 14, how many the
