@@ -82,6 +82,10 @@ def register(sub) -> dict:
                         "coordinator code, run in-process (no broker): consumer_group")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a spec parameter of the graph --exhaustive walks, or of the --walks")
+    c.add_argument("--no-broker-replay", action="store_true",
+                   help="--exhaustive: do not replay the divergences found in-process on a real "
+                        "broker of the same release (by default each is, to confirm it over the "
+                        "wire or mark it an in-process artefact)")
     c.add_argument("--max-divergences", type=positive("--max-divergences"), default=1,
                    metavar="N", help="--exhaustive stops after N divergences (default 1)")
     c.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -393,6 +397,8 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
         return BROKER_UNAVAILABLE
     finally:
         harness.close()
+    if res.divergences and not args.no_broker_replay:
+        _replay_on_broker(args, spec, adapter, version, res.divergences, console)
     saved = []
     out = Path(args.out) if args.out else Path("conformance") / spec.name
     for n, d in enumerate(res.divergences, start=1):
@@ -415,7 +421,8 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
                          for a, codes in res.answerable.items()},
             "never_answered": res.never_answered(),
             "divergences": [{"step": d.step, "detail": d.detail, "shortest": d.shortest,
-                             "trace": p} for d, p in zip(res.divergences, saved)],
+                             "broker": d.broker, "trace": p}
+                            for d, p in zip(res.divergences, saved)],
             "seconds": round(res.seconds, 3), "graph_seconds": round(res.graph_seconds, 3),
             "transitions_per_second": round(res.rate, 1)}, "conform_exhaustive")
     else:
@@ -424,6 +431,39 @@ def cmd_exhaustive(args, spec, adapter, console) -> int:
             console.print(f"saved: {p} (kcheck conform {spec.name} {p} --kafka {version} "
                           f"replays it on a broker)", markup=False, highlight=False)
     return driver.DIVERGED if res.divergences else driver.OK
+
+
+def _replay_on_broker(args, spec, adapter, version, divergences, console) -> None:
+    """Each divergence found in-process, replayed at once on a real broker of the same release
+    (issue 33): an in-process finding is confirmed over the wire, or marked as an artefact of
+    the harness (the trace conforms on the broker), or says why it could not be replayed. Sets
+    ``Divergence.broker``; the run's verdict stays the in-process one."""
+    from kcheck.conform.broker import Broker, BrokerError
+    from kcheck.conform.kafka import KafkaUnavailable
+    from kcheck.verdict import CONFORMS, DIVERGES, BROKEN, EXPECTED
+    jobs = [driver.Job(f"in-process divergence {n}", d.doc) for n, d in enumerate(divergences, 1)]
+    if any(adapter.needs_cluster(job.doc) for job in jobs):
+        for d in divergences:
+            d.broker = "not replayed: the trace needs a cluster of three brokers"
+        return
+    broker = Broker(None if args.kafka_jars else version, jars=args.kafka_jars,
+                    extra_settings=adapter.broker_settings)
+    try:
+        with (console.status(f"replaying {len(jobs)} divergence(s) on a Kafka {version} broker ...")
+              if console.is_terminal and not args.json else _Null()):
+            broker.start()
+            for d, job in zip(divergences, jobs):
+                o = driver.run_trace(broker, adapter, spec, job, broker.version)
+                d.broker = (f"confirmed: {o.text()}" if o.kind in (DIVERGES, BROKEN) else
+                            f"not confirmed, an artefact of the in-process harness: the trace "
+                            f"conforms on the broker" if o.kind == CONFORMS else
+                            f"diverges only as the release record expects: {o.text()}"
+                            if o.kind == EXPECTED else f"not confirmed: {o.text()}")
+    except (BrokerError, KafkaUnavailable) as e:
+        for d in divergences:
+            d.broker = d.broker or f"not replayed: the broker could not be started or failed: {e}"
+    finally:
+        broker.stop()
 
 
 def _exhaustive_which_variant(args, spec, adapter, harness, given, version, console, err) -> int:

@@ -359,6 +359,9 @@ class Divergence:
     doc: dict                 # the trace, standard format
     shortest: bool            # the BFS-shortest path (True) or the DFS path (False)
     expected: bool = False    # the release record predicts it (the release runs another variant)
+    # what a real broker of the same release said when the trace was replayed over the wire
+    # (kcheck conform --exhaustive does it at once): confirmed, or why not; None if not replayed
+    broker: str | None = None
 
 
 @dataclass
@@ -431,6 +434,8 @@ class ExhaustiveResult:
             for d in self.divergences:
                 how = "shortest trace" if d.shortest else "the DFS path (the shortest trace conforms)"
                 lines.append(f"  at step {d.step} of {len(d.doc['steps'])} ({how}): {d.detail}")
+                if d.broker:
+                    lines.append(f"    on a real broker: {d.broker}")
         if self.expected_count:
             lines.append(f"diverges as the release record expects: {self.expected_count:,} "
                          f"transitions (not followed), e.g. {self.expected[0].detail}")

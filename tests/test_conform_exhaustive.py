@@ -5,10 +5,12 @@ These tests need Java 17 and Kafka's jars in the cache (scripts/setup.sh --test 
 when the harness cannot be built or started they fail with the reason; they never skip."""
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -196,3 +198,32 @@ def test_exhaustive_two_members_two_partitions_on_431(spec):
     assert res.divergences == [] and res.expected_count == 0, res.text()
     assert res.transitions == 70_238
     assert res.checked == res.transitions - sum(res.not_mappable.values())
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_cli_exhaustive_confirms_each_divergence_on_a_real_broker(tmp_path):
+    """A spec whose commit check answers ILLEGAL_GENERATION where Kafka answers
+    UNKNOWN_MEMBER_ID (one literal changed in a copy): the in-process run finds it in 3 steps and
+    replays the trace at once on a real 4.3.1 broker, which gives the same divergence over the
+    wire; with --no-broker-replay the divergence is reported unreplayed."""
+    path = Path(importlib.import_module("kcheck.spec").__file__).parent / "consumer_group.py"
+    text = path.read_text()
+    rule = ("s.respond(Case((~known, Error.UNKNOWN_MEMBER_ID),\n"
+            "                   ((req == Request.OFFSET_COMMIT_V8)")
+    assert text.count(rule) == 1      # HandleCommit's first check
+    mutant = tmp_path / "consumer_group.py"
+    mutant.write_text(text.replace(rule, rule.replace("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")))
+    args = ["conform", str(mutant), "--exhaustive", "--kafka", "4.3.1", "--variant", "kafka-20442",
+            "--param", "members=1", "--param", "partitions=1", "--param", "static_members=0",
+            "--param", "max_epoch=3", "--out", str(tmp_path / "out"), "--json"]
+    r = _kcheck(*args)
+    assert r.returncode == 1, r.stderr
+    [d] = json.loads(r.stdout)["divergences"]
+    said = "outcome: spec said ILLEGAL_GENERATION, Kafka said UNKNOWN_MEMBER_ID"
+    assert d["step"] == 3 and d["detail"] == said and d["shortest"]
+    assert d["broker"] == f"confirmed: diverges at step 3: {said}"
+    r = _kcheck(*args, "--no-broker-replay")
+    assert r.returncode == 1, r.stderr
+    [d] = json.loads(r.stdout)["divergences"]
+    assert d["detail"] == said and d["broker"] is None
