@@ -86,7 +86,10 @@ def register(sub) -> dict:
     c.add_argument("--rule", required=True,
                    help="the named rule to compare ('kcheck list' names each spec's rules)")
     c.add_argument("--variants", nargs=2, required=True, metavar=("A", "B"),
-                   help="the two variants whose rule is compared")
+                   help="the two variants whose rule is compared: each a variant of SPEC, or "
+                        "OTHER:VARIANT, a variant of another spec with the same state fields "
+                        "(a shipped name or a spec module's path, e.g. consumer_group:kip1251 "
+                        "to compare a copied rule with the shipped one)")
     c.add_argument("--lift", action="append", default=[], metavar="ARG",
                    help="make the rule's integer argument ARG a free integer (e.g. the request epoch)")
     c.add_argument("--accept", metavar="VALUE", help="the outcome that means accepted (default NONE)")
@@ -541,14 +544,42 @@ def _print_hint(console, model, r) -> None:
                       "above have in every reachable state.", markup=False)
 
 
+def _compared_variant(spec, given: str):
+    """A variant as --variants names it: VARIANT of the command's spec, or OTHER:VARIANT of
+    another (a shipped name or a path; the last colon splits, as a variant's name has none).
+    Returns the spec and the variant's name."""
+    from kcheck.loader import load_spec
+    other, colon, variant = given.rpartition(":")
+    if not colon:
+        return spec, given
+    if not other or not variant:
+        raise BadInput(f"--variants {given}: give VARIANT or SPEC:VARIANT (e.g. "
+                       f"consumer_group:kip1251)")
+    loaded = load_spec(other)
+    if loaded.name == spec.name and Path(loaded.source_file).resolve() == Path(spec.source_file).resolve():
+        loaded = spec      # the command's own spec, named again: one spec, not two copies of it
+    if variant not in loaded.variants and variant not in loaded.profiles:
+        raise BadInput(f"--variants {given}: unknown variant '{variant}' for spec {loaded.name}; "
+                       f"variants: {', '.join(loaded.variants)}")
+    return loaded, variant
+
+
 def cmd_compare(args, console) -> int:
     from kcheck.loader import load_spec
     from kcheck.symbolic import compare
     spec = load_spec(args.spec)
-    a, b = args.variants
-    with SolverStop(f"compare {spec.name} {args.rule} ({a} vs {b})") as stop:
-        r = compare(spec, args.rule, a, b, params(args.param), args.lift, args.accept, args.assume,
-                    args.timeout)
+    (spec_a, a), (spec_b, b) = (_compared_variant(spec, v) for v in args.variants)
+    if spec_a is not spec and spec_b is not spec:
+        raise BadInput(f"--variants {' '.join(args.variants)}: at least one of the two is a variant "
+                       f"of {args.spec} (write it without SPEC:), so that the two specs compared "
+                       f"are the ones named")
+    if spec_b is spec_a:
+        spec_b = None
+    with SolverStop(f"compare {spec.name} {args.rule} ({' vs '.join(args.variants)})") as stop:
+        r = compare(spec_a, args.rule, a, b, params(args.param), args.lift, args.accept, args.assume,
+                    args.timeout, spec_b)
+    # the variants as the answer names them: SPEC:VARIANT when two specs are compared
+    a, b = r.variants
     if stop.terminated.is_set() and r.inconclusive:
         r.inconclusive = "solver: stopped by SIGTERM"
     if args.json:
@@ -556,7 +587,7 @@ def cmd_compare(args, console) -> int:
         print_json({**compare_run(r).to_json(), "variant": None}, "run")
     else:
         from rich.text import Text
-        console.print(Text.assemble((spec.name, "bold"), " rule ", (r.rule, "bold"), f": {a} vs {b} "
+        console.print(Text.assemble((r.model.spec.name, "bold"), " rule ", (r.rule, "bold"), f": {a} vs {b} "
                       f"({r.call_sites} request shape(s); accepted = {r.accept_value or 'true'}; "
                       f"assuming {', '.join(r.assumed) or 'nothing beyond field ranges'})"))
         if r.inconclusive:
