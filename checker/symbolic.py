@@ -1584,6 +1584,27 @@ class InductionHint:
     candidates: list[tuple[str, bool]] = field(default_factory=list)   # (invariant, is a lemma)
     why_not_searched: str | None = None
 
+    def to_json(self, lemmas_dropped: dict[str, str]) -> dict:
+        """The hint as `prove --json` gives it, with what the terminal prints: each differing
+        field with its value here, its values in the nearest reachable states and in how many
+        of them; each candidate lemma with why it was not assumed (``lemmas_dropped``: the
+        proof's lemmas not proved inductive)."""
+        return {"reachable": self.reachable, "exhaustive": self.exhaustive,
+                "distance": self.distance, "nearest": self.nearest,
+                "differing": {name: {"here": here, "reachable": list(there), "in": n}
+                              for name, (here, there, n) in self.differing.items()},
+                "candidates": [{"invariant": name, "lemma": lemma,
+                                "why_not_assumed": candidate_note(name, lemma, lemmas_dropped)}
+                               for name, lemma in self.candidates],
+                "why_not_searched": self.why_not_searched}
+
+
+def candidate_note(name: str, lemma: bool, lemmas_dropped: dict[str, str]) -> str:
+    """Why a candidate lemma of an induction hint was not assumed, in a few words."""
+    if name in lemmas_dropped:
+        return "a lemma not proved inductive: it may need a lemma of its own"
+    return "a lemma, left out by --no-lemmas" if lemma else "declare it lemma=True to assume it"
+
 
 def induction_hint(model: Model, res: ProofResult, max_states: int = 200_000) -> InductionHint | None:
     """The hint for ``res``'s counterexample to induction (None unless it is NOT INDUCTIVE with

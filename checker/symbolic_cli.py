@@ -343,14 +343,18 @@ def bmc_run(res) -> RunReport:
     return _solver_report(res, res.found, {})
 
 
-def prove_run(model, results: list, saved: dict) -> RunReport:
+def prove_run(model, results: list, saved: dict, hints: dict | None = None) -> RunReport:
     """A prove command's report (engine 'z3-k-induction'): one property per proof, each with
     its figures (k, lemmas, time, solver counters) and its counterexample, a violation or the
-    counterexample to induction (``saved``: where it was saved, by property)."""
+    counterexample to induction (``saved``: where it was saved, by property), and after NOT
+    INDUCTIVE the hint the terminal prints (``hints``: symbolic.InductionHint by property;
+    null where there is none)."""
     props = {}
     for r in results:
         cx = r.counterexample if r.verdict in (Verdict.VIOLATED, Verdict.NOT_INDUCTIVE) else None
-        details = {r.property: {**r.statistics, "saved": saved.get(r.property)}}
+        h = (hints or {}).get(r.property)
+        details = {r.property: {**r.statistics, "saved": saved.get(r.property),
+                                "hint": h.to_json(r.lemmas_dropped) if h is not None else None}}
         del details[r.property]["k_max"]
         props.update(_solver_report(r, {r.property: cx} if cx else {}, details).properties)
     from kcheck.symbolic import merge_stats
@@ -463,7 +467,11 @@ def cmd_prove(args, console) -> int:
             where = out if r.verdict is Verdict.VIOLATED else f"{out}/induction"
             to_save.append((r, cx, where))
             saved[r.property] = str(Path(where) / spec.name / model.variant / f"{r.property}.json")
-    run = prove_run(model, results, saved)
+    # the hints once, for the JSON and the terminal alike (each searches the reachable states)
+    from kcheck.symbolic import induction_hint
+    hints = {r.property: induction_hint(model, r) for r in results
+             if r.verdict is Verdict.NOT_INDUCTIVE}
+    run = prove_run(model, results, saved, hints)
     differences = run.record_differences()
     if args.json:
         print_json({**run.to_json(), "record": {"matches": not differences, "differences": differences}},
@@ -494,7 +502,7 @@ def cmd_prove(args, console) -> int:
                                       f"satisfying it{' and the lemmas' if r.lemmas_used else ''}, "
                                       f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})",
                          None, model)
-            _print_hint(console, model, r)
+            _print_hint(console, r, hints.get(r.property))
     if differences and not args.json:
         for d in differences:
             console.print(f"differs from the record: {d}", markup=False)
@@ -510,12 +518,11 @@ def cmd_prove(args, console) -> int:
                      OK if all(v is Verdict.PROVED for v in verdicts) else BOUNDED)
 
 
-def _print_hint(console, model, r) -> None:
+def _print_hint(console, r, h) -> None:
     """After NOT INDUCTIVE: the fields in which the counterexample to induction differs from the
     reachable states it resembles most, and the declared invariants that would exclude it
-    (symbolic.induction_hint), so the user knows where to look for a lemma."""
-    from kcheck.symbolic import induction_hint
-    h = induction_hint(model, r)
+    (``h``, symbolic.induction_hint's), so the user knows where to look for a lemma."""
+    from kcheck.symbolic import candidate_note
     if h is None:
         return
     if h.distance is not None:
@@ -534,11 +541,7 @@ def _print_hint(console, model, r) -> None:
                       f"counterexample to induction and {checked}; assuming one would exclude it:",
                       markup=False)
         for name, lemma in h.candidates:
-            why = (" (a lemma not proved inductive: it may need a lemma of its own)"
-                   if name in r.lemmas_dropped else
-                   " (a lemma, left out by --no-lemmas)" if lemma else
-                   " (declare it lemma=True to assume it)")
-            console.print(f"  {name}{why}", markup=False)
+            console.print(f"  {name} ({candidate_note(name, lemma, r.lemmas_dropped)})", markup=False)
     else:
         console.print("No declared invariant excludes it: a new lemma should state what the fields "
                       "above have in every reachable state.", markup=False)
