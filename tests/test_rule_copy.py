@@ -189,3 +189,12 @@ def test_compare_refuses_bad_input_in_one_line(copy_dir, variants, needle):
     r = kcheck("compare", "my_commit.py", "--rule", "offset-commit", "--variants", *variants, cwd=copy_dir)
     assert r.returncode == 2 and needle in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1
+
+
+def test_the_readmes_copy_is_what_new_from_writes(tmp_path):
+    """docs/examples/my_commit.py, which the README's workflow runs, is `kcheck new --from`'s
+    file as written today (scripts/readme.py rewrites both together)."""
+    from kcheck.scaffold import write_derived
+    root = Path(__file__).resolve().parent.parent
+    assert write_derived("consumer_group", "my_commit", tmp_path).read_text() == \
+        (root / "docs" / "examples" / "my_commit.py").read_text()
