@@ -123,10 +123,11 @@ def test_join_then_heartbeat(kcheck):
 
 
 # `kcheck new --from SHIPPED NAME`: a spec derived from a shipped one (Spec.derive) with one rule
-# replaced in a new variant. Each shipped spec with a named rule has its example: a change of one
-# guard, whose record (violates=, findings=) is what `kcheck check` gives it at the default
-# parameters, so that the written file checks as written (exit 0) and its first run says what the
-# change does. `kcheck new --from` refuses the other specs, naming these.
+# replaced in a new variant. Each spec here has its example: a change of one guard, whose record
+# (violates=, findings=) is what `kcheck check` gives it at the default parameters, so that
+# `check --all-variants` on the written file matches the record (exit 0) and its findings say what
+# the change does. `kcheck new --from` refuses the other shipped specs, naming these: two_phase
+# has no named rule, and classic_group's and shared_consumption's rules have no example yet.
 FROM = {
     "consumer_group": (
         "any-partition", "offset-commit",
@@ -183,6 +184,78 @@ spec.variant("any-partition", "kip1251 without the check that the member still h
                        "leaves, p1 goes to member 1, member 0 rejoins under the same member id at "
                        "epoch 3, and its commit is accepted: p1 is no longer member 0's, and its "
                        "assignment epoch there is 0 (11 steps in the shipped kip1251)"}})
+'''),
+    "producer": (
+        "no-busy-check", "init-producer-id",
+        '''"""{name}: producer with its init-producer-id rule changed, as variant no-busy-check.
+
+Written by `kcheck new --from producer {name}`. The spec is the shipped producer, imported (not
+copied, so it follows kcheck's updates) and derived under its own name: its saved traces name
+this file and replay against it, and its record stays apart from the shipped one's. Every
+shipped variant is here unchanged; the one added, no-busy-check, replaces the rule
+"init-producer-id" (TransactionCoordinator.handleInitProducerId) with a copy that leaves out one
+guard. The workflow:
+
+  kcheck check {name}.py --variant no-busy-check
+      the search at the default parameters, against the variant's record below
+  kcheck compare {name}.py --rule init-producer-id --variants no-busy-check producer:kip360
+      the copied rule against the shipped one, with Z3, in every state the invariants allow
+  kcheck prove {name}.py --variant no-busy-check --property no-duplicate
+      a property for every epoch
+
+To change another rule, `kcheck list producer` names the spec's rules; the shipped ones are in
+spec/producer.py (the module kcheck.spec.producer).
+"""
+from kcheck import If
+from kcheck.spec.producer import NO_EPOCH, Error
+from kcheck.spec.producer import spec as shipped
+
+spec = shipped.derive("{name}", __doc__)
+
+# The shipped rule (init_producer_id in kcheck.spec.producer): a transaction that is preparing
+# or ongoing answers CONCURRENT_TRANSACTIONS, so that the coordinator aborts an ongoing one, with
+# its markers, before a new epoch starts:
+#     busy = prepare(s) | (s.txn_state == TxnState.Ongoing)
+#     if expected is None:
+#         return If(busy, Error.CONCURRENT_TRANSACTIONS, Error.NONE)
+#     valid = (s.txn_epoch == NO_EPOCH) | (expected == s.txn_epoch) | (expected == s.txn_last_epoch)
+#     return If(busy, Error.CONCURRENT_TRANSACTIONS, If(valid, Error.NONE, Error.PRODUCER_FENCED))
+# The copy below leaves out `busy`: the new epoch starts at once and the open transaction is
+# dropped without a marker.
+
+
+@spec.rule("init-producer-id", variant="no-busy-check")
+def init_producer_id_while_busy(s, p, expected):
+    """InitProducerId answers NONE or PRODUCER_FENCED by its epoch alone, whatever state the transaction is in."""
+    if expected is None:
+        return Error.NONE
+    valid = (s.txn_epoch == NO_EPOCH) | (expected == s.txn_epoch) | (expected == s.txn_last_epoch)
+    return If(valid, Error.NONE, Error.PRODUCER_FENCED)
+
+
+# The variant's record: the properties `kcheck check {name}.py --variant no-busy-check` finds
+# violated at the default parameters. `kcheck check {name}.py --all-variants` and `kcheck prove`
+# compare their verdicts with it and name any that changes.
+HANGING = ("9 steps: the producer's transaction is ongoing with a second batch in flight when a "
+           "second instance's InitProducerId is answered NONE; the coordinator starts epoch 1 "
+           "without aborting the transaction, and the batch, still at epoch 0, is appended to a "
+           "transaction no marker will close")
+default = shipped.variants[shipped.default_variant]
+spec.variant("no-busy-check", "kip360 with InitProducerId accepted while a transaction is open",
+             violates=sorted({{*default.expected_violations, "no-hanging-transaction",
+                              "fenced-stays-fenced", "open-transaction-is-unfinished",
+                              "current-marker-matches-transaction"}}),
+             findings={{**default.findings,
+                       "no-hanging-transaction": HANGING,
+                       "fenced-stays-fenced": "the same 9 steps: the fenced first instance's "
+                       "batch is appended after the second instance initialised",
+                       "open-transaction-is-unfinished": "6 steps: a record of the transaction "
+                       "is appended, then the second instance's InitProducerId is answered NONE "
+                       "and the coordinator drops the transaction the replicas hold open",
+                       "current-marker-matches-transaction": "8 steps: the coordinator aborts a "
+                       "timed-out transaction and its marker is on the wire when the second "
+                       "instance's InitProducerId, answered NONE in PrepareAbort, moves the "
+                       "coordinator to epoch 2 and an empty transaction"}})
 '''),
 }
 
@@ -286,4 +359,4 @@ def _new_from(args, name: str, d: Path, console) -> int:
 
 # the shipped default variant each example is compared with (FROM's `next:` line); a test checks
 # it against the spec, so a renamed default cannot leave a stale command here
-SHIPPED_DEFAULT = {"consumer_group": "kip1251"}
+SHIPPED_DEFAULT = {"consumer_group": "kip1251", "producer": "kip360"}

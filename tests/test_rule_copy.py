@@ -112,6 +112,30 @@ def test_the_changed_rule_lets_a_shorter_zombie_commit_through(copy_dir):
     assert r.returncode == 0 and "REPRODUCES" in r.stdout, r.stdout + r.stderr
 
 
+def test_the_producer_copy_finds_a_hanging_transaction(tmp_path):
+    r = kcheck("new", "--from", "producer", "my_pid", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    mine = check_json(tmp_path, "my_pid.py", "no-busy-check")
+    unchanged = check_json(tmp_path, "my_pid.py", "kip360")
+    shipped = check_json(tmp_path, "producer", "kip360")
+    assert mine["spec"] == "my_pid" and unchanged["distinct_states"] == shipped["distinct_states"]
+    assert {p: (v["status"], v["trace_length"]) for p, v in unchanged["properties"].items()} == \
+        {p: (v["status"], v["trace_length"]) for p, v in shipped["properties"].items()}
+    got = {p: (v["status"], v["trace_length"]) for p, v in mine["properties"].items()}
+    want = {p: (v["status"], v["trace_length"]) for p, v in shipped["properties"].items()}
+    changed = {p: got[p] for p in got if got[p][0] != want[p][0]}
+    assert changed == {"no-hanging-transaction": ("violated", 9), "fenced-stays-fenced": ("violated", 9),
+                       "open-transaction-is-unfinished": ("violated", 6),
+                       "current-marker-matches-transaction": ("violated", 8)}
+    # the record the file writes is these verdicts: check --all-variants matches it
+    r = kcheck("check", "my_pid.py", "--all-variants", "--json", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["record"]["matches"], r.stderr
+    r = kcheck("compare", "my_pid.py", "--rule", "init-producer-id", "--variants", "no-busy-check",
+               "producer:kip360", "--json", cwd=tmp_path)
+    assert json.loads(r.stdout)["relation"] == \
+        "my_pid:no-busy-check accepts strictly more than producer:kip360"
+
+
 @pytest.mark.slow
 def test_every_variant_of_the_copy_matches_its_record(copy_dir):
     r = kcheck("check", "my_commit.py", "--all-variants", "--json", cwd=copy_dir)
@@ -122,8 +146,8 @@ def test_every_variant_of_the_copy_matches_its_record(copy_dir):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--from", "nope", "x"], "--from nope: not a shipped spec; valid: consumer_group"),
-    (["--from", "two_phase", "x"], "--from two_phase: has no example rule change; valid: consumer_group"),
+    (["--from", "nope", "x"], "--from nope: not a shipped spec; valid: consumer_group, producer"),
+    (["--from", "two_phase", "x"], "--from two_phase: has no example rule change; valid: consumer_group, producer"),
     (["--from", "consumer_group", "my_commit"], "my_commit.py already exists; use --force"),
     (["--from", "consumer_group", "My-Copy"], "not a valid spec name"),
     (["--from", "consumer_group", "consumer_group"], "is a shipped spec's name"),
