@@ -147,7 +147,7 @@ guard. The workflow:
   kcheck prove {name}.py --variant any-partition --property no-spurious-fencing
       a property for every epoch
 
-To change another rule, `kcheck list consumer_group` names the spec's rules; the shipped ones are
+To change another rule, `kcheck list` names each shipped spec's rules; consumer_group's are
 in spec/consumer_group.py (the module kcheck.spec.consumer_group).
 """
 from kcheck import And, Or
@@ -203,7 +203,7 @@ guard. The workflow:
   kcheck prove {name}.py --variant no-busy-check --property no-duplicate
       a property for every epoch
 
-To change another rule, `kcheck list producer` names the spec's rules; the shipped ones are in
+To change another rule, `kcheck list` names each shipped spec's rules; producer's are in
 spec/producer.py (the module kcheck.spec.producer).
 """
 from kcheck import If

@@ -14,7 +14,7 @@ guard. The workflow:
   kcheck prove my_commit.py --variant any-partition --property no-spurious-fencing
       a property for every epoch
 
-To change another rule, `kcheck list consumer_group` names the spec's rules; the shipped ones are
+To change another rule, `kcheck list` names each shipped spec's rules; consumer_group's are
 in spec/consumer_group.py (the module kcheck.spec.consumer_group).
 """
 from kcheck import And, Or
