@@ -9,6 +9,11 @@ pytest plugin's fixture) and a scenario.
 
 `kcheck check NAME.py` passes on it as written; `kcheck check NAME.py --all-variants` shows the
 second variant's recorded violation.
+
+`kcheck new --from SHIPPED NAME` writes NAME.py alone: the shipped spec derived under the name
+NAME (Spec.derive), with one rule replaced in a new variant that carries its measured record
+(FROM), to change, check, compare with the shipped rule (`kcheck compare NAME.py --variants
+VARIANT SHIPPED:DEFAULT`) and prove.
 """
 from __future__ import annotations
 
