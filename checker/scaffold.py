@@ -9,6 +9,11 @@ pytest plugin's fixture) and a scenario.
 
 `kcheck check NAME.py` passes on it as written; `kcheck check NAME.py --all-variants` shows the
 second variant's recorded violation.
+
+`kcheck new --from SHIPPED NAME` writes NAME.py alone: the shipped spec derived under the name
+NAME (Spec.derive), with one rule replaced in a new variant that carries its measured record
+(FROM), to change, check, compare with the shipped rule (`kcheck compare NAME.py --variants
+VARIANT SHIPPED:DEFAULT`) and prove.
 """
 from __future__ import annotations
 
@@ -122,6 +127,155 @@ def test_join_then_heartbeat(kcheck):
 '''
 
 
+# `kcheck new --from SHIPPED NAME`: a spec derived from a shipped one (Spec.derive) with one rule
+# replaced in a new variant. Each spec here has its example: a change of one guard, whose record
+# (violates=, findings=) is what `kcheck check` gives it at the default parameters, so that
+# `check --all-variants` on the written file matches the record (exit 0) and its findings say what
+# the change does. `kcheck new --from` refuses the other shipped specs, naming these: two_phase
+# has no named rule, and classic_group's and shared_consumption's rules have no example yet.
+FROM = {
+    "consumer_group": (
+        "any-partition", "offset-commit",
+        '''"""{name}: consumer_group with its offset-commit rule changed, as variant any-partition.
+
+Written by `kcheck new --from consumer_group {name}`. The spec is the shipped consumer_group,
+imported (not copied, so it follows kcheck's updates) and derived under its own name: its saved
+traces name this file and replay against it, and its record stays apart from the shipped one's.
+Every shipped variant is here unchanged; the one added, any-partition, replaces the rule
+"offset-commit" (ConsumerGroup.validateOffsetCommit, KIP-1251) with a copy that leaves out one
+guard. The workflow:
+
+  kcheck check {name}.py --variant any-partition
+      the search at the default parameters, against the variant's record below
+  kcheck compare {name}.py --rule offset-commit --variants any-partition consumer_group:kip1251
+      the copied rule against the shipped one, with Z3, in every state the invariants allow
+  kcheck prove {name}.py --variant any-partition --property no-spurious-fencing
+      a property for every epoch
+
+To change another rule, `kcheck list` names each shipped spec's rules; consumer_group's are
+in spec/consumer_group.py (the module kcheck.spec.consumer_group).
+"""
+from kcheck import And, Or
+from kcheck.spec.consumer_group import spec as shipped
+
+spec = shipped.derive("{name}", __doc__)
+
+# The shipped rule (kip1251_commit in kcheck.spec.consumer_group), as Kafka 4.3 checks the epoch
+# of an offset commit:
+#     Or(epoch == s.member_epoch[m],
+#        And(epoch < s.member_epoch[m], s.holds[m][q] != Hold.NONE,
+#            s.assignment_epoch[m][q] <= epoch))
+# The copy below leaves out `s.holds[m][q] != Hold.NONE`: a commit below the member epoch is then
+# accepted for a partition the member no longer holds when its epoch is at least the partition's
+# assignment epoch, which is 0 once the partition is released.
+
+
+@spec.rule("offset-commit", variant="any-partition")
+def any_partition_commit(s, p, m, q, epoch):
+    """assignment epoch <= commit epoch <= member epoch, whether the member holds the partition or not."""
+    return Or(epoch == s.member_epoch[m],
+              And(epoch < s.member_epoch[m], s.assignment_epoch[m][q] <= epoch))
+
+
+# The variant's record: the properties `kcheck check {name}.py --variant any-partition` finds
+# violated at the default parameters. `kcheck check {name}.py --all-variants` and `kcheck prove`
+# compare their verdicts with it and name any that changes. The copy breaks the properties the
+# shipped default breaks, no more; its zombie commit is shorter.
+default = shipped.variants[shipped.default_variant]
+spec.variant("any-partition", "kip1251 without the check that the member still holds the partition",
+             violates=sorted(default.expected_violations),
+             findings={{**default.findings,
+                       "no-zombie-commit": "5 steps: member 0 sends a commit for p1 at epoch 1 and "
+                       "leaves, p1 goes to member 1, member 0 rejoins under the same member id at "
+                       "epoch 3, and its commit is accepted: p1 is no longer member 0's, and its "
+                       "assignment epoch there is 0 (11 steps in the shipped kip1251)"}})
+'''),
+    "producer": (
+        "no-busy-check", "init-producer-id",
+        '''"""{name}: producer with its init-producer-id rule changed, as variant no-busy-check.
+
+Written by `kcheck new --from producer {name}`. The spec is the shipped producer, imported (not
+copied, so it follows kcheck's updates) and derived under its own name: its saved traces name
+this file and replay against it, and its record stays apart from the shipped one's. Every
+shipped variant is here unchanged; the one added, no-busy-check, replaces the rule
+"init-producer-id" (TransactionCoordinator.handleInitProducerId) with a copy that leaves out one
+guard. The workflow:
+
+  kcheck check {name}.py --variant no-busy-check
+      the search at the default parameters, against the variant's record below
+  kcheck compare {name}.py --rule init-producer-id --variants no-busy-check producer:kip360
+      the copied rule against the shipped one, with Z3, in every state the invariants allow
+  kcheck prove {name}.py --variant no-busy-check --property no-duplicate
+      a property for every epoch
+
+To change another rule, `kcheck list` names each shipped spec's rules; producer's are in
+spec/producer.py (the module kcheck.spec.producer).
+"""
+from kcheck import If
+from kcheck.spec.producer import NO_EPOCH, Error
+from kcheck.spec.producer import spec as shipped
+
+spec = shipped.derive("{name}", __doc__)
+
+# The shipped rule (init_producer_id in kcheck.spec.producer): a transaction that is preparing
+# or ongoing answers CONCURRENT_TRANSACTIONS, so that the coordinator aborts an ongoing one, with
+# its markers, before a new epoch starts:
+#     busy = prepare(s) | (s.txn_state == TxnState.Ongoing)
+#     if expected is None:
+#         return If(busy, Error.CONCURRENT_TRANSACTIONS, Error.NONE)
+#     valid = (s.txn_epoch == NO_EPOCH) | (expected == s.txn_epoch) | (expected == s.txn_last_epoch)
+#     return If(busy, Error.CONCURRENT_TRANSACTIONS, If(valid, Error.NONE, Error.PRODUCER_FENCED))
+# The copy below leaves out `busy`: the new epoch starts at once and the open transaction is
+# dropped without a marker.
+
+
+@spec.rule("init-producer-id", variant="no-busy-check")
+def init_producer_id_while_busy(s, p, expected):
+    """InitProducerId answers NONE or PRODUCER_FENCED by its epoch alone, whatever state the transaction is in."""
+    if expected is None:
+        return Error.NONE
+    valid = (s.txn_epoch == NO_EPOCH) | (expected == s.txn_epoch) | (expected == s.txn_last_epoch)
+    return If(valid, Error.NONE, Error.PRODUCER_FENCED)
+
+
+# The variant's record: the properties `kcheck check {name}.py --variant no-busy-check` finds
+# violated at the default parameters. `kcheck check {name}.py --all-variants` and `kcheck prove`
+# compare their verdicts with it and name any that changes.
+HANGING = ("9 steps: the producer's transaction is ongoing with a second batch in flight when a "
+           "second instance's InitProducerId is answered NONE; the coordinator starts epoch 1 "
+           "without aborting the transaction, and the batch, still at epoch 0, is appended to a "
+           "transaction no marker will close")
+default = shipped.variants[shipped.default_variant]
+spec.variant("no-busy-check", "kip360 with InitProducerId accepted while a transaction is open",
+             violates=sorted({{*default.expected_violations, "no-hanging-transaction",
+                              "fenced-stays-fenced", "open-transaction-is-unfinished",
+                              "current-marker-matches-transaction"}}),
+             findings={{**default.findings,
+                       "no-hanging-transaction": HANGING,
+                       "fenced-stays-fenced": "the same 9 steps: the fenced first instance's "
+                       "batch is appended after the second instance initialised",
+                       "open-transaction-is-unfinished": "6 steps: a record of the transaction "
+                       "is appended, then the second instance's InitProducerId is answered NONE "
+                       "and the coordinator drops the transaction the replicas hold open",
+                       "current-marker-matches-transaction": "8 steps: the coordinator aborts a "
+                       "timed-out transaction and its marker is on the wire when the second "
+                       "instance's InitProducerId, answered NONE in PrepareAbort, moves the "
+                       "coordinator to epoch 2 and an empty transaction"}})
+'''),
+}
+
+
+def write_derived(shipped: str, name: str, directory: Path) -> Path:
+    """Writes NAME.py, the spec derived from ``shipped`` with its example rule change."""
+    from kcheck.options import SaveFailed, write_file
+    path = directory / f"{name}.py"
+    try:
+        write_file(path, FROM[shipped][2].format(name=name))
+    except OSError as e:
+        raise SaveFailed(f"cannot write {path} ({e.strerror}); give a writable --dir") from None
+    return path
+
+
 def scenario(name: str) -> dict:
     # a user's spec is named relative to the trace file (kcheck.trace.spec_path); the state is
     # the spec's only initial state, so the scenario gives none
@@ -153,8 +307,13 @@ def write(name: str, directory: Path) -> list[Path]:
 
 def register(sub) -> dict:
     from kcheck.options import path_value
-    n = sub.add_parser("new", help="write a small, checkable spec to start from, with its test and a scenario")
+    n = sub.add_parser("new", help="write a small, checkable spec to start from, with its test and a "
+                                   "scenario; or, with --from, a copy of a shipped spec's rule to change")
     n.add_argument("name", help="the spec's name: a Python identifier, e.g. my_protocol")
+    n.add_argument("--from", dest="from_spec", metavar="SHIPPED",
+                   help=f"write NAME.py only: the shipped spec SHIPPED under the name NAME, with "
+                        f"one of its rules copied and changed as a new variant "
+                        f"({', '.join(FROM)})")
     n.add_argument("--dir", default=".", type=path_value("--dir"), help="where to write the files (default: here)")
     n.add_argument("--force", action="store_true", help="overwrite files that exist")
     return {"new": cmd_new}
@@ -171,6 +330,8 @@ def cmd_new(args, console) -> int:
     d = Path(args.dir)
     if not d.is_dir():
         raise BadInput(f"--dir {args.dir}: not a directory")
+    if args.from_spec is not None:
+        return _new_from(args, name, d, console)
     targets = [d / f"{name}.py", d / f"test_{name}.py", d / f"{name}_scenarios" / "join_then_heartbeat.json"]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not args.force:
@@ -180,3 +341,27 @@ def cmd_new(args, console) -> int:
     console.print(f"next: kcheck check {d / (name + '.py')} --all-variants, then pytest {d / ('test_' + name + '.py')}",
                   markup=False)
     return OK
+
+
+def _new_from(args, name: str, d: Path, console) -> int:
+    from kcheck.options import OK, BadInput
+    from kcheck.spec import SHIPPED
+    shipped = args.from_spec
+    if shipped not in FROM:
+        what = ("has no example rule change" if shipped in SHIPPED else "not a shipped spec")
+        raise BadInput(f"--from {shipped}: {what}; valid: {', '.join(FROM)}")
+    target = d / f"{name}.py"
+    if target.exists() and not args.force:
+        raise BadInput(f"{target} already exists; use --force to overwrite")
+    path = write_derived(shipped, name, d)
+    variant, rule = FROM[shipped][:2]
+    console.print(f"wrote {path}: {shipped} as {name}, with rule {rule} changed in variant {variant}",
+                  markup=False)
+    console.print(f"next: kcheck check {path} --variant {variant}, then kcheck compare {path} --rule "
+                  f"{rule} --variants {variant} {shipped}:{SHIPPED_DEFAULT[shipped]}", markup=False)
+    return OK
+
+
+# the shipped default variant each example is compared with (FROM's `next:` line); a test checks
+# it against the spec, so a renamed default cannot leave a stale command here
+SHIPPED_DEFAULT = {"consumer_group": "kip1251", "producer": "kip360"}

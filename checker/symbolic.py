@@ -1401,18 +1401,55 @@ class CompareResult(RunResult):
                 "solver": self.stats}
 
 
+def _field_layout(model: Model) -> dict[str, tuple]:
+    """Each flat state field with what its value means (kind and range), as compare needs them
+    alike in two models: one solver state stands for a state of both. A search bound's upper end
+    is left out: the solver lifts it (two variants checked at different max_epoch compare)."""
+    return {f.name: (f.type.kind, f.type.lo, None if f.type.search_bound else f.type.hi)
+            for f in model.fields.fields}
+
+
+def same_layout(ma: Model, mb: Model) -> None:
+    """Refuses two models whose state fields differ (in name, order, kind or range), naming the
+    fields: a rule of one evaluated on the other's state would read another field."""
+    la, lb = _field_layout(ma), _field_layout(mb)
+    if list(la.items()) == list(lb.items()):
+        return
+    only_a = [n for n in la if n not in lb]
+    only_b = [n for n in lb if n not in la]
+    ranged = [n for n in la if n in lb and la[n] != lb[n]]
+    parts = ([f"only in {ma.spec.name}: {', '.join(only_a[:6])}{' ...' if len(only_a) > 6 else ''}"]
+             if only_a else []) + \
+            ([f"only in {mb.spec.name}: {', '.join(only_b[:6])}{' ...' if len(only_b) > 6 else ''}"]
+             if only_b else []) + \
+            ([f"of another kind or range: {', '.join(ranged[:6])}{' ...' if len(ranged) > 6 else ''}"]
+             if ranged else [])
+    raise SpecError(f"{ma.spec.name}/{ma.variant} and {mb.spec.name}/{mb.variant} have different state "
+                    f"fields ({'; '.join(parts) or 'the same fields in another order'}): compare "
+                    f"evaluates both rules on one state, which needs the fields alike (give "
+                    f"--param values that make them so, or compare other variants)")
+
+
 def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None = None,
             lift: list[str] | None = None, accept: str | None = None, assume: str = "invariants",
-            timeout_s: float | None = None) -> CompareResult:
+            timeout_s: float | None = None, spec_b=None) -> CompareResult:
     """Decide whether rule ``rule`` in variant A accepts every request that variant B accepts,
-    and conversely, over every state satisfying the assumed invariants (search bounds lifted)."""
-    if rule not in spec.rules:
-        raise SpecError(f"unknown rule '{rule}' for spec {spec.name}; rules: {', '.join(spec.rules) or 'none'}")
+    and conversely, over every state satisfying the assumed invariants (search bounds lifted).
+    ``spec_b``: the spec variant B belongs to, when it is not ``spec`` (a copy of a rule in a
+    spec derived from a shipped one, compared with the shipped rule); both must have the same
+    state fields at ``params``, and the variants are then named SPEC:VARIANT."""
+    spec_b = spec if spec_b is None else spec_b
+    for sp in (spec, spec_b):
+        if rule not in sp.rules:
+            raise SpecError(f"unknown rule '{rule}' for spec {sp.name}; rules: {', '.join(sp.rules) or 'none'}")
     ma = spec.instantiate(variant_a, params or {})
-    mb = spec.instantiate(variant_b, params or {})
+    mb = spec_b.instantiate(variant_b, params or {})
+    # also within one spec: two variants checked at different parameters (a variant's params=)
+    # may have different fields, and B's rule would read A's state at the wrong places
+    same_layout(ma, mb)
     t0 = time.perf_counter()
     sy = System(ma, False, timeout_s)
-    impl_a, impl_b = spec._rule_impl(rule, variant_a), spec._rule_impl(rule, variant_b)
+    impl_a, impl_b = spec._rule_impl(rule, variant_a), spec_b._rule_impl(rule, variant_b)
     sites_raw = rule_call_sites(ma, rule) + rule_call_sites(mb, rule)
     if not sites_raw:
         raise SpecError(f"no action of {spec.name} calls rule '{rule}'")
@@ -1434,12 +1471,18 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
         assumed = []
     else:
         bad = set()
-        for v in (ma.variant, mb.variant):
-            if v in spec.variants or v in spec.profiles:
-                bad |= spec.variant_info(v).expected_violations
-        assumed = [p.name for p in ma.invariants if (p.lemma or assume == "invariants") and p.name not in bad]
+        for sp, v in ((spec, ma.variant), (spec_b, mb.variant)):
+            if v in sp.variants or v in sp.profiles:
+                bad |= sp.variant_info(v).expected_violations
+        # across two specs, an invariant is assumed only where both state it: a state the
+        # comparison ranges over must be one that both specs' reachable states may be
+        both = {p.name for p in mb.invariants}
+        assumed = [p.name for p in ma.invariants if (p.lemma or assume == "invariants")
+                   and p.name not in bad and p.name in both]
     arg_vars = {n: z3.Int(f"arg.{n}") for n in lift}
-    res = CompareResult(ma, rule, (ma.variant, mb.variant), assumed, len(sites), None, lifted=lift)
+    names = ((ma.variant, mb.variant) if spec_b is spec else
+             (f"{spec.name}:{ma.variant}", f"{spec_b.name}:{mb.variant}"))
+    res = CompareResult(ma, rule, names, assumed, len(sites), None, lifted=lift)
     S = sy.state("s")
     s = sy.solver()
     s.add(*sy.in_range(S))
@@ -1457,6 +1500,10 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
             za = evaluate(ra, env, f"{where_a}: rule {rule} ({ma.variant})")
             zb = evaluate(rb, env, f"{where_b}: rule {rule} ({mb.variant})")
             enum = ra.enum or rb.enum
+            if ra.enum is not None and rb.enum is not None and ra.enum.names != rb.enum.names:
+                raise SpecError(f"{where_b}: rule {rule} returns a {rb.enum.name} in "
+                                f"{res.variants[1]} but a {ra.enum.name} in {res.variants[0]}, "
+                                f"with other values: their answers cannot be compared")
             if ra.kind == "bool":
                 acc_a, acc_b = za, zb
             else:
@@ -1536,6 +1583,27 @@ class InductionHint:
     differing: dict[str, tuple] = field(default_factory=dict)
     candidates: list[tuple[str, bool]] = field(default_factory=list)   # (invariant, is a lemma)
     why_not_searched: str | None = None
+
+    def to_json(self, lemmas_dropped: dict[str, str]) -> dict:
+        """The hint as `prove --json` gives it, with what the terminal prints: each differing
+        field with its value here, its values in the nearest reachable states and in how many
+        of them; each candidate lemma with why it was not assumed (``lemmas_dropped``: the
+        proof's lemmas not proved inductive)."""
+        return {"reachable": self.reachable, "exhaustive": self.exhaustive,
+                "distance": self.distance, "nearest": self.nearest,
+                "differing": {name: {"here": here, "reachable": list(there), "in": n}
+                              for name, (here, there, n) in self.differing.items()},
+                "candidates": [{"invariant": name, "lemma": lemma,
+                                "why_not_assumed": candidate_note(name, lemma, lemmas_dropped)}
+                               for name, lemma in self.candidates],
+                "why_not_searched": self.why_not_searched}
+
+
+def candidate_note(name: str, lemma: bool, lemmas_dropped: dict[str, str]) -> str:
+    """Why a candidate lemma of an induction hint was not assumed, in a few words."""
+    if name in lemmas_dropped:
+        return "a lemma not proved inductive: it may need a lemma of its own"
+    return "a lemma, left out by --no-lemmas" if lemma else "declare it lemma=True to assume it"
 
 
 def induction_hint(model: Model, res: ProofResult, max_states: int = 200_000) -> InductionHint | None:

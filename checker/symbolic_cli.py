@@ -86,7 +86,10 @@ def register(sub) -> dict:
     c.add_argument("--rule", required=True,
                    help="the named rule to compare ('kcheck list' names each spec's rules)")
     c.add_argument("--variants", nargs=2, required=True, metavar=("A", "B"),
-                   help="the two variants whose rule is compared")
+                   help="the two variants whose rule is compared: each a variant of SPEC, or "
+                        "OTHER:VARIANT, a variant of another spec with the same state fields "
+                        "(a shipped name or a spec module's path, e.g. consumer_group:kip1251 "
+                        "to compare a copied rule with the shipped one)")
     c.add_argument("--lift", action="append", default=[], metavar="ARG",
                    help="make the rule's integer argument ARG a free integer (e.g. the request epoch)")
     c.add_argument("--accept", metavar="VALUE", help="the outcome that means accepted (default NONE)")
@@ -339,14 +342,18 @@ def bmc_run(res) -> RunReport:
     return _solver_report(res, res.found, {})
 
 
-def prove_run(model, results: list, saved: dict) -> RunReport:
+def prove_run(model, results: list, saved: dict, hints: dict | None = None) -> RunReport:
     """A prove command's report (engine 'z3-k-induction'): one property per proof, each with
     its figures (k, lemmas, time, solver counters) and its counterexample, a violation or the
-    counterexample to induction (``saved``: where it was saved, by property)."""
+    counterexample to induction (``saved``: where it was saved, by property), and after NOT
+    INDUCTIVE the hint the terminal prints (``hints``: symbolic.InductionHint by property;
+    null where there is none)."""
     props = {}
     for r in results:
         cx = r.counterexample if r.verdict in (Verdict.VIOLATED, Verdict.NOT_INDUCTIVE) else None
-        details = {r.property: {**r.statistics, "saved": saved.get(r.property)}}
+        h = (hints or {}).get(r.property)
+        details = {r.property: {**r.statistics, "saved": saved.get(r.property),
+                                "hint": h.to_json(r.lemmas_dropped) if h is not None else None}}
         del details[r.property]["k_max"]
         props.update(_solver_report(r, {r.property: cx} if cx else {}, details).properties)
     from kcheck.symbolic import merge_stats
@@ -459,7 +466,11 @@ def cmd_prove(args, console) -> int:
             where = out if r.verdict is Verdict.VIOLATED else f"{out}/induction"
             to_save.append((r, cx, where))
             saved[r.property] = str(Path(where) / spec.name / model.variant / f"{r.property}.json")
-    run = prove_run(model, results, saved)
+    # the hints once, for the JSON and the terminal alike (each searches the reachable states)
+    from kcheck.symbolic import induction_hint
+    hints = {r.property: induction_hint(model, r) for r in results
+             if r.verdict is Verdict.NOT_INDUCTIVE}
+    run = prove_run(model, results, saved, hints)
     differences = run.record_differences()
     if args.json:
         print_json({**run.to_json(), "record": {"matches": not differences, "differences": differences}},
@@ -490,7 +501,7 @@ def cmd_prove(args, console) -> int:
                                       f"satisfying it{' and the lemmas' if r.lemmas_used else ''}, "
                                       f"{len(cx.path.steps)} step(s) break it (last: {r.cti_action})",
                          None, model)
-            _print_hint(console, model, r)
+            _print_hint(console, r, hints.get(r.property))
     if differences and not args.json:
         for d in differences:
             console.print(f"differs from the record: {d}", markup=False)
@@ -506,12 +517,11 @@ def cmd_prove(args, console) -> int:
                      OK if all(v is Verdict.PROVED for v in verdicts) else BOUNDED)
 
 
-def _print_hint(console, model, r) -> None:
+def _print_hint(console, r, h) -> None:
     """After NOT INDUCTIVE: the fields in which the counterexample to induction differs from the
     reachable states it resembles most, and the declared invariants that would exclude it
-    (symbolic.induction_hint), so the user knows where to look for a lemma."""
-    from kcheck.symbolic import induction_hint
-    h = induction_hint(model, r)
+    (``h``, symbolic.induction_hint's), so the user knows where to look for a lemma."""
+    from kcheck.symbolic import candidate_note
     if h is None:
         return
     if h.distance is not None:
@@ -530,24 +540,48 @@ def _print_hint(console, model, r) -> None:
                       f"counterexample to induction and {checked}; assuming one would exclude it:",
                       markup=False)
         for name, lemma in h.candidates:
-            why = (" (a lemma not proved inductive: it may need a lemma of its own)"
-                   if name in r.lemmas_dropped else
-                   " (a lemma, left out by --no-lemmas)" if lemma else
-                   " (declare it lemma=True to assume it)")
-            console.print(f"  {name}{why}", markup=False)
+            console.print(f"  {name} ({candidate_note(name, lemma, r.lemmas_dropped)})", markup=False)
     else:
         console.print("No declared invariant excludes it: a new lemma should state what the fields "
                       "above have in every reachable state.", markup=False)
+
+
+def _compared_variant(spec, given: str):
+    """A variant as --variants names it: VARIANT of the command's spec, or OTHER:VARIANT of
+    another (a shipped name or a path; the last colon splits, as a variant's name has none).
+    Returns the spec and the variant's name."""
+    from kcheck.loader import load_spec
+    other, colon, variant = given.rpartition(":")
+    if not colon:
+        return spec, given
+    if not other or not variant:
+        raise BadInput(f"--variants {given}: give VARIANT or SPEC:VARIANT (e.g. "
+                       f"consumer_group:kip1251)")
+    loaded = load_spec(other)
+    if loaded.name == spec.name and Path(loaded.source_file).resolve() == Path(spec.source_file).resolve():
+        loaded = spec      # the command's own spec, named again: one spec, not two copies of it
+    if variant not in loaded.variants and variant not in loaded.profiles:
+        raise BadInput(f"--variants {given}: unknown variant '{variant}' for spec {loaded.name}; "
+                       f"variants: {', '.join(loaded.variants)}")
+    return loaded, variant
 
 
 def cmd_compare(args, console) -> int:
     from kcheck.loader import load_spec
     from kcheck.symbolic import compare
     spec = load_spec(args.spec)
-    a, b = args.variants
-    with SolverStop(f"compare {spec.name} {args.rule} ({a} vs {b})") as stop:
-        r = compare(spec, args.rule, a, b, params(args.param), args.lift, args.accept, args.assume,
-                    args.timeout)
+    (spec_a, a), (spec_b, b) = (_compared_variant(spec, v) for v in args.variants)
+    if spec_a is not spec and spec_b is not spec:
+        raise BadInput(f"--variants {' '.join(args.variants)}: at least one of the two is a variant "
+                       f"of {args.spec} (write it without SPEC:), so that the two specs compared "
+                       f"are the ones named")
+    if spec_b is spec_a:
+        spec_b = None
+    with SolverStop(f"compare {spec.name} {args.rule} ({' vs '.join(args.variants)})") as stop:
+        r = compare(spec_a, args.rule, a, b, params(args.param), args.lift, args.accept, args.assume,
+                    args.timeout, spec_b)
+    # the variants as the answer names them: SPEC:VARIANT when two specs are compared
+    a, b = r.variants
     if stop.terminated.is_set() and r.inconclusive:
         r.inconclusive = "solver: stopped by SIGTERM"
     if args.json:
@@ -555,7 +589,7 @@ def cmd_compare(args, console) -> int:
         print_json({**compare_run(r).to_json(), "variant": None}, "run")
     else:
         from rich.text import Text
-        console.print(Text.assemble((spec.name, "bold"), " rule ", (r.rule, "bold"), f": {a} vs {b} "
+        console.print(Text.assemble((r.model.spec.name, "bold"), " rule ", (r.rule, "bold"), f": {a} vs {b} "
                       f"({r.call_sites} request shape(s); accepted = {r.accept_value or 'true'}; "
                       f"assuming {', '.join(r.assumed) or 'nothing beyond field ranges'})"))
         if r.inconclusive:

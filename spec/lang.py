@@ -1215,6 +1215,8 @@ class Spec:
         self.source_file = sys._getframe(1).f_code.co_filename
         # where each name was declared ((kind, name) -> file:line), for errors found later
         self.lines: dict[tuple[str, str], str] = {}
+        # the spec this one was derived from (Spec.derive), None for a spec written whole
+        self.derived_from: str | None = None
 
     def _declare(self, kind: str, name: str, taken: Iterable[str], what: str):
         """Records where ``name`` is declared; a second declaration would silently replace the
@@ -1225,6 +1227,57 @@ class Spec:
                          "?")
             raise SpecError(f"{here}: {what} '{name}' is declared twice (first at {first})")
         self.lines[(kind.split("|")[0], name)] = here
+
+    # -- a spec built on another ------------------------------------------------------------
+    # How derive copies each attribute of a Spec: "same" shares the object (functions, and
+    # declarations a derived spec cannot change: a parameter, an action, a property), "copy" a
+    # shallow copy of the container (a derived spec adds to it without changing this spec's),
+    # "own" is set by derive itself. tests/test_rule_copy.py fails when Spec gains an attribute
+    # this table does not name, so a new declaration cannot be silently left out of a copy
+    _DERIVE = {"name": "own", "doc": "own", "source_file": "own", "derived_from": "own",
+               "params": "copy", "_state_fn": "same", "_init_fn": "same", "actions": "copy",
+               "properties": "copy", "progress": "copy", "variants": "variants",
+               "profiles": "profiles", "known_bugs": "copy", "symmetries": "copy",
+               "epochs": "copy", "environment": "same", "default_variant": "same",
+               "rules": "rules", "outcome_enum": "same", "_terminal_fn": "same",
+               "check_deadlock": "same", "expected_idle": "copy", "lines": "copy"}
+
+    def derive(self, name: str, doc: str = "") -> "Spec":
+        """A new spec named ``name`` with every declaration of this one (parameters, state,
+        actions, properties, variants with their records, profiles, rules, known bugs), to which
+        the caller adds variants and rule replacements (``@spec.rule(rule, variant=...)``)
+        without changing this spec. Its own name keeps its saved traces and records apart from
+        this spec's: a trace names a spec that is not shipped by its module's path
+        (trace._spec_ref), so a derived spec's traces replay against the derived spec."""
+        from kcheck.spec import SHIPPED
+        here = _user_frame()
+        if not isinstance(name, str) or not name.isidentifier() or not name.islower():
+            raise SpecError(f"{here}: derive({name!r}): a spec's name is a lower-case Python "
+                            f"identifier, e.g. my_{self.name}")
+        if name == self.name or name in SHIPPED:
+            raise SpecError(f"{here}: derive({name!r}): '{name}' is a shipped spec's name, and a "
+                            f"trace naming it would replay against that spec; choose another "
+                            f"(shipped: {', '.join(SHIPPED)})")
+        new = Spec.__new__(Spec)
+        for attr, how in self._DERIVE.items():
+            value = getattr(self, attr, None)
+            if how == "same":
+                setattr(new, attr, value)
+            elif how == "copy":
+                setattr(new, attr, type(value)(value))
+            elif how == "variants":
+                # bounded() and idle() write into a Variant: each is the derived spec's own
+                new.variants = {k: _copy_variant(v) for k, v in value.items()}
+            elif how == "profiles":
+                new.profiles = {k: Profile(p.name, p.changes, p.releases, _copy_variant(p.variant),
+                                           p.recorded) for k, p in value.items()}
+            elif how == "rules":
+                new.rules = {k: dict(impls) for k, impls in value.items()}
+        new.name, new.doc = name, (doc or "").strip() or self.doc
+        new.derived_from = self.name
+        # the derived spec's module, as for Spec(): its traces name this file and replay from it
+        new.source_file = sys._getframe(1).f_code.co_filename
+        return new
 
     # -- declarations ----------------------------------------------------------------------
     def param(self, name: str, default: int, lo: int = 0, hi: int = 1 << 16, doc: str = ""):
@@ -1675,6 +1728,13 @@ class Spec:
         # a profile's model runs its changes composed (None: one variant's model)
         runs = self.profiles[name].changes if name in self.profiles else None
         return Model(self, name, self.variant_params(variant, params), runs=runs)
+
+
+def _copy_variant(v: Variant) -> Variant:
+    """A variant whose records (violates=, findings=, bounded(), idle()) can grow without
+    changing ``v``'s."""
+    return Variant(v.name, v.doc, set(v.expected_violations), dict(v.findings), dict(v.params),
+                   dict(v.expected_bounded), dict(v.expected_idle))
 
 
 def _doc(fn) -> str:

@@ -84,6 +84,49 @@ def test_bmc_and_prove_documents(capsys):
 
 
 @pytest.mark.z3
+def test_prove_json_carries_the_not_inductive_hint_the_terminal_prints(capsys):
+    """Issue 37: `prove --json` gives the hint printed under NOT INDUCTIVE (the fields that make
+    the counterexample to induction unreachable, the candidate lemmas), null for a proof."""
+    code, doc = run_json(capsys, "prove", "two_phase", "--property", "consistent", "--no-lemmas",
+                         "--k", "1", "--bmc-depth", "0", "--json")
+    check_output(doc, "run")
+    res = doc["properties"]["consistent"]
+    assert code == BOUNDED and res["status"] == "not-inductive"
+    hint = res["hint"]
+    assert hint["exhaustive"] and hint["reachable"] == 288 and hint["why_not_searched"] is None
+    assert hint["distance"] >= 1 and hint["nearest"] >= 1 and hint["differing"] and hint["candidates"]
+    for name, d in hint["differing"].items():
+        assert 1 <= d["in"] <= hint["nearest"] and d["here"] not in d["reachable"], name
+    for c in hint["candidates"]:
+        assert c["why_not_assumed"] == ("a lemma, left out by --no-lemmas" if c["lemma"] else
+                                        "declare it lemma=True to assume it")
+    code, doc = run_json(capsys, "prove", "two_phase", "--property", "consistent", "--json")
+    assert doc["properties"]["consistent"]["status"] == "proved"
+    assert doc["properties"]["consistent"]["hint"] is None
+
+
+@pytest.mark.z3
+def test_the_json_hint_and_the_printed_one_say_the_same():
+    """One proof's hint, as prove's JSON gives it and as the terminal prints it."""
+    from rich.console import Console
+    from kcheck.symbolic import induction_hint, prove
+    from kcheck.symbolic_cli import _print_hint, prove_run
+    model = load_spec("two_phase").instantiate("lamport", {"N": 3})
+    r = prove(model, "consistent", k_max=1, use_lemmas=False, bmc_depth=0)
+    h = induction_hint(model, r)
+    doc = prove_run(model, [r], {}, {"consistent": h}).to_json()["properties"]["consistent"]["hint"]
+    console = Console(record=True, width=300)
+    _print_hint(console, r, h)
+    out = console.export_text()
+    assert f"(of {doc['reachable']:,}, every one) differ from it in {doc['distance']} field(s)" in out
+    for name, d in doc["differing"].items():
+        where = "every one of them" if d["in"] == doc["nearest"] else f"{d['in']} of them"
+        assert f"  {name}: {d['here']} here; {' or '.join(map(str, d['reachable']))} in {where}" in out
+    for c in doc["candidates"]:
+        assert f"  {c['invariant']} ({c['why_not_assumed']})" in out
+
+
+@pytest.mark.z3
 def test_prove_and_compare_return_run_results():
     from kcheck.symbolic import compare, prove
     from kcheck.verdict import RunResult
