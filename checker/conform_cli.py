@@ -151,7 +151,9 @@ def cmd_conform(args, console) -> int:
         raise BadInput(driver.NEVER_SHIPPED[args.spec])
     spec = load_spec(args.spec)
     try:
-        adapter = driver.adapter_for(spec.name)
+        # a copy of a shipped spec (Spec.derive) has the shipped one's fields and actions, so
+        # the shipped spec's adapter drives it
+        adapter = driver.adapter_for(spec.derived_from or spec.name)
     except SpecError as e:
         raise BadInput(str(e)) from None
     if args.variant is not None and args.variant not in spec.variants \

@@ -222,3 +222,17 @@ def test_the_readmes_copy_is_what_new_from_writes(tmp_path):
     root = Path(__file__).resolve().parent.parent
     assert write_derived("consumer_group", "my_commit", tmp_path).read_text() == \
         (root / "docs" / "examples" / "my_commit.py").read_text()
+
+
+@pytest.mark.kafka
+def test_a_copy_conforms_in_process_through_the_shipped_spec_s_adapter(copy_dir):
+    """conform drives a copy with the shipped spec's adapter (the same fields and actions): the
+    copy's default variant, which is the shipped kip1251, conforms on 4.4.0's coordinator in every
+    transition of a small graph, and the report names the copy."""
+    r = kcheck("conform", "my_commit.py", "--exhaustive", "--kafka", "4.4.0", "--param", "members=1",
+               "--param", "partitions=1", "--param", "static_members=0", "--param", "max_epoch=3",
+               "--json", cwd=copy_dir)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["spec"], doc["variant"], doc["divergences"]) == ("my_commit", "kip1251", [])
+    assert doc["checked"] > 0
