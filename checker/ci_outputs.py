@@ -21,6 +21,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from kcheck.verdict import recorded_violations
+
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -145,9 +147,6 @@ def _case(command, spec, variant, prop, kind, status, doc, trace, expected, agai
                 _source(fn) if fn is not None else None)
 
 
-def _expected(spec, variant) -> set:
-    v = spec.variants.get(variant)
-    return v.expected_violations if v else set()
 
 
 def record_check(args, res, traces, against_record: bool) -> None:
@@ -155,7 +154,7 @@ def record_check(args, res, traces, against_record: bool) -> None:
     if not (getattr(args, "junit", None) or getattr(args, "sarif", None)):
         return
     spec, v = res.model.spec, res.model.variant
-    exp = _expected(spec, v)
+    exp = recorded_violations(spec, v)
     cases = []
     for p in res.properties:
         prop = spec.properties.get(p)
@@ -170,7 +169,7 @@ def record_progress(args, res, traces, against_record: bool) -> None:
     if not (getattr(args, "junit", None) or getattr(args, "sarif", None)):
         return
     spec, v = res.model.spec, res.model.variant
-    exp = _expected(spec, v)
+    exp = recorded_violations(spec, v)
     _cases(args).extend(
         _case("progress", spec, v, name, res.kind(name), res.status(name), res.doc(name),
               traces.get(name), name in exp, against_record, res.elapsed_s, note=res.reason(name))

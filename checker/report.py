@@ -23,7 +23,7 @@ from kcheck.render import asset
 from kcheck.run import VariantRun
 from kcheck.trace import Trace
 from kcheck.spec.lang import Spec, SpecError
-from kcheck.verdict import Verdict
+from kcheck.verdict import Verdict, recorded_violations
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,8 +126,8 @@ def _steps(n: int) -> str:
 
 def _cell(status: str, trace: Trace | None, spec, variant: str, prop: str,
           note: str | None = None) -> str:
-    from kcheck.verdict import Verdict, cell, differs_from_record
-    expected = bool(spec.variants) and prop in spec.variant_info(variant).expected_violations
+    from kcheck.verdict import Verdict, cell, differs_from_record, recorded_violations
+    expected = prop in recorded_violations(spec, variant)
     differs = differs_from_record(spec, variant, prop, status) is not None
     text = cell(status, len(trace) if trace is not None else None,
                 lasso=trace is not None and trace.loop_index is not None)
@@ -165,7 +165,7 @@ def _matrix(rep: SpecReport) -> str:
         head += f'<th><a href="#lemmas">lemmas ({len(lemmas)})</a></th>'
     rows = []
     for r in runs:
-        exp = spec.variant_info(r.variant).expected_violations if spec.variants else set()
+        exp = recorded_violations(spec, r.variant)
         cells = [_cell(r.search.status(p), r.traces.get(p), spec, r.variant, p) for p in safety]
         cells += [_cell(r.progress.status(p), r.progress_traces.get(p), spec, r.variant, p,
                         r.progress.reason(p)) for p in prog]
@@ -209,7 +209,7 @@ def _lemmas(rep: SpecReport, lemmas: list[str]) -> str:
             if r.search.status(p) is Verdict.VIOLATED:
                 tr = r.traces.get(p)
                 steps = f" ({_steps(len(tr))})" if tr is not None else ""
-                recorded = spec.variants and p in spec.variants[r.variant].expected_violations
+                recorded = p in recorded_violations(spec, r.variant)
                 where.append(f'<a href="#{_anchor(r.variant, p)}">{_e(r.variant)}</a>{steps}'
                              + ("" if recorded else ' <span class="record">≠ record</span>'))
         verdict = ('<td class="verdict violated">' + ", ".join(where) + "</td>" if where else

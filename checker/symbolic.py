@@ -32,7 +32,7 @@ import z3
 from kcheck.layout import layout_of
 from kcheck.ops import OPS
 from kcheck.trace import Trace, build
-from kcheck.verdict import Counterexample, RunResult, Verdict, sometimes_status
+from kcheck.verdict import Counterexample, RunResult, Verdict, recorded_violations, sometimes_status
 from kcheck.spec.lang import Expr, FieldInfo, Model, SpecError, Transition, const
 
 DEADLOCK = "deadlock"
@@ -1472,8 +1472,7 @@ def compare(spec, rule: str, variant_a: str, variant_b: str, params: dict | None
     else:
         bad = set()
         for sp, v in ((spec, ma.variant), (spec_b, mb.variant)):
-            if v in sp.variants or v in sp.profiles:
-                bad |= sp.variant_info(v).expected_violations
+            bad |= recorded_violations(sp, v)
         # across two specs, an invariant is assumed only where both state it: a state the
         # comparison ranges over must be one that both specs' reachable states may be
         both = {p.name for p in mb.invariants}

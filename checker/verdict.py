@@ -103,14 +103,28 @@ def sometimes_status(spec, prop: str, status: str) -> Verdict:
 # ---------------------------------------------------------------------------------------------
 # The spec's record of expected verdicts (Variant.expected_violations / expected_bounded)
 
-def differs_from_record(spec, variant: str | None, prop: str, status: str) -> str | None:
-    """Why ``status`` of ``prop`` differs from what the spec records for ``variant``, or None.
-    A 'bounded' the record does not mention is not a difference (it is not an answer), but a
-    'bounded' where the record says violated is one."""
+def recorded_variant(spec, variant: str | None):
+    """The record a variant's verdicts are compared with: the variant's, or a release profile's
+    that carries one (violates=), else None (a spec without variants, an unrecorded profile)."""
     v = spec.variants.get(variant) if variant is not None else None
     prof = getattr(spec, "profiles", {}).get(variant) if variant is not None else None
     if v is None and prof is not None and prof.recorded:
         v = prof.variant
+    return v
+
+
+def recorded_violations(spec, variant: str | None) -> set[str]:
+    """The properties the spec's record says ``variant`` violates (or, for a sometimes
+    property, reaches): empty where there is no record. The one place the record is read."""
+    v = recorded_variant(spec, variant)
+    return set(v.expected_violations) if v is not None else set()
+
+
+def differs_from_record(spec, variant: str | None, prop: str, status: str) -> str | None:
+    """Why ``status`` of ``prop`` differs from what the spec records for ``variant``, or None.
+    A 'bounded' the record does not mention is not a difference (it is not an answer), but a
+    'bounded' where the record says violated is one."""
+    v = recorded_variant(spec, variant)
     if v is None:
         return None
     where = f"{spec.name}/{v.name}: {prop}"
