@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 FLIP = {ast.Lt: "<=", ast.LtE: "<", ast.Gt: ">=", ast.GtE: ">", ast.Eq: "!=", ast.NotEq: "=="}
@@ -32,10 +32,14 @@ class Mutation:
     end: int
     old: str
     new: str
+    # the mutated line's code, with which occurrence of OLD it is when there are several: names
+    # the mutation by what it changes, so an edit elsewhere in the spec (lines moving) does not
+    # rename it (not part of equality: the position is)
+    code: str = field(default="", compare=False)
 
     @property
     def name(self) -> str:
-        return f"{self.function}:{self.line}: {self.old} -> {self.new}"
+        return f"{self.function}: {self.old} -> {self.new} in `{self.code}`"
 
     def apply(self, source: str) -> str:
         lines = source.splitlines(keepends=True)
@@ -91,7 +95,14 @@ def mutations(path: Path, outcome_enum: str, answerable: dict[str, list[str]]) -
                     if other != node.attr:
                         out.append(Mutation(fn.name, node.end_lineno, start, node.end_col_offset,
                                             node.attr, other))
-    return sorted(set(out), key=lambda m: (m.line, m.start, m.new))
+    return sorted({_with_code(m, lines[m.line - 1]) for m in out},
+                  key=lambda m: (m.line, m.start, m.new))
+
+
+def _with_code(m: Mutation, line: str) -> Mutation:
+    k, n = line[:m.start].count(m.old) + 1, line.count(m.old)
+    return Mutation(m.function, m.line, m.start, m.end, m.old, m.new,
+                    line.strip() + (f" (#{k} of {n})" if n > 1 else ""))
 
 
 def sample(all_mutations: list[Mutation], n: int, seed: int) -> list[Mutation]:
