@@ -83,3 +83,14 @@ def test_names_with_brackets_are_printed_as_given(tmp_path, capsys):
         assert "fix[/]1" in out + err and "Traceback" not in err, argv
     code, out, err = run(capsys, "check", p, "--all-variants", "--explain")
     assert "x never reaches [red]3" in err
+
+
+def test_every_option_of_every_subcommand_has_help_text():
+    """Issue 37: `kcheck SUBCOMMAND --help` explains every option and argument it lists."""
+    import argparse
+    from kcheck.cli import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {' '.join(act.option_strings) or act.dest}"
+               for name, p in sub.choices.items() for act in p._actions
+               if not isinstance(act, argparse._HelpAction) and not act.help]
+    assert len(sub.choices) >= 15 and missing == []
