@@ -191,6 +191,9 @@ def cmd_conform(args, console) -> int:
             raise BadInput("--assignor needs a broker kcheck starts (it lists uniform and range "
                            "in group.consumer.assignors); it cannot be used with --bootstrap")
         adapter.assignor = args.assignor
+    if args.no_broker_replay and not args.exhaustive:
+        raise BadInput("--no-broker-replay is for --exhaustive (its divergences are replayed on "
+                       "a broker); traces and walks are driven on the broker already")
     if args.kafka_default_timing:
         if not hasattr(adapter, "default_timing"):
             raise BadInput(f"--kafka-default-timing: the {spec.name} adapter computes no "

@@ -107,15 +107,16 @@ def print_check(console: Console, r: SearchResult, traces: dict, saved: dict, pr
     # what each "holds" covers, in its own column when any is qualified: a search that cut steps
     # at an epoch cap answers up to that cap, unless a proof or a quotient covers every epoch
     covers = {p: holds_covers(r, p, proofs) for p in r.properties}
+    qualified = any(covers.values())
     t = Table(show_header=True)
     t.add_column("property")
     t.add_column("verdict")
-    if any(covers.values()):
+    if qualified:
         t.add_column("covers")
     t.add_column("meaning")
     for p in r.properties:
         doc = m.spec.properties[p].doc if p in m.spec.properties else "no reachable state without a successor"
-        t.add_row(p, verdict_cell(r, p, traces), *([covers[p] or ""] if any(covers.values()) else []),
+        t.add_row(p, verdict_cell(r, p, traces), *([covers[p] or ""] if qualified else []),
                   Text(doc))
     console.print(t)
     if r.exhaustive and hasattr(r, "reason"):

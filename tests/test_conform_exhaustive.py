@@ -227,3 +227,10 @@ def test_cli_exhaustive_confirms_each_divergence_on_a_real_broker(tmp_path):
     assert r.returncode == 1, r.stderr
     [d] = json.loads(r.stdout)["divergences"]
     assert d["detail"] == said and d["broker"] is None
+
+
+def test_cli_no_broker_replay_without_exhaustive_is_refused():
+    r = _kcheck("conform", "consumer_group", "--no-broker-replay")
+    assert r.returncode == 2, r.stderr
+    assert "--no-broker-replay is for --exhaustive" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
